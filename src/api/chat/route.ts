@@ -1,0 +1,83 @@
+import { Router, type Response } from "express";
+import type { ModelEntry } from "../../config.js";
+import type { ChatGenerateResult } from "../../engines/types.js";
+import { toErrorResponse } from "../../errors.js";
+import { parse, requireJson } from "../../http/parse.js";
+import { SseStream } from "../../http/sse.js";
+import { recordUsage } from "../../store/usage.js";
+import type { AppDeps } from "../../app.js";
+import { ChatCompletionRequest } from "./schema.js";
+import { ChatService } from "./service.js";
+
+/** Status recorded for requests whose client went away before the response ended (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+export function setModelHeaders(res: Response, entry: ModelEntry, router: string): void {
+  res.setHeader("x-service-model-id", entry.id);
+  res.setHeader("x-service-model-name", entry.name ?? entry.id);
+  res.setHeader("x-service-model-router", router);
+  if (entry.deprecation) {
+    res.setHeader("x-service-model-deprecation-warning", entry.deprecation.warning);
+    res.setHeader("x-service-model-deprecation-date", entry.deprecation.date);
+  }
+}
+
+export function chatRouter(deps: AppDeps): Router {
+  const service = new ChatService(deps.models, deps.config.requestTimeoutMs);
+  const router = Router();
+  router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
+    requireJson(req);
+    const body = parse(ChatCompletionRequest, req.body);
+    const ctx = res.locals.ctx;
+    const chat = await service.prepare(body, ctx.requestId);
+    setModelHeaders(res, chat.entry, chat.engine.router);
+
+    let result: ChatGenerateResult | undefined;
+    let status = 200;
+    try {
+      if (body.stream) {
+        const sse = new SseStream(res);
+        const chunks = service.stream(chat, ctx.abort.signal);
+        try {
+          for (let next = await chunks.next(); ; next = await chunks.next()) {
+            if (next.done) {
+              result = next.value;
+              break;
+            }
+            sse.send(next.value);
+          }
+          sse.end();
+        } catch (error) {
+          if (!sse.started) throw error;
+          status = toErrorResponse(error).status;
+          sse.fail(error);
+        }
+        if (result?.finishReason === "abort") status = CLIENT_CLOSED_REQUEST;
+      } else {
+        const completion = await service.complete(chat, ctx.abort.signal);
+        result = completion.result;
+        if (result.finishReason === "abort") status = CLIENT_CLOSED_REQUEST;
+        else res.json(completion.response);
+      }
+    } catch (error) {
+      status = toErrorResponse(error).status;
+      throw error;
+    } finally {
+      recordUsage(deps.db, {
+        requestId: ctx.requestId,
+        accountId: ctx.auth?.accountId ?? null,
+        apiKeyId: ctx.auth?.apiKeyId ?? null,
+        endpoint: "/chat/completions",
+        model: chat.entry.id,
+        promptTokens: result?.promptTokens ?? 0,
+        completionTokens: result?.completionTokens ?? 0,
+        cachedTokens: result?.cachedTokens ?? 0,
+        durationMs: Date.now() - ctx.startedAt,
+        status,
+        finishReason: result?.finishReason ?? null,
+        createdAt: Date.now(),
+      });
+    }
+  });
+  return router;
+}

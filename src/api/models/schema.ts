@@ -1,0 +1,40 @@
+import { z } from "zod";
+
+export const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video"] as const;
+
+export const ListModelsQuery = z.looseObject({
+  type: z.enum([...MODEL_TYPES, "all", "code"]).default("all"),
+});
+
+const Price = z.object({ usd: z.number(), diem: z.number() });
+
+export const ModelRecord = z.object({
+  id: z.string(),
+  object: z.literal("model"),
+  type: z.enum(MODEL_TYPES),
+  created: z.number(),
+  owned_by: z.string(),
+  context_length: z.number().optional(),
+  model_spec: z.object({
+    name: z.string(),
+    description: z.string().optional(),
+    availableContextTokens: z.number().optional(),
+    maxCompletionTokens: z.number().optional(),
+    privacy: z.enum(["private", "anonymized"]),
+    beta: z.boolean(),
+    offline: z.boolean(),
+    modelSource: z.string(),
+    traits: z.array(z.string()),
+    capabilities: z.record(z.string(), z.unknown()),
+    constraints: z.record(z.string(), z.unknown()),
+    pricing: z.object({ input: Price, output: Price, cache_input: Price.optional(), cache_write: Price.optional() }).optional(),
+    deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
+  }),
+});
+export type ModelRecord = z.infer<typeof ModelRecord>;
+
+export const ModelList = z.object({
+  object: z.literal("list"),
+  type: ListModelsQuery.shape.type,
+  data: z.array(ModelRecord),
+});

@@ -1,0 +1,86 @@
+import type { Command } from "commander";
+import { loadServerConfig } from "../config.js";
+import { databasePath } from "../server.js";
+import { createAccount, getAccount } from "../store/accounts.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
+import { grantCredits, toMicros } from "../store/ledger.js";
+import { openStore } from "../store/Store.js";
+import { addSettingOption, type SettingFlags } from "./options.js";
+
+function parseAmount(value: string): number {
+  const amount = Number(value);
+  if (!Number.isFinite(amount) || amount < 0) throw new Error(`not a valid amount: ${value}`);
+  return amount;
+}
+
+function withStore<T>(flags: SettingFlags, run: (db: ReturnType<typeof openStore>) => T): T {
+  const db = openStore(databasePath(loadServerConfig(flags).dataDir));
+  try {
+    return run(db);
+  } finally {
+    db.close();
+  }
+}
+
+export function registerKeysCommand(program: Command): void {
+  const keys = program.command("keys").description("manage API keys (works on the data directory directly; the server need not run)");
+
+  const create = keys
+    .command("create")
+    .description("create an API key and print its secret (shown once) as the last line")
+    .requiredOption("--name <name>", "a description of the key; also names the new account")
+    .option("--admin", "an admin key (manages keys and accounts) instead of an inference key")
+    .option("--account <id>", "add the key to this existing account instead of creating one")
+    .option("--usd <amount>", "grant this many USD of credit to the account", parseAmount)
+    .option("--diem <amount>", "grant this many DIEM of credit to the account", parseAmount)
+    .option("--expires <iso-date>", "the key stops working at this time");
+  addSettingOption(create, "dataDir");
+  create.action((flags: SettingFlags & { name: string; admin?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
+    const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
+    if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
+    withStore(flags, (db) => {
+      const { secret, record } = db.transaction(() => {
+        const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
+        if (!account) throw new Error(`no account with id ${flags.account}`);
+        if (flags.usd) grantCredits(db, account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`);
+        if (flags.diem) grantCredits(db, account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`);
+        return createApiKey(db, { accountId: account.id, description: flags.name, keyType: flags.admin ? "ADMIN" : "INFERENCE", expiresAt });
+      })();
+      process.stdout.write(`Created ${record.keyType.toLowerCase()} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${secret}\n`);
+    });
+  });
+
+  const list = keys.command("list").description("list API keys (secrets are never shown)").option("--json", "print JSON instead of a table");
+  addSettingOption(list, "dataDir");
+  list.action((flags: SettingFlags & { json?: boolean }) => {
+    withStore(flags, (db) => {
+      const rows = listApiKeys(db);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+        return;
+      }
+      const iso = (t: number | null) => (t ? new Date(t).toISOString() : "-");
+      const table = rows.map((k) => [k.id, k.keyType, k.description, `...${k.last6}`, k.accountId, iso(k.createdAt), iso(k.lastUsedAt), k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active"]);
+      printTable(["ID", "TYPE", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED", "STATE"], table);
+    });
+  });
+
+  const revoke = keys.command("revoke").description("revoke a key; it stops working on its next request").argument("<id>", "the key id (from keys list)");
+  addSettingOption(revoke, "dataDir");
+  revoke.action((id: string, flags: SettingFlags) => {
+    withStore(flags, (db) => {
+      if (!revokeApiKey(db, id)) {
+        process.stderr.write(`hearth: no active key with id ${id}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stdout.write(`Revoked ${id}\n`);
+    });
+  });
+}
+
+export function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  process.stdout.write(`${[line(header), ...rows.map(line)].join("\n")}\n`);
+}

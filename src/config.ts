@@ -1,0 +1,181 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+/**
+ * Configuration: the server settings (flags and environment) and the model registry
+ * (models.config.json). This is the only module that reads process.env.
+ */
+
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Every setting with its flag, environment variable and description (shared by --help and the README). */
+export const SERVER_SETTINGS = {
+  host: { flag: "--host <host>", env: "HEARTH_HOST", default: "127.0.0.1", description: "interface to listen on (0.0.0.0 for the LAN)" },
+  port: { flag: "--port <port>", env: "HEARTH_PORT", default: "8080", description: "TCP port (0 picks a free one)" },
+  dataDir: { flag: "--data-dir <dir>", env: "HEARTH_DATA_DIR", default: "./data", description: "where the SQLite database and generated demo models live" },
+  configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
+  logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
+} as const;
+
+export const ServerConfig = z.object({
+  host: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65535),
+  dataDir: z.string().min(1),
+  configPath: z.string().min(1),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+  /** Non-streaming chat requests that run longer than this answer 504. */
+  requestTimeoutMs: z.number().int().positive().default(120_000),
+  /** Time given to in-flight requests on SIGTERM before they are cut. */
+  shutdownGraceMs: z.number().int().nonnegative().default(10_000),
+});
+export type ServerConfig = z.infer<typeof ServerConfig>;
+
+export type ServerSettingName = keyof typeof SERVER_SETTINGS;
+
+/** Flags win over environment variables, which win over defaults. */
+export function loadServerConfig(flags: Partial<Record<ServerSettingName, string | undefined>> = {}, env = process.env): ServerConfig {
+  const raw: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SERVER_SETTINGS) as [ServerSettingName, (typeof SERVER_SETTINGS)[ServerSettingName]][]) {
+    raw[name] = flags[name] ?? env[setting.env] ?? setting.default;
+  }
+  if (!flags.configPath && !env.HEARTH_CONFIG && !existsSync(resolve(String(raw.configPath)))) {
+    raw.configPath = resolve(PACKAGE_ROOT, "models.config.json");
+  }
+  const parsed = ServerConfig.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(describeIssues("settings", parsed.error));
+  return { ...parsed.data, dataDir: resolve(parsed.data.dataDir), configPath: resolve(parsed.data.configPath) };
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+function describeIssues(source: string, error: z.ZodError): string {
+  return error.issues.map((issue) => `${source}: ${issue.path.join(".") || "(root)"}: ${issue.message}`).join("\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// models.config.json
+
+const Price = z.object({ usd: z.number().nonnegative(), diem: z.number().nonnegative() });
+
+/** The reference's text pricing shape: prices per million tokens. */
+export const TextPricing = z.object({
+  input: Price,
+  output: Price,
+  cache_input: Price.optional(),
+  cache_write: Price.optional(),
+});
+
+const LlamaSettings = z.strictObject({
+  /** Tokens per sequence. Explicit, because "auto" grows toward the training context. */
+  contextSize: z.number().int().min(64).default(4096),
+  /** Parallel sequences of one context: concurrent requests batched together. */
+  sequences: z.number().int().min(1).max(64).default(4),
+  /** "auto" offloads what fits on the GPU; 0 keeps everything on the CPU. */
+  gpuLayers: z.union([z.literal("auto"), z.literal("max"), z.number().int().min(0)]).default("auto"),
+  /** CPU threads; 0 lets llama.cpp decide. Tiny models run best on one. */
+  threads: z.number().int().min(0).default(0),
+  batchSize: z.number().int().min(1).optional(),
+  flashAttention: z.boolean().default(false),
+});
+export type LlamaSettings = z.infer<typeof LlamaSettings>;
+
+const QueueSettings = z.strictObject({
+  /** Requests allowed to wait for a free sequence; beyond this the model answers 503. */
+  maxWaiting: z.number().int().min(0).default(32),
+});
+
+const Capabilities = z.looseObject({
+  optimizedForCode: z.boolean().default(false),
+  quantization: z.enum(["fp4", "fp8", "fp16", "bf16", "int8", "int4", "not-available"]).default("not-available"),
+  supportsFunctionCalling: z.boolean().default(false),
+  supportsAudioInput: z.boolean().default(false),
+  supportsReasoning: z.boolean().default(false),
+  supportsReasoningEffort: z.boolean().default(false),
+  supportsResponseSchema: z.boolean().default(false),
+  supportsMultipleImages: z.boolean().default(false),
+  supportsVision: z.boolean().default(false),
+  supportsVideoInput: z.boolean().default(false),
+  supportsWebSearch: z.boolean().default(false),
+  supportsLogProbs: z.boolean().default(false),
+  supportsTeeAttestation: z.boolean().default(false),
+  supportsE2EE: z.boolean().default(false),
+  supportsXSearch: z.boolean().default(false),
+});
+
+export const ModelEntry = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "model ids use letters, digits, '.', '_' and '-'"),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music"]),
+  backend: z.enum(["llama"]),
+  /** Model file; relative paths resolve against this config file; `{dataDir}` expands to the data directory. */
+  file: z.string().optional(),
+  /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
+  generate: z.enum(["tiny-chat", "tiny-reasoning"]).optional(),
+  llama: LlamaSettings.default(LlamaSettings.parse({})),
+  queue: QueueSettings.default(QueueSettings.parse({})),
+  created: z.number().int().optional(),
+  privacy: z.enum(["private", "anonymized"]).default("private"),
+  offline: z.boolean().default(false),
+  beta: z.boolean().default(false),
+  traits: z.array(z.string()).default([]),
+  capabilities: Capabilities.default(Capabilities.parse({})),
+  constraints: z
+    .looseObject({
+      temperature: z.object({ default: z.number() }).default({ default: 0.8 }),
+      top_p: z.object({ default: z.number() }).default({ default: 0.95 }),
+    })
+    .default({ temperature: { default: 0.8 }, top_p: { default: 0.95 } }),
+  maxCompletionTokens: z.number().int().positive().optional(),
+  pricing: TextPricing.optional(),
+  /** Rate-limit tier: text models XS/S/M/L. */
+  tier: z.enum(["XS", "S", "M", "L"]).default("S"),
+  deprecation: z
+    .strictObject({ date: z.iso.datetime({ offset: true }).or(z.iso.date()), warning: z.string(), replacementModelId: z.string().optional() })
+    .optional(),
+  /** The service's default system prompt for this model (prepended unless the caller opts out). */
+  systemPrompt: z.string().optional(),
+});
+export type ModelEntry = z.infer<typeof ModelEntry>;
+
+export const ModelsConfig = z
+  .strictObject({
+    $schema: z.string().optional(),
+    models: z.array(ModelEntry),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.models.forEach((model, index) => {
+      if (seen.has(model.id)) ctx.addIssue({ code: "custom", path: ["models", index, "id"], message: `duplicate model id "${model.id}"` });
+      seen.add(model.id);
+      if (model.backend === "llama" && !model.file)
+        ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: "a llama model needs a GGUF file" });
+    });
+  });
+export type ModelsConfig = z.infer<typeof ModelsConfig>;
+
+/** Reads and validates models.config.json; a bad file stops start-up with the offending field named. */
+export function loadModelsConfig(configPath: string, dataDir: string): ModelsConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(configPath, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`${configPath}: ${(error as Error).message}`);
+  }
+  const parsed = ModelsConfig.safeParse(json);
+  if (!parsed.success) throw new ConfigError(describeIssues(configPath, parsed.error));
+  const base = dirname(configPath);
+  for (const model of parsed.data.models) {
+    if (model.file) model.file = resolveModelPath(model.file, base, dataDir);
+  }
+  return parsed.data;
+}
+
+function resolveModelPath(file: string, base: string, dataDir: string): string {
+  const expanded = file.replaceAll("{dataDir}", dataDir);
+  return isAbsolute(expanded) ? expanded : resolve(base, expanded);
+}

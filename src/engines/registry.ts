@@ -1,0 +1,13 @@
+import type { ModelEntry } from "../config.js";
+import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
+import type { ChatEngine } from "./types.js";
+
+export interface EngineFactoryOptions {
+  gpu: "auto" | false;
+}
+
+/** Backend name -> chat engine factory. A new backend is one entry here (a missing one is a compile error). */
+export const chatEngineFactories = Object.freeze({
+  llama: (entry: ModelEntry, options: EngineFactoryOptions): Promise<ChatEngine> =>
+    LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
+} as const satisfies Record<ModelEntry["backend"], (entry: ModelEntry, options: EngineFactoryOptions) => Promise<ChatEngine>>);

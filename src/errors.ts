@@ -1,0 +1,118 @@
+import { z } from "zod";
+
+/**
+ * Domain errors carry their HTTP status; one mapper turns any thrown value into the
+ * reference's standard `{error}` or detailed `{error, details}` body.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: { code?: string; details?: unknown; headers?: Record<string, string>; body?: Record<string, unknown> } = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequestError extends ApiError {
+  constructor(message: string, details?: unknown) {
+    super(400, message, { details: details ?? {} });
+  }
+  /** A 400 for one field, in the detailed shape a zod failure would have produced. */
+  static forField(path: readonly (string | number)[], message: string): InvalidRequestError {
+    const details: Record<string, unknown> = { _errors: [] };
+    let node = details;
+    for (const key of path) {
+      const child: Record<string, unknown> = { _errors: [] };
+      node[String(key)] = child;
+      node = child;
+    }
+    (node._errors as string[]).push(message);
+    return new InvalidRequestError(`${path.join(".")}: ${message}`, details);
+  }
+}
+
+export class ValidationError extends InvalidRequestError {
+  constructor(error: z.ZodError) {
+    const first = error.issues[0];
+    const where = first?.path.length ? `${first.path.join(".")}: ` : "";
+    super(`Invalid request parameters: ${where}${first?.message ?? "invalid input"}`, z.formatError(error));
+  }
+}
+
+export class AuthenticationError extends ApiError {
+  constructor(message = "Authentication failed") {
+    super(401, message);
+  }
+}
+export class PermissionDeniedError extends ApiError {
+  constructor(message: string) {
+    super(403, message);
+  }
+}
+export class NotFoundError extends ApiError {
+  constructor(message: string) {
+    super(404, message);
+  }
+}
+export class ModelNotFoundError extends NotFoundError {
+  constructor(modelId: string, type?: string) {
+    super(`The model "${modelId}" does not exist${type ? ` as a ${type} model` : ""}. GET /models lists the models this node serves.`);
+  }
+}
+export class UnsupportedMediaTypeError extends ApiError {
+  constructor(expected: string) {
+    super(415, `Invalid request content-type: expected ${expected}`);
+  }
+}
+export class InferenceError extends ApiError {
+  constructor(message = "Inference processing failed") {
+    super(500, message);
+  }
+}
+export class ModelAtCapacityError extends ApiError {
+  constructor(modelId: string) {
+    super(503, `The model "${modelId}" is at capacity. Please try again later.`);
+  }
+}
+export class ModelUnavailableError extends ApiError {
+  constructor(modelId: string, cause: string) {
+    super(503, `The model "${modelId}" could not be loaded: ${cause}`);
+  }
+}
+export class RequestTimeoutError extends ApiError {
+  constructor() {
+    super(504, "The request took too long to complete and was timed-out. For long-running inference requests, use stream=true.");
+  }
+}
+
+export interface ErrorBody {
+  error: string;
+  code?: string;
+  details?: unknown;
+  [key: string]: unknown;
+}
+
+/** Maps anything thrown to a status and a body of the reference's shape. Unknown errors are 500s with a generic message. */
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  if (error instanceof ApiError) {
+    const body: ErrorBody = { ...error.extra.body, error: error.message };
+    if (error.extra.code) body.code = error.extra.code;
+    if (error.extra.details !== undefined) body.details = error.extra.details;
+    return { status: error.status, body, headers: error.extra.headers ?? {} };
+  }
+  if (error instanceof z.ZodError) return toErrorResponse(new ValidationError(error));
+  const httpError = error as { status?: number; type?: string; message?: string };
+  // body-parser's errors: malformed JSON, oversized bodies, bad charsets.
+  if (httpError?.type === "entity.parse.failed") {
+    return toErrorResponse(new InvalidRequestError(`Malformed JSON in request body: ${httpError.message}`));
+  }
+  if (httpError?.type === "entity.too.large") {
+    return { status: 413, body: { error: "Request body is too large", code: "PAYLOAD_TOO_LARGE" }, headers: {} };
+  }
+  if (typeof httpError?.status === "number" && httpError.status >= 400 && httpError.status < 500) {
+    return { status: httpError.status, body: { error: httpError.message ?? "Bad request" }, headers: {} };
+  }
+  return { status: 500, body: { error: "Inference processing failed" }, headers: {} };
+}

@@ -1,0 +1,52 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { NextFunction, Request, Response } from "express";
+
+export interface AuthContext {
+  accountId: string;
+  apiKeyId: string;
+  keyType: "ADMIN" | "INFERENCE";
+}
+
+export interface RequestContext {
+  requestId: string;
+  startedAt: number;
+  /** Aborted when the client goes away before the response is complete. */
+  abort: AbortController;
+  auth?: AuthContext;
+}
+
+declare module "express-serve-static-core" {
+  interface Locals {
+    ctx: RequestContext;
+  }
+}
+
+/** `yyyymmdd.hhmmss` (UTC), the form of the reference's interface version. */
+export function formatServiceVersion(date: Date): string {
+  const iso = date.toISOString();
+  return `${iso.slice(0, 10).replaceAll("-", "")}.${iso.slice(11, 19).replaceAll(":", "")}`;
+}
+
+const HOST_NAME = hostname();
+
+/**
+ * First middleware: request id (echoed as CF-RAY), the version header, the client's
+ * timestamp echo, and an AbortController tied to the client connection.
+ */
+export function requestContext(serviceVersion: string) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const ctx: RequestContext = { requestId: randomUUID(), startedAt: Date.now(), abort: new AbortController() };
+    res.locals.ctx = ctx;
+    res.setHeader("CF-RAY", ctx.requestId);
+    res.setHeader("x-service-version", serviceVersion);
+    const clientTimestamp = req.get("x-service-request-timestamp-ms") ?? req.get("x-venice-request-timestamp-ms");
+    if (clientTimestamp && /^\d{1,16}$/.test(clientTimestamp)) res.setHeader("x-service-request-timestamp-ms", clientTimestamp);
+    res.on("close", () => {
+      if (!res.writableFinished) ctx.abort.abort(new Error("client disconnected"));
+    });
+    next();
+  };
+}
+
+export const errorHostHeader = () => ({ "x-service-host-name": HOST_NAME });

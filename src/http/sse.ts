@@ -1,0 +1,48 @@
+import type { Response } from "express";
+import { toErrorResponse } from "../errors.js";
+
+/**
+ * Server-sent events in the chat-completions framing: `data: <json>` events, ending with
+ * `data: [DONE]`. An error before the first byte is a real status code (the caller throws);
+ * an error after it goes into the stream, followed by [DONE].
+ */
+export class SseStream {
+  private opened = false;
+
+  constructor(private readonly res: Response) {}
+
+  get started(): boolean {
+    return this.opened;
+  }
+
+  send(data: unknown): void {
+    if (this.res.writableEnded) return;
+    if (!this.opened) this.open();
+    const text = typeof data === "string" ? data : JSON.stringify(data);
+    this.res.write(`${text.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`);
+  }
+
+  fail(error: unknown): void {
+    this.send({ error: toErrorResponse(error).body });
+    this.end();
+  }
+
+  end(): void {
+    if (this.res.writableEnded) return;
+    if (!this.opened) this.open();
+    this.res.write("data: [DONE]\n\n");
+    this.res.end();
+  }
+
+  private open(): void {
+    this.opened = true;
+    this.res.status(200);
+    this.res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
+    this.res.setHeader("Cache-Control", "no-cache, no-transform");
+    this.res.setHeader("Connection", "keep-alive");
+    this.res.setHeader("X-Accel-Buffering", "no");
+    this.res.flushHeaders();
+    // Tokens must leave as soon as they exist: no Nagle delay on the socket.
+    this.res.socket?.setNoDelay(true);
+  }
+}

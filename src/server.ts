@@ -1,0 +1,62 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { createApp, API_BASE_PATH } from "./app.js";
+import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
+import { ensureDemoModels } from "./fixtures/demoModels.js";
+import { createLogger, type Logger } from "./logger.js";
+import { ModelManager } from "./models/ModelManager.js";
+import { openStore, type Db } from "./store/Store.js";
+
+export interface RunningServer {
+  url: string;
+  baseUrl: string;
+  db: Db;
+  models: ModelManager;
+  logger: Logger;
+  server: Server;
+  /** Stops accepting, lets in-flight requests finish (up to the grace period), disposes models, closes the database. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Overrides reading models.config.json (tests build their own registry). */
+  modelsConfig?: ModelsConfig;
+  logger?: Logger;
+  gpu?: "auto" | false;
+}
+
+export const databasePath = (dataDir: string) => join(dataDir, "hearth.db");
+
+export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
+  const generated = await ensureDemoModels(modelsConfig);
+  for (const path of generated) logger.info({ path }, "generated demo model");
+
+  const db = openStore(databasePath(config.dataDir));
+  const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
+  const app = createApp({ config, db, models, logger, startedAt: Date.now() });
+
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        // Past the grace period, cut what is still streaming; their generations abort on close.
+        setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+      });
+      await models.dispose();
+      db.close();
+    })());
+  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, close };
+}

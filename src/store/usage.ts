@@ -1,0 +1,32 @@
+import type { Db } from "./Store.js";
+
+export interface UsageRow {
+  requestId: string;
+  accountId: string | null;
+  apiKeyId: string | null;
+  endpoint: string;
+  model: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  durationMs: number;
+  status: number;
+  finishReason: string | null;
+  createdAt: number;
+}
+
+export function recordUsage(db: Db, row: UsageRow): void {
+  db.prepare(
+    `INSERT INTO usage (request_id, account_id, api_key_id, endpoint, model, prompt_tokens, completion_tokens, cached_tokens,
+       duration_ms, status, finish_reason, created_at)
+     VALUES (@requestId, @accountId, @apiKeyId, @endpoint, @model, @promptTokens, @completionTokens, @cachedTokens,
+       @durationMs, @status, @finishReason, @createdAt)`,
+  ).run(row);
+}
+
+export function listUsage(db: Db, accountId?: string): UsageRow[] {
+  const select = `SELECT request_id AS requestId, account_id AS accountId, api_key_id AS apiKeyId, endpoint, model,
+    prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cached_tokens AS cachedTokens,
+    duration_ms AS durationMs, status, finish_reason AS finishReason, created_at AS createdAt FROM usage`;
+  return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
+}

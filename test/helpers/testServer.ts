@@ -1,0 +1,77 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { inject } from "vitest";
+import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { createAccount } from "../../src/store/accounts.js";
+import { createApiKey } from "../../src/store/apiKeys.js";
+import { grantCredits, toMicros } from "../../src/store/ledger.js";
+
+export const fixturesDir = () => inject("fixturesDir");
+export const tinyChatPath = () => join(fixturesDir(), "tiny-chat.gguf");
+
+/** A registry entry for the tiny chat model, with overrides. */
+export function tinyChatEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({
+    id: "tiny-chat",
+    name: "Tiny Chat",
+    type: "text",
+    backend: "llama",
+    file: tinyChatPath(),
+    llama: { contextSize: 2048, sequences: 4, threads: 1, gpuLayers: 0 },
+    ...overrides,
+  });
+}
+
+export interface TestServer extends RunningServer {
+  dataDir: string;
+  adminKey: string;
+  /** An inference key on a fresh account holding `usd` of credit. */
+  createKey(options?: { usd?: number; admin?: boolean }): { key: string; accountId: string; keyId: string };
+  openai(key?: string): OpenAI;
+  stop(): Promise<void>;
+}
+
+/** A real server on an ephemeral port with its own SQLite file, on CPU. */
+export async function startTestServer(options: { models?: ModelEntry[]; config?: Partial<ServerConfig> } = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), "hearth-test-"));
+  const config = ServerConfig.parse({
+    host: "127.0.0.1",
+    port: 0,
+    dataDir,
+    configPath: join(dataDir, "unused.json"),
+    logLevel: "silent",
+    ...options.config,
+  });
+  const modelsConfig: ModelsConfig = { models: options.models ?? [tinyChatEntry()] };
+  const running = await startServer(config, { modelsConfig, gpu: false, logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent") });
+  const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
+    const account = createAccount(running.db, "test account");
+    if (opts.usd) grantCredits(running.db, account.id, "USD", toMicros(opts.usd), "test grant");
+    const { secret, record } = createApiKey(running.db, { accountId: account.id, description: "test", keyType: opts.admin ? "ADMIN" : "INFERENCE" });
+    return { key: secret, accountId: account.id, keyId: record.id };
+  };
+  const adminKey = createKey({ admin: true, usd: 100 }).key;
+  return {
+    ...running,
+    dataDir,
+    adminKey,
+    createKey,
+    openai: (key = adminKey) => new OpenAI({ apiKey: key, baseURL: running.baseUrl, maxRetries: 0 }),
+    stop: async () => {
+      await running.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Raw fetch against the API with the admin key and a JSON body. */
+export async function post(server: TestServer, path: string, body: unknown, init: { key?: string | null; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { "content-type": "application/json", ...init.headers };
+  const key = init.key === undefined ? server.adminKey : init.key;
+  if (key) headers.authorization = `Bearer ${key}`;
+  return fetch(`${server.baseUrl}${path}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
+}
