@@ -1,12 +1,11 @@
-import type { Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ModelManager } from "./models/ModelManager.js";
-import { openStore, type Db } from "./store/Store.js";
+import { databasePath, openStore, type Db } from "./store/Store.js";
 
 export interface RunningServer {
   url: string;
@@ -26,8 +25,6 @@ export interface StartOptions {
   gpu?: "auto" | false;
 }
 
-export const databasePath = (dataDir: string) => join(dataDir, "hearth.db");
-
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
@@ -37,10 +34,15 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const db = openStore(databasePath(config.dataDir));
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
   const app = createApp({ config, db, models, logger, startedAt: Date.now() });
+  const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    const s = createServer((req, res) => {
+      inFlight.track(res);
+      app(req, res);
+    });
     s.once("error", reject);
+    s.listen(config.port, config.host, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -50,13 +52,36 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const close = () =>
     (closing ??= (async () => {
       await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        // Past the grace period, cut what is still streaming; their generations abort on close.
-        setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+        server.close(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+        // Once no request is in flight every remaining connection is idle (or half-closed by
+        // its client): close them all. Past the grace period, cut what still streams.
+        const cut = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+        inFlight.onIdle(() => server.closeAllConnections());
       });
       await models.dispose();
       db.close();
     })());
   return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, close };
+}
+
+/** Counts responses not yet closed, so shutdown knows when only idle connections remain. */
+class InFlightRequests {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+
+  track(res: ServerResponse): void {
+    this.count++;
+    res.once("close", () => {
+      this.count--;
+      if (this.count === 0) for (const waiter of this.waiters.splice(0)) waiter();
+    });
+  }
+
+  onIdle(callback: () => void): void {
+    if (this.count === 0) callback();
+    else this.waiters.push(callback);
+  }
 }

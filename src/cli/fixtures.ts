@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
-import { writeAllDemoFixtures } from "../fixtures/demoModels.js";
 
 export function registerFixturesCommand(program: Command): void {
   program
@@ -8,6 +7,7 @@ export function registerFixturesCommand(program: Command): void {
     .description("write the tiny random-weight demo models (real file layouts, gibberish output) into a directory")
     .requiredOption("--out <dir>", "directory to write the models into (created if missing)")
     .action(async (flags: { out: string }) => {
+      const { writeAllDemoFixtures } = await import("../fixtures/demoModels.js");
       for (const path of await writeAllDemoFixtures(resolve(flags.out))) process.stdout.write(`${path}\n`);
     });
 }

@@ -1,11 +1,10 @@
 import type { Command } from "commander";
 import { loadServerConfig } from "../config.js";
-import { databasePath } from "../server.js";
 import { createAccount, getAccount } from "../store/accounts.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
 import { grantCredits, toMicros } from "../store/ledger.js";
-import { openStore } from "../store/Store.js";
-import { addSettingOption, type SettingFlags } from "./options.js";
+import { databasePath, openStore } from "../store/Store.js";
+import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 
 function parseAmount(value: string): number {
   const amount = Number(value);
@@ -14,7 +13,7 @@ function parseAmount(value: string): number {
 }
 
 function withStore<T>(flags: SettingFlags, run: (db: ReturnType<typeof openStore>) => T): T {
-  const db = openStore(databasePath(loadServerConfig(flags).dataDir));
+  const db = openStore(databasePath(loadServerConfig(settingFlags(flags)).dataDir));
   try {
     return run(db);
   } finally {

@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PACKAGE_ROOT } from "../config.js";
+import { ConfigError, PACKAGE_ROOT } from "../config.js";
 import { registerFixturesCommand } from "./fixtures.js";
 import { registerKeysCommand } from "./keys.js";
 import { registerModelsCommand } from "./models.js";
@@ -21,4 +21,14 @@ export function buildProgram(): Command {
   return program;
 }
 
-await buildProgram().parseAsync(process.argv);
+try {
+  await buildProgram().parseAsync(process.argv);
+} catch (error) {
+  // Configuration mistakes are the user's to fix: say what is wrong, without a stack trace.
+  if (error instanceof ConfigError) {
+    process.stderr.write(`hearth: configuration error\n${error.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`hearth: ${(error as Error).message}\n`);
+  process.exit(1);
+}

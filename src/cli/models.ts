@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
 import { loadModelsConfig, loadServerConfig } from "../config.js";
-import { addSettingOption, type SettingFlags } from "./options.js";
+import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { printTable } from "./keys.js";
 
 export function registerModelsCommand(program: Command): void {
@@ -10,7 +10,7 @@ export function registerModelsCommand(program: Command): void {
   addSettingOption(list, "configPath");
   addSettingOption(list, "dataDir");
   list.action((flags: SettingFlags & { json?: boolean }) => {
-    const config = loadServerConfig(flags);
+    const config = loadServerConfig(settingFlags(flags));
     const registry = loadModelsConfig(config.configPath, config.dataDir);
     const rows = registry.models.map((m) => {
       const present = m.file ? existsSync(m.file) : true;

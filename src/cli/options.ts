@@ -8,3 +8,13 @@ export function addSettingOption(command: Command, name: ServerSettingName): Com
 }
 
 export type SettingFlags = Partial<Record<ServerSettingName, string>>;
+
+/** Commander names options after their flags (--config -> "config"); map them back to setting names. */
+export function settingFlags(options: Record<string, unknown>): SettingFlags {
+  const flags: SettingFlags = {};
+  for (const [name, setting] of Object.entries(SERVER_SETTINGS) as [ServerSettingName, (typeof SERVER_SETTINGS)[ServerSettingName]][]) {
+    const value = options[new Option(setting.flag).attributeName()];
+    if (typeof value === "string") flags[name] = value;
+  }
+  return flags;
+}

@@ -1,9 +1,12 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { MIGRATIONS } from "./migrations.js";
 
 export type Db = Database.Database;
+
+/** The database file inside a data directory. */
+export const databasePath = (dataDir: string) => join(dataDir, "hearth.db");
 
 /** Opens (creating if needed) the SQLite database in WAL mode and applies pending migrations. */
 export function openStore(path: string): Db {

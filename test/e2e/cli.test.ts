@@ -1,0 +1,105 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, describe, expect, it } from "vitest";
+import { exited, hearth, hearthServe } from "../helpers/cli.js";
+import { tinyChatPath } from "../helpers/testServer.js";
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "hearth-cli-"));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** A registry with the pre-generated tiny model, so the tests do not regenerate it. */
+function writeRegistry(dir: string, extra: Record<string, unknown> = {}) {
+  const path = join(dir, "models.config.json");
+  writeFileSync(path, JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 }, ...extra }] }));
+  return path;
+}
+
+describe("the hearth CLI", () => {
+  it("explains every option of every command in --help", () => {
+    const expectations: [string[], string[]][] = [
+      [["--help"], ["serve", "keys", "fixtures", "models"]],
+      [["serve", "--help"], ["--host", "HEARTH_HOST", "--port", "HEARTH_PORT", "--data-dir", "HEARTH_DATA_DIR", "--config", "HEARTH_CONFIG"]],
+      [["keys", "create", "--help"], ["--name", "--admin", "--usd", "--diem", "--data-dir", "--account"]],
+      [["keys", "list", "--help"], ["--json", "--data-dir"]],
+      [["keys", "revoke", "--help"], ["<id>", "--data-dir"]],
+      [["fixtures", "--help"], ["--out"]],
+      [["models", "list", "--help"], ["--config", "--json"]],
+    ];
+    for (const [args, words] of expectations) {
+      const { status, stdout } = hearth(args);
+      expect(status, args.join(" ")).toBe(0);
+      for (const word of words) expect(stdout, `${args.join(" ")} mentions ${word}`).toContain(word);
+    }
+  });
+
+  it("creates, lists and revokes keys; the secret is the last line of stdout", async () => {
+    const dataDir = tempDir();
+    const registry = writeRegistry(dataDir);
+    const created = hearth(["keys", "create", "--name", "alice", "--admin", "--usd", "2.5", "--diem", "1", "--data-dir", dataDir]);
+    expect(created.status).toBe(0);
+    const secret = created.stdout.trim().split("\n").at(-1)!;
+    expect(secret).toMatch(/^hth_[A-Za-z0-9_-]{43}$/);
+
+    const listed = hearth(["keys", "list", "--json", "--data-dir", dataDir]);
+    const keys = JSON.parse(listed.stdout) as { id: string; keyType: string; description: string }[];
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ keyType: "ADMIN", description: "alice" });
+    expect(listed.stdout).not.toContain(secret);
+
+    const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
+    try {
+      const client = new OpenAI({ apiKey: secret, baseURL: baseUrl, maxRetries: 0 });
+      const completion = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+      expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
+      // Revoking through the CLI while the server runs takes effect on the next request.
+      expect(hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir]).status).toBe(0);
+      await expect(client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 })).rejects.toBeInstanceOf(
+        OpenAI.AuthenticationError,
+      );
+    } finally {
+      child.kill("SIGTERM");
+      expect(await exited(child)).toBe(0);
+    }
+    expect(hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir]).status).toBe(1);
+  });
+
+  it("writes the demo fixtures and lists the registry", () => {
+    const out = tempDir();
+    const result = hearth(["fixtures", "--out", out]);
+    expect(result.status).toBe(0);
+    expect(existsSync(join(out, "tiny-chat.gguf"))).toBe(true);
+    const registry = writeRegistry(out);
+    const listed = JSON.parse(hearth(["models", "list", "--json", "--config", registry]).stdout);
+    expect(listed.models[0]).toMatchObject({ id: "tiny-chat", type: "text", backend: "llama", state: "present" });
+  });
+
+  it("stops start-up on a bad registry with a message naming the field", () => {
+    const dir = tempDir();
+    const registry = writeRegistry(dir, { llama: { contextSize: "big" } });
+    const result = hearth(["serve", "--port", "0", "--data-dir", dir, "--config", registry]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain("models.0.llama.contextSize");
+  });
+
+  it("on SIGTERM finishes the stream in flight, refuses new connections and exits cleanly", async () => {
+    const dataDir = tempDir();
+    const registry = writeRegistry(dataDir);
+    const secret = hearth(["keys", "create", "--name", "bob", "--data-dir", dataDir]).stdout.trim().split("\n").at(-1)!;
+    const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
+    const client = new OpenAI({ apiKey: secret, baseURL: baseUrl, maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 200, temperature: 0, stream: true });
+    child.kill("SIGTERM");
+    let finish: string | null | undefined;
+    for await (const chunk of stream) finish ??= chunk.choices[0]?.finish_reason;
+    expect(finish).toBe("length");
+    expect(await exited(child)).toBe(0);
+    await expect(fetch(`${baseUrl}/models`)).rejects.toThrow();
+  });
+});

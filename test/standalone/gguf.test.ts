@@ -1,0 +1,60 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getLlama, LlamaLogLevel, readGgufFileInfo } from "node-llama-cpp";
+import { describe, expect, it } from "vitest";
+import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
+import { toHalf } from "../../src/fixtures/gguf/GgufWriter.js";
+import { StreamingDetokenizer } from "../../src/engines/llama/StreamingDetokenizer.js";
+
+describe("generated GGUF models", () => {
+  it("encodes halves like IEEE 754", () => {
+    expect(toHalf(1)).toBe(0x3c00);
+    expect(toHalf(-2)).toBe(0xc000);
+    expect(toHalf(0.5)).toBe(0x3800);
+    expect(toHalf(65504)).toBe(0x7bff);
+    expect(toHalf(1e-8)).toBe(0);
+  });
+
+  it.each(["F32", "F16", "Q8_0"] as const)("writes a %s file that llama.cpp's parser reads with the real tensor names", async (weightType) => {
+    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    await writeChatModel(path, { ...TINY_CHAT, weightType });
+    const info = await readGgufFileInfo(path);
+    expect(info.version).toBe(3);
+    expect(info.metadata.general.architecture).toBe("llama");
+    const names = info.fullTensorInfo!.map((t) => t.name);
+    expect(names).toContain("token_embd.weight");
+    expect(names).toContain("blk.1.ffn_down.weight");
+    expect(names).toContain("output.weight");
+    expect(info.metadata.tokenizer.ggml.model).toBe("gpt2");
+    expect(String(info.metadata.tokenizer.chat_template)).toContain("<tool_call>");
+  });
+
+  it("tokenizes English into merged tokens and round-trips text", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    await writeChatModel(path, TINY_CHAT);
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: path });
+    const text = "Hello there, how are you? The weather is fine. ü €";
+    const tokens = model.tokenize(text);
+    expect(tokens.length).toBeLessThan(Buffer.byteLength(text));
+    expect(model.detokenize(tokens)).toBe(text);
+
+    // Streaming detokenization holds back split UTF-8 characters and stop-string prefixes.
+    const stream = new StreamingDetokenizer(model, ["how are"]);
+    let shown = "";
+    let stopped = false;
+    for (const token of tokens) {
+      const step = stream.push(token);
+      shown += step.delta;
+      expect(shown).not.toContain("\uFFFD");
+      if (step.stopped) {
+        stopped = true;
+        break;
+      }
+    }
+    expect(stopped).toBe(true);
+    expect(shown).toBe("Hello there, ");
+    await model.dispose();
+  });
+});
