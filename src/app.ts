@@ -1,10 +1,13 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
 import { chatRouter } from "./api/chat/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { apiKeyAuth } from "./auth/apiKeyAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
+import { AbuseGuard } from "./limits/abuseGuard.js";
+import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
 import type { ModelManager } from "./models/ModelManager.js";
 import type { Db } from "./store/Store.js";
@@ -17,6 +20,10 @@ export interface AppDeps {
   models: ModelManager;
   logger: Logger;
   startedAt: number;
+  credits: Credits;
+  limits: Limits;
+  /** Injectable clock (tests move time instead of sleeping). */
+  now: () => number;
   /** Route-level middleware, in the order the architecture gives: authentication, then body parsing. */
   authenticate: RequestHandler;
   jsonBody: RequestHandler;
@@ -35,6 +42,12 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Exp
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
+  const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
+    const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
+    deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
+    deps.logger.warn({ subject: keyHash ? `key ${apiKeyId ?? "unknown"}` : subject }, "caller blocked for 30 s after repeated failures");
+  });
+  app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
   app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger));

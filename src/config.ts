@@ -17,6 +17,7 @@ export const SERVER_SETTINGS = {
   dataDir: { flag: "--data-dir <dir>", env: "HEARTH_DATA_DIR", default: "./data", description: "where the SQLite database and generated demo models live" },
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
+  diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
 } as const;
 
 export const ServerConfig = z.object({
@@ -25,6 +26,7 @@ export const ServerConfig = z.object({
   dataDir: z.string().min(1),
   configPath: z.string().min(1),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+  diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
   /** Non-streaming chat requests that run longer than this answer 504. */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Time given to in-flight requests on SIGTERM before they are cut. */
@@ -62,12 +64,19 @@ function describeIssues(source: string, error: z.ZodError): string {
 const Price = z.object({ usd: z.number().nonnegative(), diem: z.number().nonnegative() });
 
 /** The reference's text pricing shape: prices per million tokens. */
-export const TextPricing = z.object({
+export const TextPricing = z.strictObject({
   input: Price,
   output: Price,
   cache_input: Price.optional(),
   cache_write: Price.optional(),
 });
+/** Other model types, in the reference's shapes: per million embedding tokens, per image, per audio second, per thousand characters, per video second. */
+export const EmbeddingPricing = z.strictObject({ input: Price });
+export const ImagePricing = z.strictObject({ generation: Price });
+export const AudioSecondPricing = z.strictObject({ per_audio_second: Price });
+export const CharacterPricing = z.strictObject({ per_thousand_characters: Price });
+export const VideoSecondPricing = z.strictObject({ per_second: Price });
+export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing]);
 
 const LlamaSettings = z.strictObject({
   /** Tokens per sequence. Explicit, because "auto" grows toward the training context. */
@@ -131,7 +140,7 @@ export const ModelEntry = z.strictObject({
     })
     .default({ temperature: { default: 0.8 }, top_p: { default: 0.95 } }),
   maxCompletionTokens: z.number().int().positive().optional(),
-  pricing: TextPricing.optional(),
+  pricing: ModelPricing.optional(),
   /** Rate-limit tier: text models XS/S/M/L. */
   tier: z.enum(["XS", "S", "M", "L"]).default("S"),
   deprecation: z
@@ -152,6 +161,8 @@ export const ModelsConfig = z
     config.models.forEach((model, index) => {
       if (seen.has(model.id)) ctx.addIssue({ code: "custom", path: ["models", index, "id"], message: `duplicate model id "${model.id}"` });
       seen.add(model.id);
+      if (model.type === "text" && model.pricing && !("output" in model.pricing))
+        ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: "text models are priced per million input and output tokens: { input, output, cache_input?, cache_write? }" });
       if (model.backend === "llama" && !model.file)
         ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: "a llama model needs a GGUF file" });
     });

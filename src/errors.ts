@@ -51,6 +51,17 @@ export class PermissionDeniedError extends ApiError {
     super(403, message);
   }
 }
+/** 402 for API-key callers whose balance (or key limit) cannot cover a request. */
+export class PaymentRequiredError extends ApiError {
+  constructor(message: string) {
+    super(402, message, { code: "INSUFFICIENT_BALANCE" });
+  }
+}
+export class RateLimitError extends ApiError {
+  constructor(message: string, headers: Record<string, string> = {}) {
+    super(429, message, { headers });
+  }
+}
 export class NotFoundError extends ApiError {
   constructor(message: string) {
     super(404, message);

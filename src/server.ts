@@ -1,14 +1,19 @@
+import { randomUUID } from "node:crypto";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
+import { Credits } from "./billing/credits.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
+import { Limits } from "./limits/Limits.js";
+import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ModelManager } from "./models/ModelManager.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
 
 export interface RunningServer {
   url: string;
+  credits: Credits;
   baseUrl: string;
   db: Db;
   models: ModelManager;
@@ -23,6 +28,8 @@ export interface StartOptions {
   modelsConfig?: ModelsConfig;
   logger?: Logger;
   gpu?: "auto" | false;
+  /** Clock for billing epochs, rate-limit windows and abuse blocks (tests inject one). */
+  now?: () => number;
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
@@ -32,8 +39,13 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   for (const path of generated) logger.info({ path }, "generated demo model");
 
   const db = openStore(databasePath(config.dataDir));
+  const now = options.now ?? Date.now;
+  const credits = new Credits(db, { resetHourUtc: config.diemResetHourUtc, now, bootId: randomUUID() });
+  const released = credits.releaseOrphanedHolds();
+  if (released > 0) logger.warn({ released }, "released credit holds left by a process that stopped mid-request");
+  const limits = new Limits(db, new RateLimiter(now), now);
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
-  const app = createApp({ config, db, models, logger, startedAt: Date.now() });
+  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -64,7 +76,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       await models.dispose();
       db.close();
     })());
-  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, close };
+  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, credits, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { AuthenticationError, PermissionDeniedError } from "../errors.js";
+import type { LimitOverrides } from "../limits/tiers.js";
 import { findActiveKey, touchApiKey } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
 
@@ -13,7 +14,13 @@ export function apiKeyAuth(db: Db) {
     const key = findActiveKey(db, match[1]!);
     if (!key) throw new AuthenticationError("Authentication failed: invalid, revoked or expired API key");
     touchApiKey(db, key.id);
-    res.locals.ctx.auth = { accountId: key.accountId, apiKeyId: key.id, keyType: key.keyType };
+    res.locals.ctx.auth = {
+      accountId: key.accountId,
+      apiKeyId: key.id,
+      keyType: key.keyType,
+      rateLimitTier: key.rateLimitTier,
+      rateLimitOverrides: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+    };
     next();
   };
 }

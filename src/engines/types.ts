@@ -37,6 +37,11 @@ export interface ChatGenerateOptions {
   /** Generation ends before any of these strings; they are not part of the output. */
   stop?: string[];
   signal?: AbortSignal;
+  /**
+   * Called once the prompt is rendered and measured, before a sequence is taken: the place to
+   * reserve credits. Throwing here rejects the request before any inference runs.
+   */
+  onPromptReady?: (plan: { promptTokens: number; maxTokens: number }) => void;
   /** Called with each new piece of visible text as soon as it is safe to emit. */
   onText?: (delta: string) => void;
 }

@@ -1,11 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { NextFunction, Request, Response } from "express";
+import type { LimitOverrides } from "../limits/tiers.js";
 
 export interface AuthContext {
   accountId: string;
   apiKeyId: string;
   keyType: "ADMIN" | "INFERENCE";
+  rateLimitTier: "standard" | "partner";
+  rateLimitOverrides: LimitOverrides | null;
 }
 
 export interface RequestContext {

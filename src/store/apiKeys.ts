@@ -10,6 +10,13 @@ export type ApiKeyType = "ADMIN" | "INFERENCE";
 
 export interface ApiKeyRecord {
   id: string;
+  /** Per-period spending caps in micros (null: no cap). */
+  limitUsdMicros: number | null;
+  limitDiemMicros: number | null;
+  limitPeriod: "EPOCH" | "MONTH" | "LIFETIME";
+  rateLimitTier: "standard" | "partner";
+  /** JSON of LimitOverrides, or null. */
+  rateLimitOverrides: string | null;
   accountId: string;
   description: string;
   keyType: ApiKeyType;
@@ -21,13 +28,25 @@ export interface ApiKeyRecord {
 }
 
 const SELECT = `SELECT id, account_id AS accountId, description, key_type AS keyType, last6, created_at AS createdAt,
-  expires_at AS expiresAt, revoked_at AS revokedAt, last_used_at AS lastUsedAt FROM api_keys`;
+  expires_at AS expiresAt, revoked_at AS revokedAt, last_used_at AS lastUsedAt, limit_usd_micros AS limitUsdMicros,
+  limit_diem_micros AS limitDiemMicros, limit_period AS limitPeriod, rate_limit_tier AS rateLimitTier,
+  rate_limit_overrides AS rateLimitOverrides FROM api_keys`;
 
 export const hashSecret = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
 
+export interface ApiKeySettings {
+  description?: string;
+  expiresAt?: number | null;
+  limitUsdMicros?: number | null;
+  limitDiemMicros?: number | null;
+  limitPeriod?: ApiKeyRecord["limitPeriod"];
+  rateLimitTier?: ApiKeyRecord["rateLimitTier"];
+  rateLimitOverrides?: string | null;
+}
+
 export function createApiKey(
   db: Db,
-  options: { accountId: string; description: string; keyType: ApiKeyType; expiresAt?: number | null },
+  options: { accountId: string; description: string; keyType: ApiKeyType } & ApiKeySettings,
   now = Date.now(),
 ): { record: ApiKeyRecord; secret: string } {
   const secret = `hth_${randomBytes(32).toString("base64url")}`;
@@ -41,10 +60,17 @@ export function createApiKey(
     expiresAt: options.expiresAt ?? null,
     revokedAt: null,
     lastUsedAt: null,
+    limitUsdMicros: options.limitUsdMicros ?? null,
+    limitDiemMicros: options.limitDiemMicros ?? null,
+    limitPeriod: options.limitPeriod ?? "EPOCH",
+    rateLimitTier: options.rateLimitTier ?? "standard",
+    rateLimitOverrides: options.rateLimitOverrides ?? null,
   };
   db.prepare(
-    `INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at, expires_at)
-     VALUES (@id, @accountId, @description, @keyType, @hash, @last6, @createdAt, @expiresAt)`,
+    `INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at, expires_at,
+       limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides)
+     VALUES (@id, @accountId, @description, @keyType, @hash, @last6, @createdAt, @expiresAt,
+       @limitUsdMicros, @limitDiemMicros, @limitPeriod, @rateLimitTier, @rateLimitOverrides)`,
   ).run({ ...record, hash: hashSecret(secret) });
   return { record, secret };
 }
@@ -79,4 +105,24 @@ export function getApiKey(db: Db, id: string): ApiKeyRecord | undefined {
 /** Revocation takes effect on the next request: every request looks the key up afresh. */
 export function revokeApiKey(db: Db, id: string, now = Date.now()): boolean {
   return db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes > 0;
+}
+
+const SETTING_COLUMNS: Record<keyof ApiKeySettings, string> = {
+  description: "description",
+  expiresAt: "expires_at",
+  limitUsdMicros: "limit_usd_micros",
+  limitDiemMicros: "limit_diem_micros",
+  limitPeriod: "limit_period",
+  rateLimitTier: "rate_limit_tier",
+  rateLimitOverrides: "rate_limit_overrides",
+};
+
+/** Updates the given settings of a key; returns the updated record (undefined if no such key). */
+export function updateApiKey(db: Db, id: string, settings: ApiKeySettings): ApiKeyRecord | undefined {
+  const entries = Object.entries(settings).filter(([, value]) => value !== undefined) as [keyof ApiKeySettings, unknown][];
+  if (entries.length > 0) {
+    const assignments = entries.map(([name]) => `${SETTING_COLUMNS[name]} = @${name}`).join(", ");
+    db.prepare(`UPDATE api_keys SET ${assignments} WHERE id = @id`).run({ ...Object.fromEntries(entries), id });
+  }
+  return getApiKey(db, id);
 }

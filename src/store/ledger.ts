@@ -1,39 +1,68 @@
+import { unitsToMicros } from "../billing/money.js";
 import type { Db } from "./Store.js";
 
+/** Whole units (USD or DIEM) to integer micros. */
+export const toMicros = unitsToMicros;
+
+/**
+ * Low-level balance and ledger statements. Every balance change goes through applyEntry,
+ * which writes the append-only ledger row and the balance in the caller's transaction.
+ * Rules (spend order, holds, limits) live in billing/credits.ts.
+ */
+
 export type Currency = "USD" | "DIEM" | "BUNDLED_CREDITS";
+export const CURRENCIES: readonly Currency[] = ["USD", "DIEM", "BUNDLED_CREDITS"];
 
-/** 1 USD = 1_000_000 micros. Amounts never travel as floats past the API edge. */
-export const MICROS_PER_UNIT = 1_000_000;
+export type LedgerKind = "grant" | "charge" | "diem_allocation" | "diem_expiry" | "topup";
 
-export function toMicros(amount: number): number {
-  if (!Number.isFinite(amount) || amount < 0) throw new RangeError(`not a valid amount: ${amount}`);
-  return Math.round(amount * MICROS_PER_UNIT);
+export interface LedgerEntry {
+  accountId: string;
+  currency: Currency;
+  deltaMicros: number;
+  kind: LedgerKind;
+  requestId?: string | null;
+  apiKeyId?: string | null;
+  note?: string | null;
+  sku?: string | null;
+  units?: number | null;
+  pricePerUnitUsd?: number | null;
+  model?: string | null;
+  createdAt: number;
 }
 
-/** Adds credit to an account: the balance and its ledger row change in one transaction. */
-export function grantCredits(db: Db, accountId: string, currency: Currency, micros: number, note: string, now = Date.now()): void {
-  if (!Number.isSafeInteger(micros) || micros <= 0) throw new RangeError(`grant must be a positive whole number of micros, got ${micros}`);
-  db.transaction(() => {
-    db.prepare(
-      `INSERT INTO balances (account_id, currency, amount_micros) VALUES (?, ?, ?)
-       ON CONFLICT (account_id, currency) DO UPDATE SET amount_micros = amount_micros + excluded.amount_micros`,
-    ).run(accountId, currency, micros);
-    db.prepare("INSERT INTO ledger (account_id, currency, delta_micros, kind, note, created_at) VALUES (?, ?, ?, 'grant', ?, ?)").run(
-      accountId,
-      currency,
-      micros,
-      note,
-      now,
-    );
-  })();
+/** Must run inside a transaction. The balance CHECK (>= 0) makes an overdraft abort it. */
+export function applyEntry(db: Db, entry: LedgerEntry): void {
+  if (!Number.isSafeInteger(entry.deltaMicros)) throw new RangeError(`ledger amounts are whole micros, got ${entry.deltaMicros}`);
+  db.prepare(
+    `INSERT INTO balances (account_id, currency, amount_micros) VALUES (?, ?, ?)
+     ON CONFLICT (account_id, currency) DO UPDATE SET amount_micros = amount_micros + excluded.amount_micros`,
+  ).run(entry.accountId, entry.currency, entry.deltaMicros);
+  db.prepare(
+    `INSERT INTO ledger (account_id, currency, delta_micros, kind, request_id, api_key_id, note, sku, units, price_per_unit_usd, model, created_at)
+     VALUES (@accountId, @currency, @deltaMicros, @kind, @requestId, @apiKeyId, @note, @sku, @units, @pricePerUnitUsd, @model, @createdAt)`,
+  ).run({ requestId: null, apiKeyId: null, note: null, sku: null, units: null, pricePerUnitUsd: null, model: null, ...entry });
+}
+
+/** Adds credit: the balance and its ledger row change in one transaction. */
+export function grantCredits(db: Db, accountId: string, currency: Currency, micros: number, note: string, now = Date.now(), kind: "grant" | "topup" = "grant"): void {
+  if (!Number.isSafeInteger(micros) || micros <= 0) throw new RangeError(`a grant is a positive whole number of micros, got ${micros}`);
+  db.transaction(() => applyEntry(db, { accountId, currency, deltaMicros: micros, kind, note, createdAt: now })).immediate();
 }
 
 export function getBalances(db: Db, accountId: string): Record<Currency, number> {
   const balances: Record<Currency, number> = { USD: 0, DIEM: 0, BUNDLED_CREDITS: 0 };
-  for (const row of db.prepare("SELECT currency, amount_micros AS micros FROM balances WHERE account_id = ?").all(accountId) as {
+  const rows = db.prepare("SELECT currency, amount_micros AS micros FROM balances WHERE account_id = ?").all(accountId) as { currency: Currency; micros: number }[];
+  for (const row of rows) balances[row.currency] = row.micros;
+  return balances;
+}
+
+/** Sum of ledger deltas per currency: must always equal the balances. */
+export function ledgerTotals(db: Db, accountId: string): Record<Currency, number> {
+  const totals: Record<Currency, number> = { USD: 0, DIEM: 0, BUNDLED_CREDITS: 0 };
+  const rows = db.prepare("SELECT currency, SUM(delta_micros) AS micros FROM ledger WHERE account_id = ? GROUP BY currency").all(accountId) as {
     currency: Currency;
     micros: number;
-  }[])
-    balances[row.currency] = row.micros;
-  return balances;
+  }[];
+  for (const row of rows) totals[row.currency] = row.micros;
+  return totals;
 }

@@ -34,7 +34,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE TABLE balances (
         account_id    TEXT NOT NULL REFERENCES accounts(id),
         currency      TEXT NOT NULL CHECK (currency IN ('USD', 'DIEM', 'BUNDLED_CREDITS')),
-        amount_micros INTEGER NOT NULL DEFAULT 0,
+        amount_micros INTEGER NOT NULL DEFAULT 0 CHECK (amount_micros >= 0),
         PRIMARY KEY (account_id, currency)
       );
 
@@ -70,6 +70,58 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
       CREATE INDEX usage_account_time ON usage(account_id, created_at);
       CREATE INDEX usage_request ON usage(request_id);
+    `,
+  },
+  {
+    version: 2,
+    name: "credits: staking, reservations, key limits, rate limits",
+    sql: `
+      -- DIEM staking: the staked amount is the daily DIEM allocation; diem_epoch is the epoch
+      -- (a UTC day starting at the configured reset hour) the DIEM balance was last refilled for.
+      ALTER TABLE accounts ADD COLUMN staked_diem_micros INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE accounts ADD COLUMN diem_epoch INTEGER;
+
+      -- Per-key consumption limits (the reference's consumptionLimit / limitPeriod) and rate-limit tier.
+      ALTER TABLE api_keys ADD COLUMN limit_usd_micros INTEGER;
+      ALTER TABLE api_keys ADD COLUMN limit_diem_micros INTEGER;
+      ALTER TABLE api_keys ADD COLUMN limit_period TEXT NOT NULL DEFAULT 'EPOCH' CHECK (limit_period IN ('EPOCH', 'MONTH', 'LIFETIME'));
+      ALTER TABLE api_keys ADD COLUMN rate_limit_tier TEXT NOT NULL DEFAULT 'standard' CHECK (rate_limit_tier IN ('standard', 'partner'));
+      -- Admin overrides of the tier tables: {"text":{"rpm":..,"tpm":..},"image":{"rpm":..},...}
+      ALTER TABLE api_keys ADD COLUMN rate_limit_overrides TEXT;
+
+      -- Ledger lines carry what the billing usage endpoints report.
+      ALTER TABLE ledger ADD COLUMN sku TEXT;
+      ALTER TABLE ledger ADD COLUMN units REAL;
+      ALTER TABLE ledger ADD COLUMN price_per_unit_usd REAL;
+      ALTER TABLE ledger ADD COLUMN model TEXT;
+      CREATE INDEX ledger_key_time ON ledger(api_key_id, created_at);
+      CREATE INDEX ledger_request ON ledger(request_id);
+
+      -- Money held for requests in flight. Holds do not touch balances: available money is
+      -- balance minus holds, so a crash leaves nothing to give back, and start-up simply drops
+      -- the holds of processes that no longer run.
+      CREATE TABLE reservations (
+        request_id      TEXT PRIMARY KEY,
+        account_id      TEXT NOT NULL REFERENCES accounts(id),
+        api_key_id      TEXT,
+        diem_micros     INTEGER NOT NULL DEFAULT 0,
+        bundled_micros  INTEGER NOT NULL DEFAULT 0,
+        usd_micros      INTEGER NOT NULL DEFAULT 0,
+        boot_id         TEXT NOT NULL,
+        created_at      INTEGER NOT NULL
+      );
+      CREATE INDEX reservations_account ON reservations(account_id);
+
+      CREATE TABLE rate_limit_log (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        account_id    TEXT,
+        api_key_id    TEXT,
+        model_id      TEXT,
+        tier          TEXT NOT NULL,
+        limit_type    TEXT NOT NULL,
+        created_at    INTEGER NOT NULL
+      );
+      CREATE INDEX rate_limit_log_key ON rate_limit_log(api_key_id, created_at);
     `,
   },
 ];

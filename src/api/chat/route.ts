@@ -6,6 +6,8 @@ import { parse, requireJson } from "../../http/parse.js";
 import { SseStream } from "../../http/sse.js";
 import { recordUsage } from "../../store/usage.js";
 import type { AppDeps } from "../../app.js";
+import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { RequestMeter } from "../../billing/RequestMeter.js";
 import { ChatCompletionRequest } from "./schema.js";
 import { ChatService } from "./service.js";
 
@@ -29,8 +31,10 @@ export function chatRouter(deps: AppDeps): Router {
     requireJson(req);
     const body = parse(ChatCompletionRequest, req.body);
     const ctx = res.locals.ctx;
-    const chat = await service.prepare(body, ctx.requestId);
+    const chat = await service.prepare(body, ctx.requestId, (entry) => new RequestMeter(deps.credits, ctx, entry.id));
     setModelHeaders(res, chat.entry, chat.engine.router);
+    res.set(deps.limits.admit(ctx, chat.entry, "chat"));
+    if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
 
     let result: ChatGenerateResult | undefined;
     let status = 200;
@@ -63,6 +67,9 @@ export function chatRouter(deps: AppDeps): Router {
       status = toErrorResponse(error).status;
       throw error;
     } finally {
+      // Releases the hold when the request failed before the service settled it.
+      chat.meter.settle([]);
+      deps.limits.recordTokens(ctx, chat.entry, (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0));
       recordUsage(deps.db, {
         requestId: ctx.requestId,
         accountId: ctx.auth?.accountId ?? null,

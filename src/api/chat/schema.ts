@@ -113,6 +113,9 @@ function acceptProviderAliases(input: unknown): unknown {
 export const ChatCompletionRequest = z.preprocess(acceptProviderAliases, ChatCompletionFields);
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionFields>;
 
+/** What the request was charged: USD (bundled credits included, as USD-equivalent) and DIEM. */
+export const Cost = z.object({ usd: z.number().min(0), diem: z.number().min(0) });
+
 export const Usage = z.object({
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
@@ -157,6 +160,7 @@ export const ChatCompletionResponse = z.object({
   ),
   usage: Usage,
   prompt_logprobs: z.null(),
+  cost: Cost,
   service_parameters: ServiceParametersEcho,
 });
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponse>;
@@ -175,5 +179,6 @@ export const ChatCompletionChunk = z.object({
     }),
   ),
   usage: Usage.nullable().optional(),
+  cost: Cost.optional(),
 });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunk>;

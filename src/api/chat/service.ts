@@ -1,3 +1,6 @@
+import type { Cost } from "../../billing/credits.js";
+import { maxTextCost, textCost } from "../../billing/pricing.js";
+import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateResult, ChatMessage, SamplingOptions } from "../../engines/types.js";
@@ -22,6 +25,7 @@ export interface PreparedChat {
   stop: string[];
   echo: ServiceParametersEcho;
   includeUsageChunk: boolean;
+  meter: RequestMeter;
 }
 
 export interface ChatOutcome {
@@ -35,7 +39,7 @@ export class ChatService {
     private readonly requestTimeoutMs: number,
   ) {}
 
-  async prepare(request: ChatCompletionRequest, requestId: string): Promise<PreparedChat> {
+  async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
     const entry = this.models.get(request.model, "text");
     const params = request.service_parameters;
     if (params.enable_web_search === "on") {
@@ -77,6 +81,7 @@ export class ChatService {
         disable_thinking: false,
       },
       includeUsageChunk: request.stream_options?.include_usage === true,
+      meter: meterFor(entry),
     };
   }
 
@@ -86,12 +91,13 @@ export class ChatService {
     const signal = AbortSignal.any([clientSignal, timeout]);
     let result: ChatGenerateResult;
     try {
-      result = await chat.engine.generate({ messages: chat.messages, maxTokens: chat.maxTokens, sampling: chat.sampling, stop: chat.stop, signal });
+      result = await chat.engine.generate({ ...this.generateOptions(chat), signal });
     } catch (error) {
       if (timeout.aborted) throw new RequestTimeoutError();
       throw error;
     }
     if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+    const cost = this.settle(chat, result);
     const finishReason = result.finishReason === "length" ? "length" : "stop";
     return {
       result,
@@ -111,9 +117,28 @@ export class ChatService {
         ],
         usage: toUsage(result),
         prompt_logprobs: null,
+        cost,
         service_parameters: chat.echo,
       },
     };
+  }
+
+  private generateOptions(chat: PreparedChat) {
+    return {
+      messages: chat.messages,
+      maxTokens: chat.maxTokens,
+      sampling: chat.sampling,
+      stop: chat.stop,
+      // Reserve the most this request can cost once its prompt is measured, before inference.
+      onPromptReady: (plan: { promptTokens: number; maxTokens: number }) => chat.meter.reserve(maxTextCost(chat.entry, plan.promptTokens, plan.maxTokens)),
+    };
+  }
+
+  /** Charges what was produced (a disconnected client pays for the tokens it was sent). */
+  private settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
+    return chat.meter.settle(
+      textCost(chat.entry, { promptTokens: result.promptTokens, cachedTokens: result.cachedTokens, cacheWriteTokens: 0, completionTokens: result.completionTokens }),
+    );
   }
 
   /**
@@ -125,7 +150,7 @@ export class ChatService {
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
     const queue = new AsyncQueue<string>();
     const generation = chat.engine
-      .generate({ messages: chat.messages, maxTokens: chat.maxTokens, sampling: chat.sampling, stop: chat.stop, signal, onText: (t) => queue.push(t) })
+      .generate({ ...this.generateOptions(chat), signal, onText: (t) => queue.push(t) })
       .finally(() => queue.close());
     // Surface a failure of the generation through the loop below instead of as an unhandled rejection.
     generation.catch((error: unknown) => queue.fail(error));
@@ -135,10 +160,11 @@ export class ChatService {
       yield { ...base, choices: [{ index: 0, delta: { content: text }, finish_reason: null, logprobs: null }], ...usageField };
     }
     const result = await generation;
+    const cost = this.settle(chat, result);
     if (result.finishReason === "abort") return result;
     const finishReason = result.finishReason === "length" ? "length" : "stop";
-    yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason, logprobs: null }], ...usageField };
-    if (chat.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result) };
+    yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason, logprobs: null }], ...usageField, cost };
+    if (chat.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
     return result;
   }
 }

@@ -1,12 +1,11 @@
 import { z } from "zod";
+import { ModelPricing } from "../../config.js";
 
 export const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video"] as const;
 
 export const ListModelsQuery = z.looseObject({
   type: z.enum([...MODEL_TYPES, "all", "code"]).default("all"),
 });
-
-const Price = z.object({ usd: z.number(), diem: z.number() });
 
 export const ModelRecord = z.object({
   id: z.string(),
@@ -27,7 +26,7 @@ export const ModelRecord = z.object({
     traits: z.array(z.string()),
     capabilities: z.record(z.string(), z.unknown()),
     constraints: z.record(z.string(), z.unknown()),
-    pricing: z.object({ input: Price, output: Price, cache_input: Price.optional(), cache_write: Price.optional() }).optional(),
+    pricing: ModelPricing.optional(),
     deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
   }),
 });

@@ -103,6 +103,7 @@ export class LlamaChatEngine implements ChatEngine {
     }
     const room = this.contextSize - prompt.tokens.length;
     const maxTokens = Math.min(options.maxTokens ?? room, room);
+    options.onPromptReady?.({ promptTokens: prompt.tokens.length, maxTokens });
 
     const queuedAt = performance.now();
     const sequence = await this.pool.acquire(prompt.tokens, options.signal);

@@ -1,0 +1,35 @@
+import type { RequestContext } from "../http/requestContext.js";
+import type { Cost, Credits, Hold } from "./credits.js";
+import type { CostLine } from "./money.js";
+
+/**
+ * The billing of one request: reserve before inference, settle exactly once after (the route
+ * settles again in `finally`, which is a no-op when the service already did, and releases the
+ * hold when the request failed before producing anything).
+ */
+export class RequestMeter {
+  private hold: Hold | undefined;
+  private cost: Cost | undefined;
+
+  constructor(
+    private readonly credits: Credits,
+    private readonly ctx: RequestContext,
+    private readonly model: string,
+  ) {}
+
+  reserve(maxLines: readonly CostLine[]): void {
+    const auth = this.ctx.auth;
+    if (!auth) return;
+    this.hold = this.credits.reserve({ requestId: this.ctx.requestId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines });
+  }
+
+  settle(lines: readonly CostLine[]): Cost {
+    if (this.cost) return this.cost;
+    this.cost = this.hold ? this.credits.settle(this.hold, lines, { model: this.model }).cost : { usd: 0, diem: 0 };
+    return this.cost;
+  }
+
+  get settledCost(): Cost | undefined {
+    return this.cost;
+  }
+}

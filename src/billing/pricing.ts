@@ -1,0 +1,40 @@
+import type { ModelEntry } from "../config.js";
+import { costLine, type CostLine } from "./money.js";
+
+/**
+ * Prices from models.config.json (the reference's pricing shapes, in whole USD/DIEM) turned
+ * into cost lines. A model without pricing is free.
+ */
+const PER_MILLION = 1_000_000;
+
+export interface TextUsage {
+  promptTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  completionTokens: number;
+}
+
+type Price = { usd: number; diem: number };
+const maxPrice = (a: Price, b: Price | undefined): Price => (b ? { usd: Math.max(a.usd, b.usd), diem: Math.max(a.diem, b.diem) } : a);
+
+/** The most a text request can cost: every prompt token at the dearest input rate, every allowed completion token. */
+export function maxTextCost(entry: ModelEntry, promptTokens: number, maxCompletionTokens: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("output" in pricing)) return [];
+  return [
+    costLine(`${entry.id}-llm-input-mtoken`, promptTokens, PER_MILLION, maxPrice(pricing.input, pricing.cache_write)),
+    costLine(`${entry.id}-llm-output-mtoken`, maxCompletionTokens, PER_MILLION, pricing.output),
+  ];
+}
+
+export function textCost(entry: ModelEntry, usage: TextUsage): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("output" in pricing)) return [];
+  const cached = pricing.cache_input ? usage.cachedTokens : 0;
+  const written = pricing.cache_write ? usage.cacheWriteTokens : 0;
+  const lines = [costLine(`${entry.id}-llm-input-mtoken`, usage.promptTokens - cached - written, PER_MILLION, pricing.input)];
+  if (cached > 0) lines.push(costLine(`${entry.id}-llm-cache-input-mtoken`, cached, PER_MILLION, pricing.cache_input!));
+  if (written > 0) lines.push(costLine(`${entry.id}-llm-cache-write-mtoken`, written, PER_MILLION, pricing.cache_write!));
+  lines.push(costLine(`${entry.id}-llm-output-mtoken`, usage.completionTokens, PER_MILLION, pricing.output));
+  return lines.filter((line) => line.units > 0);
+}
