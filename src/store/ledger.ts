@@ -33,10 +33,11 @@ export interface LedgerEntry {
 /** Must run inside a transaction. The balance CHECK (>= 0) makes an overdraft abort it. */
 export function applyEntry(db: Db, entry: LedgerEntry): void {
   if (!Number.isSafeInteger(entry.deltaMicros)) throw new RangeError(`ledger amounts are whole micros, got ${entry.deltaMicros}`);
-  db.prepare(
-    `INSERT INTO balances (account_id, currency, amount_micros) VALUES (?, ?, ?)
-     ON CONFLICT (account_id, currency) DO UPDATE SET amount_micros = amount_micros + excluded.amount_micros`,
-  ).run(entry.accountId, entry.currency, entry.deltaMicros);
+  // UPDATE first: an upsert would check the CHECK constraint against the would-be new row.
+  const updated = db
+    .prepare("UPDATE balances SET amount_micros = amount_micros + ? WHERE account_id = ? AND currency = ?")
+    .run(entry.deltaMicros, entry.accountId, entry.currency).changes;
+  if (updated === 0) db.prepare("INSERT INTO balances (account_id, currency, amount_micros) VALUES (?, ?, ?)").run(entry.accountId, entry.currency, entry.deltaMicros);
   db.prepare(
     `INSERT INTO ledger (account_id, currency, delta_micros, kind, request_id, api_key_id, note, sku, units, price_per_unit_usd, model, created_at)
      VALUES (@accountId, @currency, @deltaMicros, @kind, @requestId, @apiKeyId, @note, @sku, @units, @pricePerUnitUsd, @model, @createdAt)`,

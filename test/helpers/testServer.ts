@@ -36,7 +36,7 @@ export interface TestServer extends RunningServer {
 }
 
 /** A real server on an ephemeral port with its own SQLite file, on CPU. */
-export async function startTestServer(options: { models?: ModelEntry[]; config?: Partial<ServerConfig> } = {}): Promise<TestServer> {
+export async function startTestServer(options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number } = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
     host: "127.0.0.1",
@@ -47,7 +47,7 @@ export async function startTestServer(options: { models?: ModelEntry[]; config?:
     ...options.config,
   });
   const modelsConfig: ModelsConfig = { models: options.models ?? [tinyChatEntry()] };
-  const running = await startServer(config, { modelsConfig, gpu: false, logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent") });
+  const running = await startServer(config, { modelsConfig, gpu: false, now: options.now, logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent") });
   const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
     const account = createAccount(running.db, "test account");
     if (opts.usd) grantCredits(running.db, account.id, "USD", toMicros(opts.usd), "test grant");
