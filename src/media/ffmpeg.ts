@@ -1,0 +1,144 @@
+import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
+import { spawnSync } from "node:child_process";
+import { PassThrough, Readable } from "node:stream";
+import ffmpeg from "fluent-ffmpeg";
+
+/**
+ * The one module that runs ffmpeg (through fluent-ffmpeg, which is no longer maintained
+ * upstream, so nothing else imports it). Which binary: an explicit path (HEARTH_FFMPEG),
+ * else an `ffmpeg` on PATH (usually newer), else the static build shipped inside the npm
+ * package @ffmpeg-installer/ffmpeg, so `npm install` alone gives a working ffmpeg.
+ */
+
+let resolved: string | undefined;
+
+export function configureFfmpeg(explicitPath?: string): string {
+  resolved = explicitPath || onPath() || ffmpegInstaller.path;
+  return resolved;
+}
+
+export function ffmpegPath(): string {
+  return resolved ?? configureFfmpeg();
+}
+
+function onPath(): string | undefined {
+  const probe = spawnSync("ffmpeg", ["-hide_banner", "-version"], { encoding: "utf8" });
+  return probe.status === 0 ? "ffmpeg" : undefined;
+}
+
+function command(input: Buffer | Readable) {
+  const source = Buffer.isBuffer(input) ? Readable.from([input]) : input;
+  return ffmpeg(source).setFfmpegPath(ffmpegPath());
+}
+
+/** Runs a prepared command to completion, collecting its stdout. */
+function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on("data", (chunk: Buffer) => chunks.push(chunk));
+    const onAbort = () => cmd.kill("SIGKILL");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    cmd
+      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(new FfmpegError(error.message, stderr ?? ""));
+      })
+      .on("end", () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(Buffer.concat(chunks));
+      })
+      .pipe(out, { end: true });
+  });
+}
+
+export class FfmpegError extends Error {
+  override name = "FfmpegError";
+  constructor(
+    message: string,
+    readonly stderr: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Decodes any audio ffmpeg reads into mono float32 PCM at `sampleRate` (what speech models take). */
+export async function decodeAudio(input: Buffer, sampleRate: number, signal?: AbortSignal): Promise<Float32Array> {
+  const raw = await collect(command(input).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le"), signal);
+  return new Float32Array(raw.buffer, raw.byteOffset, Math.floor(raw.byteLength / 4));
+}
+
+export const AUDIO_FORMATS = {
+  mp3: { contentType: "audio/mpeg", muxer: "mp3", codec: "libmp3lame" },
+  opus: { contentType: "audio/ogg", muxer: "ogg", codec: "libopus" },
+  aac: { contentType: "audio/aac", muxer: "adts", codec: "aac" },
+  flac: { contentType: "audio/flac", muxer: "flac", codec: "flac" },
+  wav: { contentType: "audio/wav", muxer: "wav", codec: "pcm_s16le" },
+  pcm: { contentType: "audio/pcm", muxer: "s16le", codec: "pcm_s16le" },
+} as const;
+export type AudioFormat = keyof typeof AUDIO_FORMATS;
+
+/** Encodes mono float32 PCM into one of the speech formats (pcm is raw 16-bit little-endian). */
+export function encodeAudio(samples: Float32Array, sampleRate: number, format: AudioFormat, signal?: AbortSignal): Promise<Buffer> {
+  const spec = AUDIO_FORMATS[format];
+  const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+  const cmd = command(input)
+    .inputFormat("f32le")
+    .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
+    .audioCodec(spec.codec)
+    .format(spec.muxer);
+  // Opus only runs at 48/24/16/12/8 kHz; let ffmpeg resample to 48 kHz there.
+  if (format === "opus") cmd.audioFrequency(48000);
+  return collect(cmd, signal);
+}
+
+/** Encodes raw RGB24 frames (all `width`x`height`) into an H.264 MP4. */
+export function encodeVideo(frames: readonly Buffer[], width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
+  const cmd = command(Buffer.concat(frames))
+    .inputFormat("rawvideo")
+    .inputOptions(["-pix_fmt", "rgb24", "-s", `${width}x${height}`, "-r", String(fps)])
+    .videoCodec("libx264")
+    // yuv420p for players; even dimensions are required by it; fragmented MP4 so it can stream to a pipe.
+    .outputOptions(["-pix_fmt", "yuv420p", "-movflags", "frag_keyframe+empty_moov", "-preset", "veryfast"])
+    .format("mp4");
+  return collect(cmd, signal);
+}
+
+export interface MediaInfo {
+  container: string;
+  durationSeconds: number | null;
+  streams: { kind: "audio" | "video"; codec: string; sampleRate?: number; width?: number; height?: number }[];
+}
+
+/**
+ * Reads container, duration and streams from what ffmpeg prints about its input (no ffprobe
+ * binary is shipped on npm with ffmpeg; ffmpeg's own input report carries the same facts).
+ */
+export function probeMedia(input: Buffer): MediaInfo {
+  const result = spawnSync(ffmpegPath(), ["-hide_banner", "-i", "pipe:0", "-f", "null", "-"], { input, encoding: "latin1", maxBuffer: 64 * 1024 * 1024 });
+  const report = result.stderr;
+  // e.g. "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'pipe:0':"
+  const container = /Input #0, (.+?), from/.exec(report)?.[1] ?? "unknown";
+  const duration = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(report);
+  // Piped inputs often report N/A; the decoded time of the last progress line is then the duration.
+  const decodedTimes = [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)];
+  const last = duration ?? decodedTimes.at(-1);
+  const durationSeconds = last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
+  const streams: MediaInfo["streams"] = [];
+  for (const match of report.matchAll(/Stream #0:\d+[^:]*: (Audio|Video): ([^,\s]+)([^\n]*)/g)) {
+    const rest = match[3] ?? "";
+    if (match[1] === "Audio") streams.push({ kind: "audio", codec: match[2]!, sampleRate: Number(/(\d+) Hz/.exec(rest)?.[1]) || undefined });
+    else {
+      const size = /(\d{2,5})x(\d{2,5})/.exec(rest);
+      streams.push({ kind: "video", codec: match[2]!, width: size ? Number(size[1]) : undefined, height: size ? Number(size[2]) : undefined });
+    }
+  }
+  return { container, durationSeconds, streams };
+}
+
+/** Counts decoded video frames (ffmpeg's last "frame=" progress line). */
+export function countVideoFrames(input: Buffer): number {
+  const result = spawnSync(ffmpegPath(), ["-hide_banner", "-i", "pipe:0", "-map", "0:v:0", "-f", "null", "-"], { input, encoding: "latin1", maxBuffer: 64 * 1024 * 1024 });
+  const frames = [...result.stderr.matchAll(/frame=\s*(\d+)/g)];
+  return frames.length ? Number(frames.at(-1)![1]) : 0;
+}
