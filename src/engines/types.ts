@@ -59,12 +59,27 @@ export interface ChatGenerateResult {
   timeToFirstTokenMs: number | null;
 }
 
-export interface ChatEngine {
-  readonly kind: "chat";
-  readonly contextSize: number;
-  /** Which backend served the request, for x-service-model-router. */
+/** What every loaded engine has; each kind adds its own methods. */
+export interface EngineBase {
+  readonly kind: string;
+  /** Which backend serves requests, for x-service-model-router. */
   readonly router: string;
-  generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
-  stats(): { sequences: number; busy: number; waiting: number };
   dispose(): Promise<void>;
 }
+
+export interface ChatEngine extends EngineBase {
+  readonly kind: "chat";
+  readonly contextSize: number;
+  generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
+  stats(): { sequences: number; busy: number; waiting: number };
+}
+
+/**
+ * Engine kinds by name. A new kind (embedding, speech, transcription, image) is one entry
+ * here plus its interface; ModelManager.engine(id, kind) then returns it typed.
+ */
+export interface EnginesByKind {
+  chat: ChatEngine;
+}
+export type EngineKind = keyof EnginesByKind;
+export type Engine = EnginesByKind[EngineKind];

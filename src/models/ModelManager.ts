@@ -1,7 +1,10 @@
 import type { ModelEntry, ModelsConfig } from "../config.js";
-import { ApiError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { chatEngineFactories, type EngineFactoryOptions } from "../engines/registry.js";
-import type { ChatEngine } from "../engines/types.js";
+import { ApiError, InferenceError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
+import { engineFactories, type EngineFactoryOptions } from "../engines/registry.js";
+import type { ChatEngine, Engine, EngineKind, EnginesByKind } from "../engines/types.js";
+
+/** The engine kind that serves each model type. */
+const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat" };
 
 /**
  * Model id -> engine. Engines load on first use; a load that fails answers that model's
@@ -9,7 +12,7 @@ import type { ChatEngine } from "../engines/types.js";
  */
 export class ModelManager {
   private readonly entries: Map<string, ModelEntry>;
-  private readonly chatEngines = new Map<string, Promise<ChatEngine>>();
+  private readonly engines = new Map<string, Promise<Engine>>();
 
   constructor(
     config: ModelsConfig,
@@ -28,32 +31,41 @@ export class ModelManager {
     return entry;
   }
 
-  chat(id: string): Promise<ChatEngine> {
-    const entry = this.get(id, "text");
-    let engine = this.chatEngines.get(id);
+  /** The loaded engine of a model of the given kind (404 if the id names no such model). */
+  async engine<K extends EngineKind>(id: string, kind: K): Promise<EnginesByKind[K]> {
+    const entry = this.entries.get(id);
+    if (!entry || KIND_OF_TYPE[entry.type] !== kind) throw new ModelNotFoundError(id);
+    let engine = this.engines.get(id);
     if (!engine) {
-      engine = chatEngineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
-        this.chatEngines.delete(id);
+      engine = engineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
+        this.engines.delete(id);
         throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
       });
-      this.chatEngines.set(id, engine);
+      this.engines.set(id, engine);
     }
-    return engine;
+    const loaded = await engine;
+    if (loaded.kind !== kind) throw new InferenceError(`The model "${id}" is configured with a backend that does not serve ${kind}`);
+    return loaded as EnginesByKind[K];
+  }
+
+  chat(id: string): Promise<ChatEngine> {
+    this.get(id, "text");
+    return this.engine(id, "chat");
   }
 
   /** Engines that finished loading, with their queue state. */
-  async loaded(): Promise<{ id: string; stats: ReturnType<ChatEngine["stats"]> }[]> {
-    const result: { id: string; stats: ReturnType<ChatEngine["stats"]> }[] = [];
-    for (const [id, promise] of this.chatEngines) {
+  async loaded(): Promise<{ id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[]> {
+    const result: { id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[] = [];
+    for (const [id, promise] of this.engines) {
       const engine = await promise.catch(() => undefined);
-      if (engine) result.push({ id, stats: engine.stats() });
+      if (engine) result.push({ id, kind: engine.kind, stats: "stats" in engine ? engine.stats() : undefined });
     }
     return result;
   }
 
   async dispose(): Promise<void> {
-    const engines = [...this.chatEngines.values()];
-    this.chatEngines.clear();
+    const engines = [...this.engines.values()];
+    this.engines.clear();
     await Promise.all(engines.map(async (p) => (await p.catch(() => undefined))?.dispose()));
   }
 }

@@ -55,7 +55,7 @@ describe("continuous batching and the wait queue", () => {
     expect(res.status).toBe(504);
     expect(((await res.json()) as { error: string }).error).toMatch(/timed-out/);
     const [loaded] = await server.models.loaded();
-    expect(loaded!.stats.busy).toBe(0);
+    expect(loaded!.stats!.busy).toBe(0);
   });
 
   it("stops generating at once when the client disconnects mid-stream, and frees the sequence", async () => {
@@ -79,6 +79,6 @@ describe("continuous batching and the wait queue", () => {
     expect(rows[0]!.finishReason).toBe("abort");
     expect(rows[0]!.completionTokens).toBeLessThan(1500);
     const [loaded] = await server.models.loaded();
-    expect(loaded!.stats.busy).toBe(0);
+    expect(loaded!.stats!.busy).toBe(0);
   });
 });
