@@ -1,7 +1,9 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
+import { billingRouter } from "./api/billing/route.js";
 import { chatRouter } from "./api/chat/route.js";
+import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { apiKeyAuth } from "./auth/apiKeyAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
@@ -30,12 +32,12 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, billingRouter, keysRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
   const full: AppDeps = {
     ...deps,
-    authenticate: apiKeyAuth(deps.db),
+    authenticate: apiKeyAuth(deps.db, deps.now),
     jsonBody: express.json({ limit: "25mb", type: "application/json" }),
   };
   const app = express();

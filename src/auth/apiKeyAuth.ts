@@ -5,15 +5,15 @@ import { findActiveKey, touchApiKey } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
 
 /** Reads `Authorization: Bearer <key>`; sets the request's auth or answers 401. */
-export function apiKeyAuth(db: Db) {
+export function apiKeyAuth(db: Db, now: () => number = Date.now) {
   return (req: Request, res: Response, next: NextFunction) => {
     const header = req.get("authorization");
     if (!header) throw new AuthenticationError("Authentication failed: missing API key (send Authorization: Bearer <key>)");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new AuthenticationError("Authentication failed: the Authorization header must be 'Bearer <key>'");
-    const key = findActiveKey(db, match[1]!);
+    const key = findActiveKey(db, match[1]!, now());
     if (!key) throw new AuthenticationError("Authentication failed: invalid, revoked or expired API key");
-    touchApiKey(db, key.id);
+    touchApiKey(db, key.id, now());
     res.locals.ctx.auth = {
       accountId: key.accountId,
       apiKeyId: key.id,

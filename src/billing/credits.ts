@@ -58,7 +58,14 @@ export class Credits {
   }
 
   grant(accountId: string, currency: Currency, micros: number, note: string, kind: "grant" | "topup" = "grant"): void {
-    grantCredits(this.db, accountId, currency, micros, note, this.options.now(), kind);
+    this.db
+      .transaction(() => {
+        // Granted DIEM belongs to the current epoch: refill first, or the next touch would
+        // expire it as the last epoch's leftover.
+        if (currency === "DIEM") this.refreshDiem(accountId);
+        grantCredits(this.db, accountId, currency, micros, note, this.options.now(), kind);
+      })
+      .immediate();
   }
 
   /** Sets the staked DIEM (the daily allocation); the current epoch's balance is refilled to it now. */

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { loadServerConfig } from "../config.js";
 import { createAccount, getAccount } from "../store/accounts.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
-import { grantCredits, toMicros } from "../store/ledger.js";
+import { Credits } from "../billing/credits.js";
+import { toMicros } from "../store/ledger.js";
 import { databasePath, openStore } from "../store/Store.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 
@@ -12,10 +13,12 @@ function parseAmount(value: string): number {
   return amount;
 }
 
-function withStore<T>(flags: SettingFlags, run: (db: ReturnType<typeof openStore>) => T): T {
-  const db = openStore(databasePath(loadServerConfig(settingFlags(flags)).dataDir));
+function withStore<T>(flags: SettingFlags, run: (db: ReturnType<typeof openStore>, credits: Credits) => T): T {
+  const config = loadServerConfig(settingFlags(flags));
+  const db = openStore(databasePath(config.dataDir));
   try {
-    return run(db);
+    // The CLI never reserves, so its boot id only has to differ from the server's.
+    return run(db, new Credits(db, { resetHourUtc: config.diemResetHourUtc, now: Date.now, bootId: "cli" }));
   } finally {
     db.close();
   }
@@ -34,15 +37,16 @@ export function registerKeysCommand(program: Command): void {
     .option("--diem <amount>", "grant this many DIEM of credit to the account", parseAmount)
     .option("--expires <iso-date>", "the key stops working at this time");
   addSettingOption(create, "dataDir");
+  addSettingOption(create, "diemResetHourUtc");
   create.action((flags: SettingFlags & { name: string; admin?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
     const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
     if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
-    withStore(flags, (db) => {
+    withStore(flags, (db, credits) => {
       const { secret, record } = db.transaction(() => {
         const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
         if (!account) throw new Error(`no account with id ${flags.account}`);
-        if (flags.usd) grantCredits(db, account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`);
-        if (flags.diem) grantCredits(db, account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`);
+        if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`);
+        if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`);
         return createApiKey(db, { accountId: account.id, description: flags.name, keyType: flags.admin ? "ADMIN" : "INFERENCE", expiresAt });
       })();
       process.stdout.write(`Created ${record.keyType.toLowerCase()} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${secret}\n`);

@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, PACKAGE_ROOT } from "../config.js";
+import { registerCreditsCommands } from "./credits.js";
 import { registerFixturesCommand } from "./fixtures.js";
 import { registerKeysCommand } from "./keys.js";
 import { registerModelsCommand } from "./models.js";
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   registerServeCommand(program);
   registerKeysCommand(program);
+  registerCreditsCommands(program);
   registerFixturesCommand(program);
   registerModelsCommand(program);
   return program;

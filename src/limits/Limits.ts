@@ -1,11 +1,15 @@
 import type { ModelEntry } from "../config.js";
-import { RateLimitError } from "../errors.js";
+import { PermissionDeniedError, RateLimitError } from "../errors.js";
 import type { RequestContext } from "../http/requestContext.js";
 import type { Db } from "../store/Store.js";
+import { keyModelPrivacy, modelPrivacyAllows } from "./modelPrivacy.js";
 import type { RateLimiter } from "./RateLimiter.js";
 import { limitClassFor, resolveLimit, type CallKind } from "./tiers.js";
 
-/** Applies the rate-limit tables to authenticated calls and logs the calls they refuse. */
+/**
+ * Admission of authenticated inference calls: the key's model-privacy setting, then the
+ * rate-limit tables; refused calls are logged.
+ */
 export class Limits {
   constructor(
     private readonly db: Db,
@@ -13,10 +17,14 @@ export class Limits {
     private readonly now: () => number,
   ) {}
 
-  /** Admits a call or throws 429; returns the x-ratelimit-* headers to send either way. */
+  /** Admits a call or throws 403 (privacy) / 429 (rate); returns the x-ratelimit-* headers to send. */
   admit(ctx: RequestContext, entry: ModelEntry, kind: CallKind): Record<string, string> {
     const auth = ctx.auth;
     if (!auth) return {};
+    const privacy = keyModelPrivacy(this.db, auth.apiKeyId);
+    if (!modelPrivacyAllows(privacy, entry)) {
+      throw new PermissionDeniedError(`This API key's modelPrivacy is ${privacy}; the model "${entry.id}" is ${entry.privacy}.`);
+    }
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
     const decision = this.limiter.admit(subject(auth.apiKeyId, entry.id), limit);

@@ -124,4 +124,23 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX rate_limit_log_key ON rate_limit_log(api_key_id, created_at);
     `,
   },
+  {
+    version: 3,
+    name: "billing and keys API: node settings, key model privacy",
+    sql: `
+      -- Node-wide settings that must survive restarts, e.g. the HMAC secret that signs
+      -- usage-history cursors (generated on first use, never leaves the database).
+      CREATE TABLE node_settings (
+        name        TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,
+        created_at  INTEGER NOT NULL
+      );
+
+      -- The reference's modelPrivacy of a key (which models it may call, by privacy tier).
+      ALTER TABLE api_keys ADD COLUMN model_privacy TEXT NOT NULL DEFAULT 'ALL' CHECK (model_privacy IN ('ALL', 'PRIVATE_TEXT', 'PRIVATE_ONLY'));
+
+      -- The rate-limit log is read per account, newest first.
+      CREATE INDEX rate_limit_log_account ON rate_limit_log(account_id, created_at);
+    `,
+  },
 ];

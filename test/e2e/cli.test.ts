@@ -22,7 +22,7 @@ function writeRegistry(dir: string, extra: Record<string, unknown> = {}) {
 }
 
 describe("the hearth CLI", () => {
-  it("explains every option of every command in --help", () => {
+  it("explains every option of every command in --help", async () => {
     const expectations: [string[], string[]][] = [
       [["--help"], ["serve", "keys", "fixtures", "models"]],
       [["serve", "--help"], ["--host", "HEARTH_HOST", "--port", "HEARTH_PORT", "--data-dir", "HEARTH_DATA_DIR", "--config", "HEARTH_CONFIG"]],
@@ -33,7 +33,7 @@ describe("the hearth CLI", () => {
       [["models", "list", "--help"], ["--config", "--json"]],
     ];
     for (const [args, words] of expectations) {
-      const { status, stdout } = hearth(args);
+      const { status, stdout } = await hearth(args);
       expect(status, args.join(" ")).toBe(0);
       for (const word of words) expect(stdout, `${args.join(" ")} mentions ${word}`).toContain(word);
     }
@@ -42,12 +42,12 @@ describe("the hearth CLI", () => {
   it("creates, lists and revokes keys; the secret is the last line of stdout", async () => {
     const dataDir = tempDir();
     const registry = writeRegistry(dataDir);
-    const created = hearth(["keys", "create", "--name", "alice", "--admin", "--usd", "2.5", "--diem", "1", "--data-dir", dataDir]);
+    const created = await hearth(["keys", "create", "--name", "alice", "--admin", "--usd", "2.5", "--diem", "1", "--data-dir", dataDir]);
     expect(created.status).toBe(0);
     const secret = created.stdout.trim().split("\n").at(-1)!;
     expect(secret).toMatch(/^hth_[A-Za-z0-9_-]{43}$/);
 
-    const listed = hearth(["keys", "list", "--json", "--data-dir", dataDir]);
+    const listed = await hearth(["keys", "list", "--json", "--data-dir", dataDir]);
     const keys = JSON.parse(listed.stdout) as { id: string; keyType: string; description: string }[];
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatchObject({ keyType: "ADMIN", description: "alice" });
@@ -59,7 +59,7 @@ describe("the hearth CLI", () => {
       const completion = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
       expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
       // Revoking through the CLI while the server runs takes effect on the next request.
-      expect(hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir]).status).toBe(0);
+      expect((await hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir])).status).toBe(0);
       await expect(client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 })).rejects.toBeInstanceOf(
         OpenAI.AuthenticationError,
       );
@@ -67,23 +67,23 @@ describe("the hearth CLI", () => {
       child.kill("SIGTERM");
       expect(await exited(child)).toBe(0);
     }
-    expect(hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir]).status).toBe(1);
+    expect((await hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir])).status).toBe(1);
   });
 
-  it("writes the demo fixtures and lists the registry", () => {
+  it("writes the demo fixtures and lists the registry", async () => {
     const out = tempDir();
-    const result = hearth(["fixtures", "--out", out]);
+    const result = await hearth(["fixtures", "--out", out]);
     expect(result.status).toBe(0);
     expect(existsSync(join(out, "tiny-chat.gguf"))).toBe(true);
     const registry = writeRegistry(out);
-    const listed = JSON.parse(hearth(["models", "list", "--json", "--config", registry]).stdout);
+    const listed = JSON.parse((await hearth(["models", "list", "--json", "--config", registry])).stdout);
     expect(listed.models[0]).toMatchObject({ id: "tiny-chat", type: "text", backend: "llama", state: "present" });
   });
 
-  it("stops start-up on a bad registry with a message naming the field", () => {
+  it("stops start-up on a bad registry with a message naming the field", async () => {
     const dir = tempDir();
     const registry = writeRegistry(dir, { llama: { contextSize: "big" } });
-    const result = hearth(["serve", "--port", "0", "--data-dir", dir, "--config", registry]);
+    const result = await hearth(["serve", "--port", "0", "--data-dir", dir, "--config", registry]);
     expect(result.status).toBe(2);
     expect(result.stderr).toContain("models.0.llama.contextSize");
   });
@@ -91,7 +91,7 @@ describe("the hearth CLI", () => {
   it("on SIGTERM finishes the stream in flight, refuses new connections and exits cleanly", async () => {
     const dataDir = tempDir();
     const registry = writeRegistry(dataDir);
-    const secret = hearth(["keys", "create", "--name", "bob", "--data-dir", dataDir]).stdout.trim().split("\n").at(-1)!;
+    const secret = (await hearth(["keys", "create", "--name", "bob", "--data-dir", dataDir])).stdout.trim().split("\n").at(-1)!;
     const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
     const client = new OpenAI({ apiKey: secret, baseURL: baseUrl, maxRetries: 0 });
     const stream = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 200, temperature: 0, stream: true });

@@ -27,7 +27,7 @@ it("SIGKILL in the middle of streaming requests leaves no hold behind and balanc
       ],
     }),
   );
-  const created = hearth(["keys", "create", "--name", "crash", "--usd", "1", "--data-dir", dataDir]);
+  const created = await hearth(["keys", "create", "--name", "crash", "--usd", "1", "--data-dir", dataDir]);
   const key = created.stdout.trim().split("\n").at(-1)!;
   const args = ["--port", "0", "--data-dir", dataDir, "--config", registry];
   const first = await hearthServe(args);

@@ -198,3 +198,27 @@ describe("DIEM staking", () => {
     expect(expiries).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe("admission", () => {
+  it("granted DIEM lasts the epoch it is granted in", async () => {
+    let now = Date.parse("2026-05-01T10:00:00Z");
+    server = await startTestServer({ models: [tinyChatEntry(PRICED)], now: () => now });
+    const { key, accountId } = fundedKey(server, 0);
+    server.credits.grant(accountId, "DIEM", 500_000, "test");
+    const res = await post(server, "/chat/completions", ask(2), { key });
+    expect(res.headers.get("x-service-balance-diem")).toBe("0.500000");
+    expect(((await res.json()) as { cost: { diem: number } }).cost.diem).toBeGreaterThan(0);
+    now = Date.parse("2026-05-02T00:00:00Z");
+    expect((await post(server, "/chat/completions", ask(2), { key })).status).toBe(402);
+  });
+
+  it("refuses a key whose modelPrivacy excludes the model with 403", async () => {
+    server = await startTestServer({ models: [tinyChatEntry({ privacy: "anonymized" })] });
+    const { key, keyId } = fundedKey(server, 1_000_000);
+    expect((await post(server, "/chat/completions", ask(1), { key })).status).toBe(200);
+    server.db.prepare("UPDATE api_keys SET model_privacy = 'PRIVATE_ONLY' WHERE id = ?").run(keyId);
+    const res = await post(server, "/chat/completions", ask(1), { key });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { error: string }).error).toMatch(/PRIVATE_ONLY/);
+  });
+});

@@ -1,13 +1,27 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../../src/config.js";
 
 export const HEARTH_BIN = join(PACKAGE_ROOT, "bin", "hearth.js");
 
-/** Runs the real CLI (bin/hearth.js) to completion. */
-export function hearth(args: string[], env: Record<string, string> = {}) {
-  const result = spawnSync(process.execPath, [HEARTH_BIN, ...args], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 60_000 });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+/**
+ * Runs the real CLI (bin/hearth.js) to completion. Asynchronous on purpose: a spawnSync
+ * would block the test worker's event loop for the whole run and starve vitest's RPC.
+ */
+export function hearth(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [HEARTH_BIN, ...args], { env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("error", reject);
+    child.once("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
 }
 
 /** Starts `hearth serve` and resolves with its base URL once it prints it. */

@@ -1,0 +1,74 @@
+import { Router, type NextFunction, type Request, type Response } from "express";
+import type { AppDeps } from "../../app.js";
+import { PermissionDeniedError, RateLimitError } from "../../errors.js";
+import { parse, requireJson } from "../../http/parse.js";
+import { RateLimiter } from "../../limits/RateLimiter.js";
+import { CreateApiKeyRequest, DeleteApiKeyQuery, UpdateApiKeyRequest } from "./schema.js";
+import { ApiKeyService } from "./service.js";
+
+/** The reference: key creation is limited to 20 requests per minute. */
+const KEY_CREATION_LIMIT = { rpm: 20 };
+
+/** Key management is for admin keys; an inference key gets a 403 that says what to use instead. */
+function requireAdminKey(_req: Request, res: Response, next: NextFunction) {
+  if (res.locals.ctx.auth?.keyType !== "ADMIN") {
+    throw new PermissionDeniedError(
+      "API keys can only be managed with an admin API key; this request used an inference key. Create an admin key with `hearth keys create --admin`.",
+    );
+  }
+  next();
+}
+
+const callerOf = (res: Response) => res.locals.ctx.auth!;
+
+export function keysRouter(deps: AppDeps): Router {
+  const service = new ApiKeyService({
+    db: deps.db,
+    credits: deps.credits,
+    models: deps.models,
+    limits: deps.limits,
+    resetHourUtc: deps.config.diemResetHourUtc,
+    now: deps.now,
+  });
+  const creationLimiter = new RateLimiter(deps.now);
+  const router = Router();
+
+  // Any key: its own limits and its account's refusals. (Registered before /api_keys/:id.)
+  router.get("/api_keys/rate_limits", deps.authenticate, (_req, res) => {
+    res.json(service.rateLimits(res.locals.ctx));
+  });
+  for (const path of ["/api_keys/rate_limits/log", "/api_keys/rate_limit_logs"]) {
+    router.get(path, deps.authenticate, (_req, res) => {
+      res.json(service.rateLimitLog(callerOf(res)));
+    });
+  }
+
+  router.get("/api_keys", deps.authenticate, requireAdminKey, (_req, res) => {
+    res.json({ object: "list", data: service.list(callerOf(res).accountId) });
+  });
+
+  router.get("/api_keys/:id", deps.authenticate, requireAdminKey, (req, res) => {
+    res.json({ data: service.get(callerOf(res).accountId, String(req.params.id)) });
+  });
+
+  router.post("/api_keys", deps.authenticate, requireAdminKey, deps.jsonBody, (req, res) => {
+    requireJson(req);
+    const caller = callerOf(res);
+    const body = parse(CreateApiKeyRequest, req.body);
+    const decision = creationLimiter.admit(`key-create:${caller.accountId}`, KEY_CREATION_LIMIT);
+    if (!decision.allowed) throw new RateLimitError("Rate limit exceeded: at most 20 API keys may be created per minute.", decision.headers);
+    res.json(service.create(caller.accountId, body));
+  });
+
+  router.patch("/api_keys", deps.authenticate, requireAdminKey, deps.jsonBody, (req, res) => {
+    requireJson(req);
+    res.json(service.update(callerOf(res).accountId, parse(UpdateApiKeyRequest, req.body)));
+  });
+
+  router.delete("/api_keys", deps.authenticate, requireAdminKey, (req, res) => {
+    const { id } = parse(DeleteApiKeyQuery, req.query);
+    res.json(service.revoke(callerOf(res).accountId, id));
+  });
+
+  return router;
+}

@@ -1,0 +1,140 @@
+import { z } from "zod";
+import { parseIsoInstant } from "../billing/schema.js";
+
+/**
+ * API key management (the reference's API Keys tag) and the rate-limit queries. Key bodies
+ * are strict: a misspelt setting is a 400, never silently ignored. `rateLimitTier` and
+ * `rateLimits` are Hearth extensions (per-key rate-limit tier and overrides).
+ */
+
+export const ApiKeyType = z.enum(["INFERENCE", "ADMIN"]);
+export const LimitPeriod = z.enum(["EPOCH", "MONTH", "LIFETIME"]);
+export const ModelPrivacy = z.enum(["ALL", "PRIVATE_TEXT", "PRIVATE_ONLY"]);
+export type ModelPrivacy = z.infer<typeof ModelPrivacy>;
+export const RateLimitTierName = z.enum(["standard", "partner"]);
+
+/** Whole USD / DIEM per limit period; null removes the limit. */
+const LimitAmount = z.number().min(0).max(9_999_999_999).nullable();
+
+export const ConsumptionLimit = z.strictObject({
+  usd: LimitAmount.optional(),
+  diem: LimitAmount.optional(),
+  /** Legacy (VCU is superseded by DIEM): accepted and ignored. */
+  vcu: LimitAmount.optional(),
+});
+export type ConsumptionLimit = z.infer<typeof ConsumptionLimit>;
+
+/** '' (no expiry), YYYY-MM-DD (UTC midnight) or YYYY-MM-DDTHH:MM:SS(.mmm)Z. */
+export const ExpiresAt = z.union([
+  z.literal(""),
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d{3})?Z)?$/, "expected '', YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS(.mmm)Z")
+    .refine((value) => parseIsoInstant(value) !== undefined, "not a valid date"),
+]);
+
+/** Hearth extension: limits per class (`text:XS`..`text:L`, `image`, `audio`, `embedding`, `video_queue`, `video_retrieve`) or `*`. */
+export const LimitClassName = z.enum(["*", "text:XS", "text:S", "text:M", "text:L", "image", "audio", "embedding", "video_queue", "video_retrieve"]);
+export const RateLimitOverrides = z.partialRecord(
+  LimitClassName,
+  z.strictObject({ rpm: z.number().int().positive().optional(), tpm: z.number().int().positive().optional() }),
+);
+
+const SettingFields = {
+  consumptionLimit: ConsumptionLimit.optional(),
+  /** The responses' spelling, accepted as an alias. */
+  consumptionLimits: ConsumptionLimit.optional(),
+  limitPeriod: LimitPeriod.optional(),
+  modelPrivacy: ModelPrivacy.optional(),
+  description: z.string().max(64, "description is at most 64 characters"),
+  rateLimitTier: RateLimitTierName.optional(),
+  /** null removes every override. */
+  rateLimits: RateLimitOverrides.nullable().optional(),
+};
+
+export const CreateApiKeyRequest = z.strictObject({
+  ...SettingFields,
+  apiKeyType: ApiKeyType,
+  expiresAt: ExpiresAt.optional(),
+});
+export type CreateApiKeyRequest = z.infer<typeof CreateApiKeyRequest>;
+
+export const UpdateApiKeyRequest = z.strictObject({
+  ...SettingFields,
+  id: z.string().min(1),
+  description: SettingFields.description.optional(),
+  /** '' or null removes the expiry. */
+  expiresAt: ExpiresAt.nullable().optional(),
+});
+export type UpdateApiKeyRequest = z.infer<typeof UpdateApiKeyRequest>;
+
+export const DeleteApiKeyQuery = z.looseObject({ id: z.string().min(1, "id of the key to delete is required") });
+
+const LimitsWire = z.object({ usd: z.number().nullable(), diem: z.number().nullable(), vcu: z.number().nullable() });
+const AmountStrings = z.object({ usd: z.string(), diem: z.string() });
+
+export const ApiKeyWire = z.object({
+  id: z.string(),
+  apiKeyType: ApiKeyType,
+  description: z.string(),
+  consumptionLimits: LimitsWire,
+  limitPeriod: LimitPeriod,
+  modelPrivacy: ModelPrivacy,
+  createdAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  lastUsedAt: z.string().nullable(),
+  last6Chars: z.string(),
+  usage: z.object({ trailingSevenDays: AmountStrings.extend({ vcu: z.string() }) }).optional(),
+  /** Only for keys with a consumption limit. */
+  currentPeriodUsage: AmountStrings.optional(),
+  rateLimitTier: RateLimitTierName,
+  rateLimits: RateLimitOverrides.nullable(),
+});
+export type ApiKeyWire = z.infer<typeof ApiKeyWire>;
+
+export const ApiKeyList = z.object({ object: z.literal("list"), data: z.array(ApiKeyWire) });
+
+export const CreateApiKeyResponse = z.object({
+  success: z.literal(true),
+  data: z.object({
+    /** The secret: shown this once. */
+    apiKey: z.string(),
+    id: z.string(),
+    apiKeyType: ApiKeyType,
+    description: z.string(),
+    consumptionLimit: LimitsWire,
+    limitPeriod: LimitPeriod,
+    modelPrivacy: ModelPrivacy,
+    expiresAt: z.string().nullable(),
+    rateLimitTier: RateLimitTierName,
+    rateLimits: RateLimitOverrides.nullable(),
+  }),
+});
+export type CreateApiKeyResponse = z.infer<typeof CreateApiKeyResponse>;
+
+export const RateLimitsResponse = z.object({
+  data: z.object({
+    accessPermitted: z.boolean(),
+    apiTier: z.object({ id: z.string(), isCharged: z.boolean() }),
+    balances: z.object({ USD: z.number(), DIEM: z.number() }),
+    keyExpiration: z.string().nullable(),
+    nextEpochBegins: z.string(),
+    rateLimits: z.array(z.object({ apiModelId: z.string(), rateLimits: z.array(z.object({ amount: z.number(), type: z.enum(["RPM", "TPM"]) })) })),
+  }),
+});
+export type RateLimitsResponse = z.infer<typeof RateLimitsResponse>;
+
+export const RateLimitLogResponse = z.object({
+  object: z.literal("list"),
+  data: z.array(
+    z.object({
+      apiKeyId: z.string().nullable(),
+      /** Null for limits not tied to a model (failed-request blocks, billing usage). */
+      modelId: z.string().nullable(),
+      rateLimitTier: z.string(),
+      rateLimitType: z.string(),
+      timestamp: z.string(),
+    }),
+  ),
+});
+export type RateLimitLogResponse = z.infer<typeof RateLimitLogResponse>;

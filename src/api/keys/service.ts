@@ -1,0 +1,249 @@
+import type { Credits } from "../../billing/credits.js";
+import { nextEpochStart } from "../../billing/epoch.js";
+import { unitsToMicros } from "../../billing/money.js";
+import type { ModelEntry } from "../../config.js";
+import { InvalidRequestError, NotFoundError } from "../../errors.js";
+import type { AuthContext, RequestContext } from "../../http/requestContext.js";
+import type { Limits } from "../../limits/Limits.js";
+import { keyModelPrivacy } from "../../limits/modelPrivacy.js";
+import type { CallKind, LimitOverrides } from "../../limits/tiers.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey, type ApiKeyRecord, type ApiKeySettings } from "../../store/apiKeys.js";
+import type { Db } from "../../store/Store.js";
+import { keySpendSince, recentRateLimitLog } from "../../store/usageEntries.js";
+import { toBalanceResponse } from "../billing/service.js";
+import type {
+  ApiKeyWire,
+  ConsumptionLimit,
+  CreateApiKeyRequest,
+  CreateApiKeyResponse,
+  ModelPrivacy,
+  RateLimitLogResponse,
+  RateLimitsResponse,
+  UpdateApiKeyRequest,
+} from "./schema.js";
+
+const DAY_MS = 86_400_000;
+/** The reference's cap on active keys per account. */
+export const MAX_ACTIVE_KEYS = 500;
+/** GET /api_keys/rate_limits/log: the last this many refusals. */
+export const RATE_LIMIT_LOG_SIZE = 50;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const units = (micros: number | null) => (micros === null ? null : micros / 1_000_000);
+/** Micros as an exact decimal string with six places ("10.242400"). */
+const amountString = (micros: number) => `${Math.trunc(micros / 1_000_000)}.${String(micros % 1_000_000).padStart(6, "0")}`;
+
+// ---------------------------------------------------------------------------------------
+// Model privacy: stored per key (migration 3). The check is a pure function for the
+// inference path; see the README for where it applies.
+
+function setKeyModelPrivacy(db: Db, apiKeyId: string, privacy: ModelPrivacy): void {
+  db.prepare("UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, apiKeyId);
+}
+
+/** The call kind whose limit applies to a model (for GET /api_keys/rate_limits). */
+export function callKindOf(entry: ModelEntry): CallKind | undefined {
+  switch (entry.type) {
+    case "text":
+      return "chat";
+    case "embedding":
+      return "embedding";
+    case "tts":
+    case "asr":
+    case "music":
+      return "audio";
+    case "image":
+    case "upscale":
+    case "inpaint":
+      return "image";
+    case "video":
+      return "video_queue";
+  }
+}
+
+export interface ApiKeyServiceOptions {
+  db: Db;
+  credits: Credits;
+  models: ModelManager;
+  limits: Limits;
+  resetHourUtc: number;
+  now: () => number;
+}
+
+/** Keys of the caller's account in the reference's shapes. Knows nothing about Express. */
+export class ApiKeyService {
+  constructor(private readonly options: ApiKeyServiceOptions) {}
+
+  list(accountId: string): ApiKeyWire[] {
+    const { db } = this.options;
+    const privacy = new Map(
+      (db.prepare("SELECT id, model_privacy AS privacy FROM api_keys WHERE account_id = ?").all(accountId) as { id: string; privacy: ModelPrivacy }[]).map((r) => [
+        r.id,
+        r.privacy,
+      ]),
+    );
+    return listApiKeys(db, accountId)
+      .filter((key) => key.revokedAt === null)
+      .map((key) => this.toWire(key, privacy.get(key.id) ?? "ALL", true));
+  }
+
+  get(accountId: string, id: string): ApiKeyWire {
+    const key = this.ownKey(accountId, id);
+    return this.toWire(key, keyModelPrivacy(this.options.db, key.id), true);
+  }
+
+  create(accountId: string, request: CreateApiKeyRequest): CreateApiKeyResponse {
+    const { db, now } = this.options;
+    const settings = this.settingsFrom(request);
+    const { record, secret, privacy } = db
+      .transaction(() => {
+        const active = listApiKeys(db, accountId).filter((k) => k.revokedAt === null && (k.expiresAt === null || k.expiresAt > now())).length;
+        if (active >= MAX_ACTIVE_KEYS) {
+          throw new InvalidRequestError(`An account may have at most ${MAX_ACTIVE_KEYS} active API keys; delete one first.`);
+        }
+        const created = createApiKey(db, { accountId, description: request.description, keyType: request.apiKeyType, ...settings }, now());
+        const privacy = request.modelPrivacy ?? "ALL";
+        setKeyModelPrivacy(db, created.record.id, privacy);
+        return { ...created, privacy };
+      })
+      .immediate();
+    const wire = this.toWire(record, privacy, false);
+    return {
+      success: true,
+      data: {
+        apiKey: secret,
+        id: wire.id,
+        apiKeyType: wire.apiKeyType,
+        description: wire.description,
+        consumptionLimit: wire.consumptionLimits,
+        limitPeriod: wire.limitPeriod,
+        modelPrivacy: wire.modelPrivacy,
+        expiresAt: wire.expiresAt,
+        rateLimitTier: wire.rateLimitTier,
+        rateLimits: wire.rateLimits,
+      },
+    };
+  }
+
+  update(accountId: string, request: UpdateApiKeyRequest): { success: true; data: ApiKeyWire } {
+    const { db } = this.options;
+    const key = this.ownKey(accountId, request.id);
+    const settings = this.settingsFrom(request);
+    const updated = db
+      .transaction(() => {
+        const record = updateApiKey(db, key.id, settings)!;
+        if (request.modelPrivacy) setKeyModelPrivacy(db, key.id, request.modelPrivacy);
+        return record;
+      })
+      .immediate();
+    return { success: true, data: this.toWire(updated, keyModelPrivacy(db, key.id), false) };
+  }
+
+  /** DELETE revokes: the key stops working on its next request; its ledger history stays. */
+  revoke(accountId: string, id: string): { success: true } {
+    const key = this.ownKey(accountId, id);
+    revokeApiKey(this.options.db, key.id, this.options.now());
+    return { success: true };
+  }
+
+  rateLimits(ctx: RequestContext): RateLimitsResponse {
+    const { db, credits, models, limits, now, resetHourUtc } = this.options;
+    const auth = ctx.auth!;
+    const key = getApiKey(db, auth.apiKeyId);
+    const balance = toBalanceResponse(credits.snapshot(auth.accountId));
+    const entries = models.list();
+    const hasFreeModel = entries.some((m) => !m.pricing);
+    return {
+      data: {
+        accessPermitted: balance.canConsume || hasFreeModel,
+        apiTier: { id: auth.rateLimitTier, isCharged: entries.some((m) => m.pricing !== undefined) },
+        balances: { USD: balance.balances.usd ?? 0, DIEM: balance.balances.diem ?? 0 },
+        keyExpiration: iso(key?.expiresAt ?? null),
+        nextEpochBegins: new Date(nextEpochStart(now(), resetHourUtc)).toISOString(),
+        rateLimits: limits.describe(ctx, entries, callKindOf).map(({ entry, limit }) => ({
+          apiModelId: entry.id,
+          rateLimits: [
+            { amount: limit.rpm, type: "RPM" as const },
+            ...(limit.tpm === undefined ? [] : [{ amount: limit.tpm, type: "TPM" as const }]),
+          ],
+        })),
+      },
+    };
+  }
+
+  rateLimitLog(auth: AuthContext): RateLimitLogResponse {
+    return {
+      object: "list",
+      data: recentRateLimitLog(this.options.db, auth.accountId, RATE_LIMIT_LOG_SIZE).map((row) => ({
+        apiKeyId: row.apiKeyId,
+        modelId: row.modelId,
+        rateLimitTier: row.tier,
+        rateLimitType: row.limitType,
+        timestamp: new Date(row.createdAt).toISOString(),
+      })),
+    };
+  }
+
+  /** A live key of the caller's account; anything else (another account's, revoked, unknown) is a 404. */
+  private ownKey(accountId: string, id: string): ApiKeyRecord {
+    const key = getApiKey(this.options.db, id);
+    if (!key || key.accountId !== accountId || key.revokedAt !== null) throw new NotFoundError(`No API key with id ${id} in this account`);
+    return key;
+  }
+
+  /** Wire settings -> stored settings (micros, epoch ms, JSON); absent fields stay unchanged. */
+  private settingsFrom(request: CreateApiKeyRequest | UpdateApiKeyRequest): ApiKeySettings {
+    if (request.consumptionLimit && request.consumptionLimits) {
+      throw InvalidRequestError.forField(["consumptionLimits"], "send consumptionLimit or its alias consumptionLimits, not both");
+    }
+    const limit: ConsumptionLimit | undefined = request.consumptionLimit ?? request.consumptionLimits;
+    const micros = (value: number | null | undefined) => (value === undefined ? undefined : value === null ? null : unitsToMicros(value));
+    const settings: ApiKeySettings = {
+      description: request.description,
+      limitUsdMicros: micros(limit?.usd),
+      limitDiemMicros: micros(limit?.diem),
+      limitPeriod: request.limitPeriod,
+      rateLimitTier: request.rateLimitTier,
+    };
+    if (request.expiresAt !== undefined) {
+      if (request.expiresAt === null || request.expiresAt === "") settings.expiresAt = null;
+      else {
+        const expiresAt = Date.parse(request.expiresAt);
+        if (expiresAt <= this.options.now()) throw InvalidRequestError.forField(["expiresAt"], "the expiry must be in the future");
+        settings.expiresAt = expiresAt;
+      }
+    }
+    if (request.rateLimits !== undefined) {
+      settings.rateLimitOverrides = request.rateLimits && Object.keys(request.rateLimits).length > 0 ? JSON.stringify(request.rateLimits) : null;
+    }
+    return settings;
+  }
+
+  private toWire(key: ApiKeyRecord, modelPrivacy: ModelPrivacy, withUsage: boolean): ApiKeyWire {
+    const { db, credits, now } = this.options;
+    const wire: ApiKeyWire = {
+      id: key.id,
+      apiKeyType: key.keyType,
+      description: key.description,
+      consumptionLimits: { usd: units(key.limitUsdMicros), diem: units(key.limitDiemMicros), vcu: null },
+      limitPeriod: key.limitPeriod,
+      modelPrivacy,
+      createdAt: iso(key.createdAt),
+      expiresAt: iso(key.expiresAt),
+      lastUsedAt: iso(key.lastUsedAt),
+      last6Chars: key.last6,
+      rateLimitTier: key.rateLimitTier,
+      rateLimits: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+    };
+    if (withUsage) {
+      const week = keySpendSince(db, key.id, now() - 7 * DAY_MS);
+      wire.usage = { trailingSevenDays: { usd: amountString(week.usd), vcu: amountString(0), diem: amountString(week.diem) } };
+      if (key.limitUsdMicros !== null || key.limitDiemMicros !== null) {
+        const period = credits.keyPeriodSpend(key.id, key.limitPeriod);
+        wire.currentPeriodUsage = { usd: amountString(period.usd), diem: amountString(period.diem) };
+      }
+    }
+    return wire;
+  }
+}
