@@ -7,6 +7,9 @@ import { WorkQueue } from "../WorkQueue.js";
 
 export const WHISPER_SAMPLE_RATE = 16000;
 
+/** transformers.js' Whisper decoding throws this when a window yields no tokens (silence): that is empty text, not an error. */
+export const isSilenceError = (error: unknown) => String((error as Error)?.message ?? "").includes("token_ids must be a non-empty array of integers");
+
 interface PipelineChunk {
   text: string;
   timestamp: [number, number | null];
@@ -82,8 +85,7 @@ export class WhisperEngine implements TranscriptionEngine {
       return (await this.transcriber(audio, kwargs)) as { text: string; chunks?: PipelineChunk[] };
     } catch (error) {
       const message = (error as Error).message ?? "";
-      // transformers.js' Whisper decoding throws this when a window yields no tokens (silence).
-      if (message.includes("token_ids must be a non-empty array of integers")) return { text: "", chunks: [] };
+      if (isSilenceError(error)) return { text: "", chunks: [] };
       if (/Language .* is not supported/.test(message)) throw InvalidRequestError.forField(["language"], message);
       throw error;
     }
