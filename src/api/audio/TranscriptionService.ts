@@ -120,7 +120,8 @@ export function formatTranscription(job: PreparedTranscription, result: Transcri
         kind: "json",
         body: {
           task: "transcribe",
-          language: job.language ?? "auto",
+          // transformers.js does not detect the language: without a hint, Whisper transcribes as English.
+          language: job.language ?? "english",
           duration,
           text: result.text,
           segments: segments.map((s, id) => ({ id, seek: Math.floor(s.start * 100), start: s.start, end: s.end, text: s.text, temperature: job.temperature ?? 0 })),

@@ -1,4 +1,4 @@
-import { env } from "@huggingface/transformers";
+import { env, LogLevel } from "@huggingface/transformers";
 
 let configured = false;
 
@@ -12,6 +12,8 @@ export function configureTransformers(): typeof env {
     env.allowLocalModels = true;
     env.useFSCache = false;
     env.useBrowserCache = false;
+    // Warnings such as "No language specified - defaulting to English" go to stderr per request otherwise.
+    env.logLevel = LogLevel.ERROR;
     configured = true;
   }
   return env;
