@@ -15,7 +15,10 @@ let spokenWav: Buffer;
 let spokenMp3: Buffer;
 
 beforeAll(async () => {
-  server = await startTestServer({ models: [tinyKokoroEntry(), tinyWhisperEntry(PRICED)], config: { maxUploadMb: 0.5 } });
+  server = await startTestServer({
+    models: [tinyKokoroEntry(), tinyWhisperEntry(PRICED), tinyWhisperEntry({ id: "openai/whisper-large-v3", name: "Tiny Whisper under the reference's id" })],
+    config: { maxUploadMb: 0.5 },
+  });
   const speech = (format: string) =>
     server.openai().audio.speech.create({ model: "tts-kokoro", voice: "af_heart", input: "Hello there. Hearth is transcribing its own voice.", response_format: format } as never);
   spokenWav = Buffer.from(await (await speech("wav")).arrayBuffer());
@@ -78,6 +81,13 @@ describe("POST /audio/transcriptions with the openai client", () => {
       expect(w.end).toBeGreaterThanOrEqual(w.start);
       expect(w.end).toBeLessThanOrEqual(30);
     }
+  });
+
+  it("serves model ids with '/' (the reference's openai/whisper-large-v3), on /models/{id} too", async () => {
+    const result = (await transcribe(server.openai(), { model: "openai/whisper-large-v3" })) as { text: string };
+    expect(typeof result.text).toBe("string");
+    const record = (await (await fetch(`${server.baseUrl}/models/openai/whisper-large-v3`)).json()) as { id: string; type: string };
+    expect(record).toMatchObject({ id: "openai/whisper-large-v3", type: "asr" });
   });
 
   it("reads compressed uploads (MP3) and takes a language hint", async () => {
