@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { Cost } from "../../billing/credits.js";
 import { countCharacters, speechCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
@@ -193,7 +194,7 @@ export class SpeechService {
     const onAbort = () => encoder.kill();
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      for await (const chunk of encoder.output) yield chunk as Buffer;
+      for await (const chunk of coalesced(encoder.output)) yield chunk;
       await producer;
       if (producerError) throw producerError;
       signal.throwIfAborted();
@@ -232,6 +233,40 @@ export class SpeechService {
       topP: speech.topP,
       signal,
     };
+  }
+}
+
+/**
+ * Reads a stream in paused mode: each read takes everything buffered since the last one, so
+ * while the previous chunk is being written out, the encoder's small packets (an MP3 frame is
+ * a few hundred bytes) gather into one write instead of hundreds.
+ */
+async function* coalesced(stream: Readable): AsyncGenerator<Buffer> {
+  let ended = false;
+  let failed: Error | undefined;
+  stream.once("end", () => (ended = true));
+  stream.once("error", (error: Error) => (failed = error));
+  for (;;) {
+    const chunk = stream.read() as Buffer | null;
+    if (chunk) {
+      yield chunk;
+      continue;
+    }
+    if (failed) throw failed;
+    if (ended || stream.readableEnded || stream.destroyed) return;
+    await new Promise<void>((resolve) => {
+      const wake = () => {
+        stream.off("readable", wake);
+        stream.off("end", wake);
+        stream.off("error", wake);
+        stream.off("close", wake);
+        resolve();
+      };
+      stream.on("readable", wake);
+      stream.on("end", wake);
+      stream.on("error", wake);
+      stream.on("close", wake);
+    });
   }
 }
 
