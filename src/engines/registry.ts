@@ -35,12 +35,3 @@ export const speechVoiceListers = Object.freeze({
   vits: (entry) => vitsVoices(entry),
   upstream: (entry) => entry.speech.voices ?? [],
 } as const satisfies Partial<Record<Backend, (entry: ModelEntry) => string[]>>);
-
-/** Whether a backend's model can run at all with this configuration (an upstream needs its base URL). */
-export function isServable(entry: ModelEntry): { servable: true } | { servable: false; reason: string } {
-  if (entry.backend === "upstream" && !entry.upstream?.baseUrl) {
-    const variable = entry.upstream?.baseUrlEnv;
-    return { servable: false, reason: variable ? `${variable} is not set` : "no upstream.baseUrl" };
-  }
-  return { servable: true };
-}

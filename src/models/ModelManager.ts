@@ -1,6 +1,7 @@
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, InferenceError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { engineFactories, isServable, speechVoiceListers, type EngineFactoryOptions } from "../engines/registry.js";
+import { engineFactories, speechVoiceListers, type EngineFactoryOptions } from "../engines/registry.js";
+import { isServable } from "./isServable.js";
 import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
 /** The engine kind that serves each model type. */
