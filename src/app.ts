@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
 import { billingRouter } from "./api/billing/route.js";
+import { audioRouter } from "./api/audio/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
@@ -32,7 +33,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, billingRouter, keysRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, audioRouter, billingRouter, keysRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
   const full: AppDeps = {

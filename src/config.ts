@@ -18,6 +18,7 @@ export const SERVER_SETTINGS = {
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
+  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices (413 above)" },
 } as const;
 
 export const ServerConfig = z.object({
@@ -27,6 +28,8 @@ export const ServerConfig = z.object({
   configPath: z.string().min(1),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
+  /** Largest uploaded audio file (transcription input, voice samples), in MB; larger uploads answer 413. */
+  maxUploadMb: z.coerce.number().positive().max(1024).default(25),
   /** Non-streaming chat requests that run longer than this answer 504. */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Time given to in-flight requests on SIGTERM before they are cut. */
@@ -115,17 +118,123 @@ const Capabilities = z.looseObject({
   supportsXSearch: z.boolean().default(false),
 });
 
+/** The six speech output formats (the reference's response_format values). */
+export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
+export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
+
+/** Local ONNX models (kokoro, vits, whisper, the speaker encoder): which weights file and how many CPU threads. */
+const OnnxSettings = z.strictObject({
+  /** Weights variant, as transformers.js names them: fp32 reads onnx/model.onnx, q8 model_quantized.onnx, fp16 model_fp16.onnx, q4 model_q4.onnx. */
+  dtype: z.enum(["fp32", "fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4"]).default("fp32"),
+  /** onnxruntime intra-op threads; 0 lets onnxruntime decide. Tiny models run best on one. */
+  threads: z.number().int().min(0).default(0),
+});
+export type OnnxSettings = z.infer<typeof OnnxSettings>;
+
+/** Text-to-speech models (type "tts"). */
+const SpeechSettings = z.strictObject({
+  /**
+   * Voices offered. Local engines list the voices whose files exist (Kokoro: voices/<name>.bin);
+   * set this to offer a subset. Upstream models have no files: list the upstream's voices here.
+   */
+  voices: z.array(z.string().min(1).max(512)).optional(),
+  /** Used when a request names no voice; defaults to the first voice listed. */
+  defaultVoice: z.string().min(1).optional(),
+  defaultFormat: z.enum(SPEECH_FORMATS).default("mp3"),
+  supportedFormats: z.array(z.enum(SPEECH_FORMATS)).min(1).default([...SPEECH_FORMATS]),
+  /** Capabilities advertised on GET /models?type=tts; unsupported request parameters are ignored. */
+  supportsPromptParam: z.boolean().default(false),
+  supportsTemperatureParam: z.boolean().default(false),
+  supportsTopPParam: z.boolean().default(false),
+  /** Accept any voice id (passed to the engine) besides the listed voices. */
+  supportsCustomVoiceId: z.boolean().default(false),
+  /** Longest piece of text synthesised in one model call: sentences are split further at commas, then spaces. */
+  maxChunkCharacters: z.number().int().min(20).max(4096).default(300),
+  /**
+   * Kokoro: grapheme-to-phoneme. "auto" uses the \`phonemizer\` package (espeak-ng) when it is
+   * installed and Hearth's built-in English rules otherwise; "espeak" requires the package.
+   */
+  phonemizer: z.enum(["auto", "espeak", "fallback"]).default("auto"),
+});
+export type SpeechSettings = z.infer<typeof SpeechSettings>;
+
+/** Voice cloning (POST /audio/voices) for a local Kokoro-style model: a speaker encoder maps a sample to a style vector. */
+const VoiceCloningSettings = z.strictObject({
+  /** Speaker-encoder model directory (config.json, preprocessor_config.json, onnx/model.onnx: mel [1, 80, frames] -> style [1, 256]). */
+  encoder: z.string().min(1),
+  /** A demo encoder Hearth generates at \`encoder\` when it is missing (random weights). */
+  generate: z.enum(["tiny-speaker-encoder"]).optional(),
+  /** Containers accepted as reference samples (ffmpeg's demuxer names are mapped to these); others are 400s. */
+  acceptedFormats: z.array(z.string()).default(["mp3", "wav", "flac", "m4a", "ogg", "webm", "aac"]),
+  /** Hard limits on the sample; below the minimum the clone is refused. */
+  minSampleSeconds: z.number().positive().default(1),
+  maxSampleSeconds: z.number().positive().default(60),
+  /** Advertised as voice_cloning.min_sample_seconds: the length that gives an intelligible clone. */
+  recommendedSampleSeconds: z.number().positive().default(5),
+  /** A handle unused for this many days expires (each use resets the window). */
+  retentionDays: z.number().positive().default(30),
+});
+export type VoiceCloningSettings = z.infer<typeof VoiceCloningSettings>;
+
+/** Speech-to-text models (type "asr"). */
+const TranscriptionSettings = z.strictObject({
+  /** Audio longer than this is transcribed in overlapping windows (Whisper sees 30 s at a time). */
+  chunkLengthSeconds: z.number().positive().max(30).default(30),
+  strideLengthSeconds: z.number().positive().default(5),
+  /** Word timestamps need the model's alignment heads (generation_config.alignment_heads). */
+  wordTimestamps: z.boolean().default(true),
+  /** Longest audio accepted, in seconds (413 above). */
+  maxAudioSeconds: z.number().positive().default(3 * 3600),
+});
+export type TranscriptionSettings = z.infer<typeof TranscriptionSettings>;
+
+/**
+ * Another server speaking the same standard (/audio/speech): another Hearth, or a hosted
+ * provider. Without a base URL (set directly or through \`baseUrlEnv\`) the model is not served.
+ */
+const UpstreamSettings = z.strictObject({
+  baseUrl: z.url().optional(),
+  /** Environment variable holding the base URL (e.g. https://host/api/v1). */
+  baseUrlEnv: z.string().min(1).optional(),
+  /** Prefer apiKeyEnv; a literal key here is read as is. */
+  apiKey: z.string().min(1).optional(),
+  apiKeyEnv: z.string().min(1).optional(),
+  /** The model id at the upstream (defaults to this entry's id). */
+  model: z.string().min(1).optional(),
+  timeoutMs: z.number().int().positive().default(120_000),
+});
+export type UpstreamSettings = z.infer<typeof UpstreamSettings>;
+
+/** Which model types each backend serves. */
+export const BACKEND_TYPES = Object.freeze({
+  llama: ["text"],
+  kokoro: ["tts"],
+  vits: ["tts"],
+  whisper: ["asr"],
+  upstream: ["tts"],
+} as const satisfies Record<string, readonly string[]>);
+export type Backend = keyof typeof BACKEND_TYPES;
+
 export const ModelEntry = z.strictObject({
-  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "model ids use letters, digits, '.', '_' and '-'"),
+  /** Letters, digits, '.', '_', '-'; '/' may separate segments (e.g. openai/whisper-large-v3). */
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, "model ids use letters, digits, '.', '_' and '-' (and '/' between segments)"),
   name: z.string().optional(),
   description: z.string().optional(),
   type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music"]),
-  backend: z.enum(["llama"]),
-  /** Model file; relative paths resolve against this config file; `{dataDir}` expands to the data directory. */
+  backend: z.enum(Object.keys(BACKEND_TYPES) as [Backend, ...Backend[]]),
+  /**
+   * Model file (GGUF) or model directory (ONNX layouts); relative paths resolve against this
+   * config file; `{dataDir}` expands to the data directory.
+   */
   file: z.string().optional(),
   /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
-  generate: z.enum(["tiny-chat", "tiny-reasoning"]).optional(),
+  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-kokoro", "tiny-vits", "tiny-whisper"]).optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
+  onnx: OnnxSettings.default(OnnxSettings.parse({})),
+  speech: SpeechSettings.default(SpeechSettings.parse({})),
+  voiceCloning: VoiceCloningSettings.optional(),
+  transcription: TranscriptionSettings.default(TranscriptionSettings.parse({})),
+  upstream: UpstreamSettings.optional(),
   queue: QueueSettings.default(QueueSettings.parse({})),
   created: z.number().int().optional(),
   privacy: z.enum(["private", "anonymized"]).default("private"),
@@ -165,12 +274,29 @@ export const ModelsConfig = z
         ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: "text models are priced per million input and output tokens: { input, output, cache_input?, cache_write? }" });
       if (model.backend === "llama" && !model.file)
         ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: "a llama model needs a GGUF file" });
+      const types: readonly string[] = BACKEND_TYPES[model.backend];
+      if (!types.includes(model.type))
+        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${types.join(", ")} models, not ${model.type}` });
+      if ((model.backend === "kokoro" || model.backend === "vits" || model.backend === "whisper") && !model.file)
+        ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: `a ${model.backend} model needs its model directory in "file"` });
+      if (model.backend === "upstream" && !model.upstream)
+        ctx.addIssue({ code: "custom", path: ["models", index, "upstream"], message: "an upstream model needs upstream.baseUrl or upstream.baseUrlEnv" });
+      if (model.voiceCloning && model.backend !== "kokoro")
+        ctx.addIssue({ code: "custom", path: ["models", index, "voiceCloning"], message: "voice cloning runs on Kokoro-style models (backend kokoro)" });
+      if (model.type === "tts" && model.pricing && !("per_thousand_characters" in model.pricing) && !(Object.keys(model.pricing).join() === "input"))
+        ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: "tts models are priced per thousand characters { per_thousand_characters } (or per million characters { input })" });
+      if (model.type === "asr" && model.pricing && !("per_audio_second" in model.pricing))
+        ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: "asr models are priced per audio second: { per_audio_second }" });
+      if (model.speech.defaultVoice && model.speech.voices && !model.speech.voices.includes(model.speech.defaultVoice))
+        ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultVoice"], message: "the default voice must be one of speech.voices" });
+      if (!model.speech.supportedFormats.includes(model.speech.defaultFormat))
+        ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultFormat"], message: "the default format must be one of speech.supportedFormats" });
     });
   });
 export type ModelsConfig = z.infer<typeof ModelsConfig>;
 
 /** Reads and validates models.config.json; a bad file stops start-up with the offending field named. */
-export function loadModelsConfig(configPath: string, dataDir: string): ModelsConfig {
+export function loadModelsConfig(configPath: string, dataDir: string, env: NodeJS.ProcessEnv = process.env): ModelsConfig {
   let json: unknown;
   try {
     json = JSON.parse(readFileSync(configPath, "utf8"));
@@ -182,8 +308,16 @@ export function loadModelsConfig(configPath: string, dataDir: string): ModelsCon
   const base = dirname(configPath);
   for (const model of parsed.data.models) {
     if (model.file) model.file = resolveModelPath(model.file, base, dataDir);
+    if (model.voiceCloning) model.voiceCloning.encoder = resolveModelPath(model.voiceCloning.encoder, base, dataDir);
+    if (model.upstream) resolveUpstream(model.upstream, env);
   }
   return parsed.data;
+}
+
+/** Fills an upstream's base URL and key from the environment variables it names (explicit values win). */
+export function resolveUpstream(upstream: UpstreamSettings, env: NodeJS.ProcessEnv): void {
+  if (!upstream.baseUrl && upstream.baseUrlEnv && env[upstream.baseUrlEnv]) upstream.baseUrl = env[upstream.baseUrlEnv];
+  if (!upstream.apiKey && upstream.apiKeyEnv && env[upstream.apiKeyEnv]) upstream.apiKey = env[upstream.apiKeyEnv];
 }
 
 function resolveModelPath(file: string, base: string, dataDir: string): string {

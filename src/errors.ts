@@ -127,3 +127,24 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
   }
   return { status: 500, body: { error: "Inference processing failed" }, headers: {} };
 }
+
+/** The upstream server a model is relayed to failed or refused the node (not the caller's fault). */
+export class UpstreamError extends ApiError {
+  constructor(message: string, status = 502) {
+    super(status, message);
+  }
+}
+
+/** The uploaded media could not be decoded (not audio, or a codec ffmpeg lacks). */
+export class UndecodableMediaError extends ApiError {
+  constructor(what: string) {
+    super(415, `Could not decode ${what}: upload audio in a format ffmpeg reads (wav, mp3, flac, ogg, m4a, webm, aac...)`);
+  }
+}
+
+/** 413 in the reference's PayloadTooLargeError shape. */
+export class PayloadTooLargeError extends ApiError {
+  constructor(message: string) {
+    super(413, message, { code: "PAYLOAD_TOO_LARGE" });
+  }
+}

@@ -45,6 +45,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   if (released > 0) logger.warn({ released }, "released credit holds left by a process that stopped mid-request");
   const limits = new Limits(db, new RateLimiter(now), now);
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
+  for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
   const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now });
   const inFlight = new InFlightRequests();
 

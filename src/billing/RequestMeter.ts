@@ -1,6 +1,6 @@
 import type { RequestContext } from "../http/requestContext.js";
 import type { Cost, Credits, Hold } from "./credits.js";
-import type { CostLine } from "./money.js";
+import { microsToUnits, type CostLine } from "./money.js";
 
 /**
  * The billing of one request: reserve before inference, settle exactly once after (the route
@@ -27,6 +27,12 @@ export class RequestMeter {
     if (this.cost) return this.cost;
     this.cost = this.hold ? this.credits.settle(this.hold, lines, { model: this.model }).cost : { usd: 0, diem: 0 };
     return this.cost;
+  }
+
+  /** What the hold covers, as a cost: what settling every reserved line will charge. */
+  reservedCost(): Cost {
+    const funds = this.hold?.funds;
+    return funds ? { usd: microsToUnits(funds.usd + funds.bundled), diem: microsToUnits(funds.diem) } : { usd: 0, diem: 0 };
   }
 
   get settledCost(): Cost | undefined {

@@ -38,3 +38,27 @@ export function textCost(entry: ModelEntry, usage: TextUsage): CostLine[] {
   lines.push(costLine(`${entry.id}-llm-output-mtoken`, usage.completionTokens, PER_MILLION, pricing.output));
   return lines.filter((line) => line.units > 0);
 }
+
+/**
+ * Speech is priced per thousand input characters (the reference's per_thousand_characters).
+ * Characters are Unicode code points of the input text, so an emoji is one character, not two.
+ */
+export function speechCost(entry: ModelEntry, characters: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || characters <= 0) return [];
+  if ("per_thousand_characters" in pricing) return [costLine(`${entry.id}-tts-kchar`, characters, 1000, pricing.per_thousand_characters)];
+  // The reference's /models shape for TTS: { input } per million characters.
+  if ("input" in pricing && !("output" in pricing)) return [costLine(`${entry.id}-tts-mchar`, characters, PER_MILLION, pricing.input)];
+  return [];
+}
+
+/** Transcription is priced per second of input audio (the reference's per_audio_second), rounded up to the millisecond. */
+export function transcriptionCost(entry: ModelEntry, audioSeconds: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("per_audio_second" in pricing) || audioSeconds <= 0) return [];
+  const milliseconds = Math.ceil(audioSeconds * 1000);
+  return [costLine(`${entry.id}-asr-second`, milliseconds, 1000, pricing.per_audio_second)];
+}
+
+/** Characters as billed: Unicode code points. */
+export const countCharacters = (text: string) => [...text].length;

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
 import { loadModelsConfig, loadServerConfig } from "../config.js";
+import { isServable } from "../models/isServable.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { printTable } from "./keys.js";
 
@@ -14,13 +15,25 @@ export function registerModelsCommand(program: Command): void {
     const registry = loadModelsConfig(config.configPath, config.dataDir);
     const rows = registry.models.map((m) => {
       const present = m.file ? existsSync(m.file) : true;
+      const servable = isServable(m);
+      const state = !servable.servable
+        ? `not served: ${servable.reason}`
+        : m.backend === "upstream"
+          ? `relayed to ${new URL(m.upstream!.baseUrl!).host}`
+          : present
+            ? "present"
+            : m.generate
+              ? "generated on start"
+              : "missing";
+      const stats = m.file && present ? statSync(m.file) : undefined;
       return {
         id: m.id,
         type: m.type,
         backend: m.backend,
-        file: m.file ?? "",
-        state: present ? "present" : m.generate ? "generated on start" : "missing",
-        sizeBytes: m.file && present ? statSync(m.file).size : null,
+        file: m.file ?? m.upstream?.baseUrl ?? "",
+        state,
+        // Model directories (ONNX layouts) have no single size.
+        sizeBytes: stats?.isFile() ? stats.size : null,
       };
     });
     if (flags.json) {

@@ -1,6 +1,11 @@
-import type { ModelEntry } from "../config.js";
+import type { Backend, ModelEntry } from "../config.js";
+import { KokoroEngine } from "./kokoro/KokoroEngine.js";
+import { listKokoroVoices } from "./kokoro/kokoroVoices.js";
 import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
 import type { Engine } from "./types.js";
+import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
+import { VitsEngine, vitsVoices } from "./vits/VitsEngine.js";
+import { WhisperEngine } from "./whisper/WhisperEngine.js";
 
 export interface EngineFactoryOptions {
   gpu: "auto" | false;
@@ -12,4 +17,21 @@ type EngineFactory = (entry: ModelEntry, options: EngineFactoryOptions) => Promi
 export const engineFactories = Object.freeze({
   llama: (entry, options) =>
     LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
-} as const satisfies Record<ModelEntry["backend"], EngineFactory>);
+  kokoro: (entry) => KokoroEngine.load(entry),
+  vits: (entry) => VitsEngine.load(entry),
+  whisper: (entry) => WhisperEngine.load(entry),
+  upstream: (entry) => UpstreamSpeechEngine.load(entry),
+} as const satisfies Record<Backend, EngineFactory>);
+
+/**
+ * The voices a speech backend offers, read without loading the model (GET /models stays cheap):
+ * Kokoro lists its voices/ folder, the others their configuration.
+ */
+export const speechVoiceListers = Object.freeze({
+  kokoro: (entry) => {
+    const files = listKokoroVoices(entry.file!);
+    return entry.speech.voices ? entry.speech.voices.filter((v) => files.includes(v)) : files;
+  },
+  vits: (entry) => vitsVoices(entry),
+  upstream: (entry) => entry.speech.voices ?? [],
+} as const satisfies Partial<Record<Backend, (entry: ModelEntry) => string[]>>);

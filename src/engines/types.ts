@@ -74,12 +74,90 @@ export interface ChatEngine extends EngineBase {
   stats(): { sequences: number; busy: number; waiting: number };
 }
 
+/** The voice a synthesis uses: one of the model's voices, or a cloned voice's style vector. */
+export type SpeechVoice = { kind: "preset"; name: string } | { kind: "cloned"; id: string; style: Float32Array };
+
+export interface SynthesizeOptions {
+  /** One piece of text (a sentence, or part of a long one). */
+  text: string;
+  voice: SpeechVoice;
+  /** 0.25 to 4. */
+  speed: number;
+  /** The request's language hint (model-specific; engines ignore what they do not know). */
+  language?: string;
+  /** Honored only by engines whose model advertises the matching capability. */
+  prompt?: string;
+  temperature?: number;
+  topP?: number;
+  signal?: AbortSignal;
+}
+
+/** Speech engines that produce samples; the service splits the text, encodes and streams. */
+export interface PcmSpeechEngine extends EngineBase {
+  readonly kind: "speech";
+  readonly output: "pcm";
+  readonly sampleRate: number;
+  /** Whether `speed` is applied by the model; otherwise the service time-stretches the audio. */
+  readonly nativeSpeed: boolean;
+  /** Voices offered (file names for Kokoro). */
+  voices(): readonly string[];
+  /** Text to mono float32 PCM at `sampleRate`. */
+  synthesize(options: SynthesizeOptions): Promise<Float32Array>;
+  /** Present when the model can clone voices: a reference sample to the style vector `synthesize` takes. */
+  readonly cloning?: VoiceEncoder;
+}
+
+export interface VoiceEncoder {
+  /** Rate the reference sample must be decoded at. */
+  readonly sampleRate: number;
+  embed(samples: Float32Array, signal?: AbortSignal): Promise<Float32Array>;
+}
+
+/** Speech engines that return encoded audio themselves (an upstream server). */
+export interface RelaySpeechEngine extends EngineBase {
+  readonly kind: "speech";
+  readonly output: "relay";
+  voices(): readonly string[];
+  speak(options: SynthesizeOptions & { format: string; streaming: boolean }): Promise<{ contentType: string; body: AsyncIterable<Uint8Array> }>;
+}
+
+export type SpeechEngine = PcmSpeechEngine | RelaySpeechEngine;
+
+export type TimestampGranularity = "segment" | "word";
+
+export interface TranscribeOptions {
+  /** Mono float32 PCM at the engine's sampleRate. */
+  audio: Float32Array;
+  /** ISO 639-1 code or language name; undefined lets the model detect it. */
+  language?: string;
+  prompt?: string;
+  temperature?: number;
+  timestamps: readonly TimestampGranularity[];
+  signal?: AbortSignal;
+}
+
+export interface TranscriptionResult {
+  text: string;
+  segments: { start: number; end: number; text: string }[];
+  /** Present when word timestamps were asked for and the model supports them. */
+  words?: { word: string; start: number; end: number }[];
+}
+
+export interface TranscriptionEngine extends EngineBase {
+  readonly kind: "transcription";
+  readonly sampleRate: number;
+  readonly supportsWordTimestamps: boolean;
+  transcribe(options: TranscribeOptions): Promise<TranscriptionResult>;
+}
+
 /**
  * Engine kinds by name. A new kind (embedding, speech, transcription, image) is one entry
  * here plus its interface; ModelManager.engine(id, kind) then returns it typed.
  */
 export interface EnginesByKind {
   chat: ChatEngine;
+  speech: SpeechEngine;
+  transcription: TranscriptionEngine;
 }
 export type EngineKind = keyof EnginesByKind;
 export type Engine = EnginesByKind[EngineKind];

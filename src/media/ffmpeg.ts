@@ -1,5 +1,5 @@
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { PassThrough, Readable } from "node:stream";
 import ffmpeg from "fluent-ffmpeg";
 
@@ -79,7 +79,13 @@ export const AUDIO_FORMATS = {
 export type AudioFormat = keyof typeof AUDIO_FORMATS;
 
 /** Encodes mono float32 PCM into one of the speech formats (pcm is raw 16-bit little-endian). */
-export function encodeAudio(samples: Float32Array, sampleRate: number, format: AudioFormat, signal?: AbortSignal): Promise<Buffer> {
+export function encodeAudio(
+  samples: Float32Array,
+  sampleRate: number,
+  format: AudioFormat,
+  signal?: AbortSignal,
+  options: { outputSampleRate?: number } = {},
+): Promise<Buffer> {
   const spec = AUDIO_FORMATS[format];
   const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
   const cmd = command(input)
@@ -89,7 +95,97 @@ export function encodeAudio(samples: Float32Array, sampleRate: number, format: A
     .format(spec.muxer);
   // Opus only runs at 48/24/16/12/8 kHz; let ffmpeg resample to 48 kHz there.
   if (format === "opus") cmd.audioFrequency(48000);
+  else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
   return collect(cmd, signal);
+}
+
+/**
+ * Encoding while the audio is still being made: one ffmpeg process per stream, fed float32
+ * PCM piece by piece on stdin, its stdout read as ffmpeg writes it. Input probing is off and
+ * every packet is flushed, so encoded bytes leave as soon as the encoder has a frame. Every
+ * format is written in a container that needs no seeking back: MP3 frames, ADTS AAC frames,
+ * Ogg pages (100 ms each) for Opus, FLAC frames after a STREAMINFO whose total length is left
+ * unknown, WAV with its size fields at their maximum, raw PCM.
+ */
+export interface AudioEncoderStream {
+  /** Queues samples; resolves when ffmpeg has taken them (backpressure). */
+  write(samples: Float32Array): Promise<void>;
+  /** No more input: ffmpeg flushes and `output` ends. */
+  end(): void;
+  /** Stops ffmpeg at once (client gone). */
+  kill(): void;
+  readonly output: Readable;
+  /** Settles when ffmpeg exits; rejects with an FfmpegError on failure. */
+  readonly done: Promise<void>;
+}
+
+export function createAudioEncoderStream(sampleRate: number, format: AudioFormat, options: { outputSampleRate?: number } = {}): AudioEncoderStream {
+  const spec = AUDIO_FORMATS[format];
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const cmd = ffmpeg(input)
+    .setFfmpegPath(ffmpegPath())
+    .inputFormat("f32le")
+    .inputOptions(["-ar", String(sampleRate), "-ac", "1", "-probesize", "32", "-analyzeduration", "0", "-fflags", "nobuffer"])
+    .audioCodec(spec.codec)
+    .format(spec.muxer)
+    .outputOptions(["-flush_packets", "1", ...(format === "opus" ? ["-page_duration", "100000"] : [])]);
+  if (format === "opus") cmd.audioFrequency(48000);
+  else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
+  const done = new Promise<void>((resolve, reject) => {
+    cmd
+      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
+        // A kill (client gone) also lands here; the caller decides whether that matters.
+        output.end();
+        reject(new FfmpegError(error.message, stderr ?? ""));
+      })
+      .on("end", () => resolve());
+  });
+  // Handled by whoever awaits `done`; never an unhandled rejection when nobody does.
+  done.catch(() => undefined);
+  cmd.pipe(output, { end: true });
+  return {
+    output,
+    done,
+    write: (samples) =>
+      new Promise<void>((resolve) => {
+        const bytes = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+        if (input.write(bytes)) resolve();
+        else input.once("drain", resolve);
+      }),
+    end: () => input.end(),
+    kill: () => {
+      input.destroy();
+      cmd.kill("SIGKILL");
+    },
+  };
+}
+
+/** atempo takes factors from 0.5 to 2: chain as many as needed (0.25 = 0.5 x 0.5, 4 = 2 x 2). */
+export function atempoChain(speed: number): string {
+  const factors: number[] = [];
+  let rest = speed;
+  while (rest > 2) {
+    factors.push(2);
+    rest /= 2;
+  }
+  while (rest < 0.5) {
+    factors.push(0.5);
+    rest /= 0.5;
+  }
+  factors.push(rest);
+  return factors.map((f) => `atempo=${Number(f.toFixed(6))}`).join(",");
+}
+
+/** Changes tempo without changing pitch (for engines whose model has no speed input). */
+export async function stretchAudio(samples: Float32Array, sampleRate: number, speed: number, signal?: AbortSignal): Promise<Float32Array> {
+  if (speed === 1 || samples.length === 0) return samples;
+  const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+  const raw = await collect(
+    command(input).inputFormat("f32le").inputOptions(["-ar", String(sampleRate), "-ac", "1"]).audioFilters(atempoChain(speed)).audioChannels(1).audioFrequency(sampleRate).format("f32le"),
+    signal,
+  );
+  return new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength - (raw.byteLength % 4)));
 }
 
 /** Encodes raw RGB24 frames (all `width`x`height`) into an H.264 MP4. */
@@ -134,6 +230,29 @@ export function probeMedia(input: Buffer): MediaInfo {
     }
   }
   return { container, durationSeconds, streams };
+}
+
+/**
+ * The container ffmpeg detects in an input and whether it holds audio, without decoding it
+ * (asynchronous: uploads can be large). `container` is ffmpeg's demuxer list, e.g. "wav",
+ * "mp3", "ogg", "flac", "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "aac"; undefined when
+ * ffmpeg does not recognise the input.
+ */
+export function probeContainer(input: Buffer): Promise<{ container: string | undefined; hasAudio: boolean }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpegPath(), ["-hide_banner", "-nostdin", "-i", "pipe:0"], { stdio: ["pipe", "ignore", "pipe"] });
+    let report = "";
+    child.stderr.setEncoding("latin1");
+    child.stderr.on("data", (chunk: string) => (report += chunk));
+    // ffmpeg stops reading once it knows the input: the rest of the write fails with EPIPE, which is expected.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(input);
+    child.on("error", reject);
+    child.on("close", () => {
+      const container = /Input #0, (.+?), from/.exec(report)?.[1];
+      resolve({ container, hasAudio: /Stream #0:\d+[^:]*: Audio:/.test(report) });
+    });
+  });
 }
 
 /** Counts decoded video frames (ffmpeg's last "frame=" progress line). */

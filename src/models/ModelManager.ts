@@ -1,10 +1,11 @@
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, InferenceError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { engineFactories, type EngineFactoryOptions } from "../engines/registry.js";
-import type { ChatEngine, Engine, EngineKind, EnginesByKind } from "../engines/types.js";
+import { engineFactories, speechVoiceListers, type EngineFactoryOptions } from "../engines/registry.js";
+import { isServable } from "./isServable.js";
+import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
 /** The engine kind that serves each model type. */
-const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat" };
+const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription" };
 
 /**
  * Model id -> engine. Engines load on first use; a load that fails answers that model's
@@ -13,12 +14,21 @@ const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "c
 export class ModelManager {
   private readonly entries: Map<string, ModelEntry>;
   private readonly engines = new Map<string, Promise<Engine>>();
+  /** Engines whose load finished, for synchronous questions (voices). */
+  private readonly ready = new Map<string, Engine>();
+  /** Configured models that cannot run here (an upstream without a base URL): absent from every listing. */
+  readonly skipped: { id: string; reason: string }[] = [];
 
   constructor(
     config: ModelsConfig,
     private readonly options: EngineFactoryOptions,
   ) {
-    this.entries = new Map(config.models.map((m) => [m.id, m]));
+    this.entries = new Map();
+    for (const model of config.models) {
+      const check = isServable(model);
+      if (check.servable) this.entries.set(model.id, model);
+      else this.skipped.push({ id: model.id, reason: check.reason });
+    }
   }
 
   list(): ModelEntry[] {
@@ -39,9 +49,11 @@ export class ModelManager {
     if (!engine) {
       engine = engineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
         this.engines.delete(id);
+        this.ready.delete(id);
         throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
       });
       this.engines.set(id, engine);
+      engine.then((loaded) => this.ready.set(id, loaded)).catch(() => undefined);
     }
     const loaded = await engine;
     if (loaded.kind !== kind) throw new InferenceError(`The model "${id}" is configured with a backend that does not serve ${kind}`);
@@ -51,6 +63,30 @@ export class ModelManager {
   chat(id: string): Promise<ChatEngine> {
     this.get(id, "text");
     return this.engine(id, "chat");
+  }
+
+  speech(id: string): Promise<SpeechEngine> {
+    this.get(id, "tts");
+    return this.engine(id, "speech");
+  }
+
+  transcription(id: string): Promise<TranscriptionEngine> {
+    this.get(id, "asr");
+    return this.engine(id, "transcription");
+  }
+
+  /** The voices of a speech model, without loading it (a loaded engine knows best: an upstream's fetched list). */
+  voices(entry: ModelEntry): string[] {
+    const loaded = this.ready.get(entry.id);
+    if (loaded?.kind === "speech") return [...loaded.voices()];
+    const lister = speechVoiceListers[entry.backend as keyof typeof speechVoiceListers] as ((e: ModelEntry) => string[]) | undefined;
+    return lister ? lister(entry) : [];
+  }
+
+  /** The model a request falls back to when it names none: the one with the "default" trait, else the first of the type. */
+  defaultFor(type: ModelEntry["type"]): ModelEntry | undefined {
+    const candidates = this.list().filter((m) => m.type === type);
+    return candidates.find((m) => m.traits.includes("default")) ?? candidates[0];
   }
 
   /** Engines that finished loading, with their queue state. */
@@ -66,6 +102,7 @@ export class ModelManager {
   async dispose(): Promise<void> {
     const engines = [...this.engines.values()];
     this.engines.clear();
+    this.ready.clear();
     await Promise.all(engines.map(async (p) => (await p.catch(() => undefined))?.dispose()));
   }
 }

@@ -143,4 +143,31 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX rate_limit_log_account ON rate_limit_log(account_id, created_at);
     `,
   },
+  {
+    version: 200,
+    name: "audio: cloned voices, characters and audio seconds in usage",
+    sql: `
+      -- Cloned voices (POST /audio/voices): a vv_ handle bound to one account and one model. The
+      -- style vector the speaker encoder derived is kept here; the reference sample and a voice
+      -- pack of the vector sit in the data directory (voices/<id>.*).
+      CREATE TABLE cloned_voices (
+        id              TEXT PRIMARY KEY,
+        account_id      TEXT NOT NULL REFERENCES accounts(id),
+        model_id        TEXT NOT NULL,
+        name            TEXT,
+        embedding       BLOB NOT NULL,
+        sample_file     TEXT NOT NULL,
+        sample_format   TEXT NOT NULL,
+        sample_seconds  REAL NOT NULL,
+        created_at      INTEGER NOT NULL,
+        last_used_at    INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL
+      );
+      CREATE INDEX cloned_voices_account ON cloned_voices(account_id, created_at);
+
+      -- What audio requests measure instead of tokens.
+      ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE usage ADD COLUMN audio_seconds REAL NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -13,20 +13,25 @@ export interface UsageRow {
   status: number;
   finishReason: string | null;
   createdAt: number;
+  /** Speech: characters synthesised. */
+  characters?: number;
+  /** Transcription: seconds of audio; speech: seconds produced. */
+  audioSeconds?: number;
 }
 
 export function recordUsage(db: Db, row: UsageRow): void {
   db.prepare(
     `INSERT INTO usage (request_id, account_id, api_key_id, endpoint, model, prompt_tokens, completion_tokens, cached_tokens,
-       duration_ms, status, finish_reason, created_at)
+       duration_ms, status, finish_reason, created_at, characters, audio_seconds)
      VALUES (@requestId, @accountId, @apiKeyId, @endpoint, @model, @promptTokens, @completionTokens, @cachedTokens,
-       @durationMs, @status, @finishReason, @createdAt)`,
-  ).run(row);
+       @durationMs, @status, @finishReason, @createdAt, @characters, @audioSeconds)`,
+  ).run({ characters: 0, audioSeconds: 0, ...row });
 }
 
 export function listUsage(db: Db, accountId?: string): UsageRow[] {
   const select = `SELECT request_id AS requestId, account_id AS accountId, api_key_id AS apiKeyId, endpoint, model,
     prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cached_tokens AS cachedTokens,
-    duration_ms AS durationMs, status, finish_reason AS finishReason, created_at AS createdAt FROM usage`;
+    duration_ms AS durationMs, status, finish_reason AS finishReason, created_at AS createdAt,
+    characters, audio_seconds AS audioSeconds FROM usage`;
   return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
 }

@@ -26,6 +26,28 @@ export function tinyChatEntry(overrides: Partial<Record<string, unknown>> = {}):
   });
 }
 
+/** The tiny Kokoro demo model (voices af_heart, af_bella, am_adam, bf_emma, bm_george) with voice cloning. */
+export function tinyKokoroEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({
+    id: "tts-kokoro",
+    name: "Tiny Kokoro",
+    type: "tts",
+    backend: "kokoro",
+    file: join(fixturesDir(), "tiny-kokoro"),
+    onnx: { threads: 1 },
+    voiceCloning: { encoder: join(fixturesDir(), "tiny-speaker-encoder") },
+    ...overrides,
+  });
+}
+
+export function tinyVitsEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({ id: "tts-vits", type: "tts", backend: "vits", file: join(fixturesDir(), "tiny-vits"), onnx: { threads: 1 }, ...overrides });
+}
+
+export function tinyWhisperEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({ id: "tiny-whisper", type: "asr", backend: "whisper", file: join(fixturesDir(), "tiny-whisper"), onnx: { threads: 1 }, ...overrides });
+}
+
 export interface TestServer extends RunningServer {
   dataDir: string;
   adminKey: string;

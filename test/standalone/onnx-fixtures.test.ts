@@ -69,6 +69,7 @@ describe("ONNX fixture layouts", () => {
       "voices/am_adam.bin",
     ]);
     expect(listFiles(join(fixtures, "tiny-vits"))).toEqual(["config.json", "onnx/model.onnx", "tokenizer.json", "tokenizer_config.json"]);
+    expect(listFiles(join(fixtures, "tiny-speaker-encoder"))).toEqual(["config.json", "onnx/model.onnx", "preprocessor_config.json"]);
     expect(listFiles(join(fixtures, "tiny-sd"))).toEqual([
       "model_index.json",
       "scheduler/scheduler_config.json",
@@ -116,7 +117,7 @@ describe("ONNX fixture layouts", () => {
         .filter((f) => f.endsWith(".onnx"))
         .map((f) => join(fixtures, name, f)),
     );
-    expect(onnxFiles).toHaveLength(9);
+    expect(onnxFiles).toHaveLength(10);
     for (const file of onnxFiles) {
       const model = decodeModelProto(readFileSync(file));
       expect(model.ir_version, relative(fixtures, file)).toBe(8);
@@ -216,6 +217,20 @@ describe("onnxruntime-node runs every fixture", () => {
     expect(rms(base.data as Float32Array)).toBeGreaterThan(0.05);
     expect((await speak(20, 1)).dims).toEqual([24000]);
     expect((await speak(10, 2)).dims).toEqual([6000]);
+  });
+
+  it("speaker encoder: mel [1, 80, frames] -> style [1, 256], any length, different for different sounds", async () => {
+    const session = await ort.InferenceSession.create(join(fixtures, "tiny-speaker-encoder/onnx/model.onnx"));
+    expect(session.inputNames).toEqual(["mel"]);
+    const encode = async (frames: number, f: (i: number) => number) =>
+      (await session.run({ mel: float32(Float32Array.from({ length: 80 * frames }, (_, i) => f(i)), [1, 80, frames]) })).style!;
+    const low = await encode(50, (i) => Math.sin(i / 3));
+    const high = await encode(200, (i) => Math.cos(i / 11) * 2);
+    expect(low.dims).toEqual([1, 256]);
+    expect(high.dims).toEqual([1, 256]);
+    const a = low.data as Float32Array;
+    expect(a.every((v) => Math.abs(v) < 0.4)).toBe(true);
+    expect(a).not.toEqual(high.data);
   });
 
   it("vits: waveform [batch, samples], silent where the attention mask is 0", async () => {

@@ -28,6 +28,24 @@ export const ModelRecord = z.object({
     constraints: z.record(z.string(), z.unknown()),
     pricing: ModelPricing.optional(),
     deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
+    /** Text-to-speech models (the reference's ModelResponse fields). */
+    voices: z.array(z.string()).optional(),
+    default_voice: z.string().optional(),
+    voice_cloning: z
+      .strictObject({
+        mode: z.enum(["zero_shot", "persistent"]),
+        accepted_formats: z.array(z.string()),
+        min_sample_seconds: z.number(),
+        retention_days: z.number(),
+      })
+      .optional(),
+    supports_custom_voice_id: z.boolean().optional(),
+    supported_formats: z.array(z.string()).optional(),
+    default_format: z.string().optional(),
+    supports_speed: z.boolean().optional(),
+    min_speed: z.number().optional(),
+    max_speed: z.number().optional(),
+    default_speed: z.number().optional(),
   }),
 });
 export type ModelRecord = z.infer<typeof ModelRecord>;

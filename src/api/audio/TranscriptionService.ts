@@ -1,0 +1,155 @@
+import type { Cost } from "../../billing/credits.js";
+import { transcriptionCost } from "../../billing/pricing.js";
+import type { RequestMeter } from "../../billing/RequestMeter.js";
+import type { ModelEntry } from "../../config.js";
+import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult } from "../../engines/types.js";
+import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError, UndecodableMediaError } from "../../errors.js";
+import type { MultipartPart } from "../../http/multipart.js";
+import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import type { TranscriptionFormat, TranscriptionRequest } from "./schema.js";
+
+export interface PreparedTranscription {
+  entry: ModelEntry;
+  engine: TranscriptionEngine;
+  file: MultipartPart;
+  format: TranscriptionFormat;
+  granularities: TimestampGranularity[];
+  language?: string;
+  prompt?: string;
+  temperature?: number;
+  meter: RequestMeter;
+  /** Set once the audio is decoded. */
+  audioSeconds: number;
+}
+
+/** A finished transcription in the requested response format. */
+export type TranscriptionBody = { kind: "json"; body: Record<string, unknown> } | { kind: "text"; contentType: string; body: string };
+
+/** Wire transcription request -> decoded audio -> engine -> the five response formats. */
+export class TranscriptionService {
+  constructor(
+    private readonly models: ModelManager,
+    private readonly requestTimeoutMs: number,
+    private readonly maxUploadBytes: number,
+  ) {}
+
+  async prepare(request: TranscriptionRequest, file: MultipartPart | undefined, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedTranscription> {
+    if (!file || file.data.length === 0) throw InvalidRequestError.forField(["file"], 'upload the audio as the multipart field "file"');
+    if (file.data.length > this.maxUploadBytes) {
+      throw new PayloadTooLargeError(`File exceeds the maximum allowed size of ${Math.round(this.maxUploadBytes / 1e6)} MB.`);
+    }
+    const modelId = request.model ?? this.models.defaultFor("asr")?.id;
+    if (!modelId) throw InvalidRequestError.forField(["model"], "no transcription model is configured on this node");
+    const entry = this.models.get(modelId, "asr");
+    const engine = await this.models.transcription(entry.id);
+    // The reference's `timestamps` asks for segments and (where the model has them) words; the standard's granularities ask exactly.
+    const granularities = new Set<TimestampGranularity>(request.timestamp_granularities);
+    if (request.timestamps) {
+      granularities.add("segment");
+      if (engine.supportsWordTimestamps) granularities.add("word");
+    }
+    if (request.response_format === "verbose_json" || request.response_format === "srt" || request.response_format === "vtt") granularities.add("segment");
+    if (granularities.has("word") && !engine.supportsWordTimestamps) {
+      throw InvalidRequestError.forField(["timestamp_granularities"], `${entry.id} has no word timestamps`);
+    }
+    return {
+      entry,
+      engine,
+      file,
+      format: request.response_format,
+      granularities: [...granularities],
+      language: request.language,
+      prompt: request.prompt,
+      temperature: request.temperature,
+      meter: meterFor(entry),
+      audioSeconds: 0,
+    };
+  }
+
+  /** Decodes, holds the price of the audio's length, transcribes, settles. */
+  async run(job: PreparedTranscription, clientSignal: AbortSignal): Promise<{ result: TranscriptionBody; cost: Cost }> {
+    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+    const signal = AbortSignal.any([clientSignal, timeout]);
+    let audio: Float32Array;
+    try {
+      audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal);
+    } catch (error) {
+      if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
+      throw error;
+    }
+    job.audioSeconds = audio.length / job.engine.sampleRate;
+    const limit = job.entry.transcription.maxAudioSeconds;
+    if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is ${Math.round(job.audioSeconds)} s long; ${job.entry.id} accepts at most ${limit} s.`);
+    job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
+    let result: TranscriptionResult;
+    try {
+      result = await job.engine.transcribe({
+        audio,
+        language: job.language,
+        prompt: job.prompt,
+        temperature: job.temperature,
+        timestamps: job.granularities,
+        signal,
+      });
+    } catch (error) {
+      if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+      throw error;
+    }
+    const cost = job.meter.settle(transcriptionCost(job.entry, job.audioSeconds));
+    return { result: formatTranscription(job, result, cost), cost };
+  }
+}
+
+const round = (seconds: number) => Math.round(seconds * 1000) / 1000;
+
+export function formatTranscription(job: PreparedTranscription, result: TranscriptionResult, cost: Cost): TranscriptionBody {
+  const duration = round(job.audioSeconds);
+  const usage = { type: "duration" as const, seconds: Math.ceil(job.audioSeconds) };
+  const segments = result.segments.map((s) => ({ text: s.text, start: round(s.start), end: round(s.end) }));
+  const words = result.words?.map((w) => ({ word: w.word, start: round(w.start), end: round(w.end) }));
+  switch (job.format) {
+    case "text":
+      return { kind: "text", contentType: "text/plain; charset=utf-8", body: result.text };
+    case "srt":
+      return { kind: "text", contentType: "text/plain; charset=utf-8", body: toSrt(segments) };
+    case "vtt":
+      return { kind: "text", contentType: "text/vtt; charset=utf-8", body: toVtt(segments) };
+    case "verbose_json":
+      return {
+        kind: "json",
+        body: {
+          task: "transcribe",
+          // transformers.js does not detect the language: without a hint, Whisper transcribes as English.
+          language: job.language ?? "english",
+          duration,
+          text: result.text,
+          segments: segments.map((s, id) => ({ id, seek: Math.floor(s.start * 100), start: s.start, end: s.end, text: s.text, temperature: job.temperature ?? 0 })),
+          ...(job.granularities.includes("word") ? { words: words ?? [] } : {}),
+          usage,
+          cost,
+        },
+      };
+    case "json": {
+      const timestamps: Record<string, unknown> = {};
+      if (job.granularities.includes("segment")) timestamps.segment = segments;
+      if (job.granularities.includes("word")) timestamps.word = words ?? [];
+      return { kind: "json", body: { text: result.text, duration, ...(Object.keys(timestamps).length ? { timestamps } : {}), usage, cost } };
+    }
+  }
+}
+
+/** 3725.5 -> "01:02:05,500" (SRT) or "01:02:05.500" (WebVTT). */
+export function formatTimestamp(seconds: number, separator: "," | "."): string {
+  const ms = Math.round(seconds * 1000);
+  const pad = (n: number, width = 2) => String(n).padStart(width, "0");
+  return `${pad(Math.floor(ms / 3_600_000))}:${pad(Math.floor(ms / 60_000) % 60)}:${pad(Math.floor(ms / 1000) % 60)}${separator}${pad(ms % 1000, 3)}`;
+}
+
+export function toSrt(segments: readonly { text: string; start: number; end: number }[]): string {
+  return segments.map((s, i) => `${i + 1}\n${formatTimestamp(s.start, ",")} --> ${formatTimestamp(s.end, ",")}\n${s.text}\n`).join("\n");
+}
+
+export function toVtt(segments: readonly { text: string; start: number; end: number }[]): string {
+  return `WEBVTT\n\n${segments.map((s) => `${formatTimestamp(s.start, ".")} --> ${formatTimestamp(s.end, ".")}\n${s.text}\n`).join("\n")}`;
+}

@@ -1,0 +1,134 @@
+import { z } from "zod";
+import { SPEECH_FORMATS, type SpeechFormat } from "../../config.js";
+
+/**
+ * The audio endpoints: POST /audio/speech (JSON), POST /audio/transcriptions and
+ * POST /audio/voices (multipart/form-data), GET /audio/voices, DELETE /audio/voices/{id}.
+ * Field names are the reference's; the chat-completions standard's spellings are accepted as
+ * aliases (instructions for prompt, stream_format "audio" for streaming).
+ */
+
+/** Content-Type of each speech format (the reference's list). Opus comes in an Ogg container. */
+export const SPEECH_CONTENT_TYPES: Readonly<Record<SpeechFormat, string>> = Object.freeze({
+  mp3: "audio/mpeg",
+  opus: "audio/opus",
+  aac: "audio/aac",
+  flac: "audio/flac",
+  wav: "audio/wav",
+  pcm: "audio/pcm",
+});
+
+/** Raw PCM output is 16-bit little-endian mono at this rate, whatever the model's own rate (the standard's convention). */
+export const PCM_SAMPLE_RATE = 24000;
+
+/** Text is limited in characters (Unicode code points), not UTF-16 units. */
+const Input = z
+  .string()
+  .min(1)
+  .refine((s) => [...s].length <= 4096, { message: "Too big: expected at most 4096 characters" });
+
+const SpeechFields = z.looseObject({
+  input: Input,
+  model: z.string().min(1).optional(),
+  voice: z.string().min(1).max(512).optional(),
+  response_format: z.enum(SPEECH_FORMATS).optional(),
+  speed: z.number().min(0.25).max(4).default(1),
+  streaming: z.boolean().default(false),
+  language: z.string().min(2).max(32).optional(),
+  prompt: z.string().max(500).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  stream_format: z.literal("audio", 'only stream_format "audio" is supported: audio streams as raw bytes (streaming: true)').optional(),
+});
+
+function acceptSpeechAliases(input: unknown): unknown {
+  if (!input || typeof input !== "object" || Array.isArray(input)) return input;
+  const body = { ...(input as Record<string, unknown>) };
+  if (body.prompt === undefined && typeof body.instructions === "string") body.prompt = body.instructions;
+  delete body.instructions;
+  // The standard's stream_format "audio" is a raw audio stream, which is what streaming: true sends.
+  if (body.streaming === undefined && body.stream_format === "audio") body.streaming = true;
+  return body;
+}
+
+export const SpeechRequest = z.preprocess(acceptSpeechAliases, SpeechFields);
+export type SpeechRequest = z.infer<typeof SpeechFields>;
+
+export const TRANSCRIPTION_FORMATS = ["json", "text", "srt", "vtt", "verbose_json"] as const;
+export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
+
+/** Multipart fields are strings: "true"/"false" for booleans. */
+const FormBoolean = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1")]);
+const FormNumber = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/, "Invalid input: expected a number").transform(Number)]);
+
+const TranscriptionFields = z.looseObject({
+  model: z.string().min(1).optional(),
+  language: z.string().min(2).max(32).optional(),
+  prompt: z.string().max(4096).optional(),
+  response_format: z.enum(TRANSCRIPTION_FORMATS).default("json"),
+  /** The reference's switch: segment timestamps, and word timestamps where the model has them. */
+  timestamps: FormBoolean.default(false),
+  timestamp_granularities: z.array(z.enum(["segment", "word"])).default([]),
+  temperature: FormNumber.pipe(z.number().min(0).max(1)).optional(),
+  stream: FormBoolean.pipe(z.literal(false, "streaming transcription is not supported; omit stream")).optional(),
+});
+
+/** The multipart encodings of arrays: timestamp_granularities[] (openai-node) or a repeated field. */
+function collectGranularities(input: unknown): unknown {
+  if (!input || typeof input !== "object") return input;
+  const body = { ...(input as Record<string, unknown>) };
+  const values = [body["timestamp_granularities[]"], body.timestamp_granularities].flat().filter((v) => v !== undefined);
+  delete body["timestamp_granularities[]"];
+  if (values.length) body.timestamp_granularities = values;
+  return body;
+}
+
+export const TranscriptionRequest = z.preprocess(collectGranularities, TranscriptionFields);
+export type TranscriptionRequest = z.infer<typeof TranscriptionFields>;
+
+export const CreateVoiceRequest = z.looseObject({
+  model: z.string().min(1).optional(),
+  /** A label for the caller's own listing. */
+  name: z.string().min(1).max(128).optional(),
+});
+export type CreateVoiceRequest = z.infer<typeof CreateVoiceRequest>;
+
+/** The reference's response: exactly the handle and the model it is bound to. */
+export const CreateVoiceResponse = z.strictObject({ id: z.string(), model: z.string() });
+
+export const VoiceRecord = z.object({
+  id: z.string(),
+  object: z.literal("voice"),
+  model: z.string(),
+  name: z.string().nullable(),
+  sample_seconds: z.number(),
+  created_at: z.number().int(),
+  expires_at: z.number().int(),
+});
+export type VoiceRecord = z.infer<typeof VoiceRecord>;
+
+export const Cost = z.object({ usd: z.number().min(0), diem: z.number().min(0) });
+
+const Segment = z.object({ text: z.string(), start: z.number(), end: z.number() });
+const Word = z.object({ word: z.string(), start: z.number(), end: z.number() });
+
+/** response_format json: the reference's shape plus the standard's usage, and the cost. */
+export const TranscriptionResponse = z.object({
+  text: z.string(),
+  duration: z.number(),
+  timestamps: z.object({ segment: z.array(Segment).optional(), word: z.array(Word).optional() }).optional(),
+  usage: z.object({ type: z.literal("duration"), seconds: z.number() }),
+  cost: Cost,
+});
+
+/** response_format verbose_json: the standard's shape. */
+export const VerboseTranscriptionResponse = z.object({
+  task: z.literal("transcribe"),
+  language: z.string(),
+  duration: z.number(),
+  text: z.string(),
+  segments: z.array(z.object({ id: z.number().int(), seek: z.number().int(), start: z.number(), end: z.number(), text: z.string(), temperature: z.number() })),
+  words: z.array(Word).optional(),
+  usage: z.object({ type: z.literal("duration"), seconds: z.number() }),
+  cost: Cost,
+});

@@ -1,0 +1,36 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import * as ort from "onnxruntime-node";
+import type { OnnxSettings } from "../../config.js";
+
+/** transformers.js' file-name suffix per dtype: onnx/model.onnx, onnx/model_quantized.onnx, ... */
+const DTYPE_SUFFIX: Record<OnnxSettings["dtype"], string> = {
+  fp32: "",
+  fp16: "_fp16",
+  q8: "_quantized",
+  int8: "_int8",
+  uint8: "_uint8",
+  q4: "_q4",
+  q4f16: "_q4f16",
+  bnb4: "_bnb4",
+};
+
+/** The weights file of `name` (usually "model") for a dtype, in a model directory's onnx/ folder. */
+export function onnxFile(modelDir: string, dtype: OnnxSettings["dtype"], name = "model"): string {
+  const path = join(modelDir, "onnx", `${name}${DTYPE_SUFFIX[dtype]}.onnx`);
+  if (!existsSync(path)) throw new Error(`${path} not found (onnx.dtype "${dtype}" picks the file; is the model directory complete?)`);
+  return path;
+}
+
+/** onnxruntime session options from a model's onnx settings (CPU). */
+export function sessionOptions(settings: OnnxSettings): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ["cpu"],
+    graphOptimizationLevel: "all",
+    ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {}),
+  };
+}
+
+export function openSession(path: string, settings: OnnxSettings): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(path, sessionOptions(settings));
+}

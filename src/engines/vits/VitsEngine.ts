@@ -1,0 +1,61 @@
+import { pipeline, type TextToAudioPipeline } from "@huggingface/transformers";
+import type { ModelEntry } from "../../config.js";
+import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
+import { configureTransformers } from "../transformers/transformersEnv.js";
+import { WorkQueue } from "../WorkQueue.js";
+
+/** A single-speaker VITS model offers one voice under this name (unless speech.voices names it otherwise). */
+export const VITS_DEFAULT_VOICE = "default";
+
+export const vitsVoices = (entry: ModelEntry): string[] => entry.speech.voices ?? [VITS_DEFAULT_VOICE];
+
+/**
+ * VITS-family models (MMS-TTS and other Xenova/onnx-community exports) through transformers.js'
+ * `text-to-audio` pipeline: config.json (model_type "vits", sampling_rate), a character-level
+ * tokenizer and onnx/model.onnx (input_ids, attention_mask -> waveform). The model has no speed
+ * input, so the service time-stretches; it has one speaker, so every listed voice sounds alike.
+ */
+export class VitsEngine implements PcmSpeechEngine {
+  readonly kind = "speech";
+  readonly output = "pcm";
+  readonly nativeSpeed = false;
+  readonly router = "vits (transformers.js text-to-audio)";
+  private readonly queue: WorkQueue;
+
+  private constructor(
+    private readonly synthesizer: TextToAudioPipeline,
+    readonly sampleRate: number,
+    private readonly voiceNames: readonly string[],
+    modelId: string,
+    maxWaiting: number,
+  ) {
+    this.queue = new WorkQueue(modelId, maxWaiting);
+  }
+
+  static async load(entry: ModelEntry): Promise<VitsEngine> {
+    configureTransformers();
+    const synthesizer = (await pipeline("text-to-audio", entry.file!, {
+      dtype: entry.onnx.dtype,
+      device: "cpu",
+      session_options: entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {},
+    })) as TextToAudioPipeline;
+    const config = synthesizer.model.config as unknown as { sampling_rate?: number };
+    return new VitsEngine(synthesizer, config.sampling_rate ?? 16000, vitsVoices(entry), entry.id, entry.queue.maxWaiting);
+  }
+
+  voices(): readonly string[] {
+    return this.voiceNames;
+  }
+
+  async synthesize(options: SynthesizeOptions): Promise<Float32Array> {
+    // The tokenizer drops characters outside its vocabulary; text with none left has nothing to say.
+    return this.queue.run(async () => {
+      const result = (await this.synthesizer(options.text)) as { audio: Float32Array; sampling_rate: number };
+      return result.audio;
+    }, options.signal);
+  }
+
+  async dispose(): Promise<void> {
+    await this.synthesizer.dispose();
+  }
+}

@@ -1,0 +1,35 @@
+/** Raw PCM helpers for the speech formats Hearth writes without ffmpeg. */
+
+/** Float samples in [-1, 1] to 16-bit signed little-endian PCM (clipped). */
+export function floatToPcm16(samples: Float32Array): Buffer {
+  const out = Buffer.alloc(samples.length * 2);
+  for (let i = 0; i < samples.length; i++) {
+    const s = Math.max(-1, Math.min(1, samples[i]!));
+    out.writeInt16LE(Math.round(s < 0 ? s * 0x8000 : s * 0x7fff), i * 2);
+  }
+  return out;
+}
+
+/**
+ * A 44-byte RIFF/WAVE header for mono 16-bit PCM. With `dataBytes` undefined (a stream whose
+ * length is not known yet) both size fields are 0xFFFFFFFF, the convention streaming servers
+ * use and decoders read as "until the end of the stream".
+ */
+export function wavHeader(sampleRate: number, dataBytes?: number): Buffer {
+  const header = Buffer.alloc(44);
+  const unknown = dataBytes === undefined;
+  header.write("RIFF", 0, "ascii");
+  header.writeUInt32LE(unknown ? 0xffffffff : 36 + dataBytes, 4);
+  header.write("WAVE", 8, "ascii");
+  header.write("fmt ", 12, "ascii");
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(sampleRate, 24);
+  header.writeUInt32LE(sampleRate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write("data", 36, "ascii");
+  header.writeUInt32LE(unknown ? 0xffffffff : dataBytes, 40);
+  return header;
+}

@@ -1,0 +1,55 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadModelsConfig, loadServerConfig } from "../../src/config.js";
+import { ModelManager } from "../../src/models/ModelManager.js";
+
+const registry = (models: unknown[]) => {
+  const path = join(mkdtempSync(join(tmpdir(), "hearth-audio-config-")), "models.config.json");
+  writeFileSync(path, JSON.stringify({ models }));
+  return path;
+};
+
+describe("audio models in models.config.json", () => {
+  it("ships tts-kokoro, a VITS and a Whisper demo, and relayed ids served only once an upstream URL is set", () => {
+    const path = loadServerConfig({}, {}).configPath;
+    const plain = loadModelsConfig(path, "/var/hearth", {});
+    const kokoro = plain.models.find((m) => m.id === "tts-kokoro")!;
+    expect(kokoro).toMatchObject({ type: "tts", backend: "kokoro", file: "/var/hearth/models/tiny-kokoro", generate: "tiny-kokoro" });
+    expect(kokoro.voiceCloning).toMatchObject({ encoder: "/var/hearth/models/tiny-speaker-encoder", generate: "tiny-speaker-encoder" });
+    expect(plain.models.find((m) => m.id === "hearth-tiny-whisper")).toMatchObject({ type: "asr", backend: "whisper", pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } } });
+    const relayedIds = ["tts-qwen3-0-6b", "tts-qwen3-1-7b", "tts-chatterbox-hd", "tts-orpheus", "tts-xai-v1", "tts-inworld-1-5-max", "tts-elevenlabs-turbo-v2-5", "tts-minimax-speech-02-hd", "tts-gemini-3-1-flash", "tts-gradium-v1"];
+    expect(plain.models.filter((m) => m.backend === "upstream").map((m) => m.id)).toEqual(relayedIds);
+
+    const unset = new ModelManager(plain, { gpu: false });
+    expect(unset.list().map((m) => m.id)).toEqual(["hearth-tiny-chat", "tts-kokoro", "tts-vits", "hearth-tiny-whisper"]);
+    expect(unset.skipped.map((s) => s.id)).toEqual(relayedIds);
+
+    const withUpstream = loadModelsConfig(path, "/var/hearth", { HEARTH_TTS_UPSTREAM_URL: "https://speech.example/api/v1", HEARTH_TTS_UPSTREAM_KEY: "sk-up" });
+    const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
+    expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
+    expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(14);
+  });
+
+  it.each([
+    [{ id: "x", type: "tts", backend: "kokoro" }, "models.0.file"],
+    [{ id: "x", type: "asr", backend: "kokoro", file: "k" }, "models.0.backend"],
+    [{ id: "x", type: "tts", backend: "upstream" }, "models.0.upstream"],
+    [{ id: "x", type: "tts", backend: "vits", file: "v", voiceCloning: { encoder: "e" } }, "models.0.voiceCloning"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", pricing: { per_audio_second: { usd: 1, diem: 1 } } }, "models.0.pricing"],
+    [{ id: "x", type: "asr", backend: "whisper", file: "w", pricing: { per_thousand_characters: { usd: 1, diem: 1 } } }, "models.0.pricing"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { voices: ["a"], defaultVoice: "b" } }, "models.0.speech.defaultVoice"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { supportedFormats: ["wav"] } }, "models.0.speech.defaultFormat"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { supportedFormats: ["ogg"] } }, "models.0.speech.supportedFormats"],
+  ])("names the bad field of an audio entry (%#)", (entry, field) => {
+    expect(() => loadModelsConfig(registry([entry]), "/data", {})).toThrow(new RegExp(field.replaceAll(".", "\\.")));
+  });
+
+  it("accepts ids with '/' segments, as the reference's transcription models have", () => {
+    const config = loadModelsConfig(registry([{ id: "openai/whisper-large-v3", type: "asr", backend: "whisper", file: "{dataDir}/whisper-large-v3" }]), "/data", {});
+    expect(config.models[0]).toMatchObject({ id: "openai/whisper-large-v3", file: "/data/whisper-large-v3" });
+    expect(() => loadModelsConfig(registry([{ id: "a//b", type: "asr", backend: "whisper", file: "w" }]), "/data", {})).toThrow(/models\.0\.id/);
+  });
+});
