@@ -1,6 +1,6 @@
 import type { ModelEntry } from "../config.js";
 import { RateLimitError } from "../errors.js";
-import type { RequestContext } from "../http/requestContext.js";
+import { authSubject, type RequestContext } from "../http/requestContext.js";
 import type { Db } from "../store/Store.js";
 import type { RateLimiter } from "./RateLimiter.js";
 import { limitClassFor, resolveLimit, type CallKind } from "./tiers.js";
@@ -19,7 +19,7 @@ export class Limits {
     if (!auth) return {};
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
-    const decision = this.limiter.admit(subject(auth.apiKeyId, entry.id), limit);
+    const decision = this.limiter.admit(subject(authSubject(auth), entry.id), limit);
     if (!decision.allowed) {
       this.log(auth.accountId, auth.apiKeyId, entry.id, `${auth.rateLimitTier}:${limitClass}`, decision.exceeded!);
       const what = decision.exceeded === "RPM" ? `${limit.rpm} requests` : `${limit.tpm} tokens`;
@@ -28,8 +28,25 @@ export class Limits {
     return decision.headers;
   }
 
+  /**
+   * A per-caller request cap outside the model tiers (the crypto RPC proxy's 100 per minute).
+   * Throws 429 with X-RateLimit-Limit/-Remaining/-Reset (the proxy's header names).
+   */
+  admitCalls(ctx: RequestContext, scope: string, rpm: number): void {
+    const auth = ctx.auth;
+    if (!auth) return;
+    const decision = this.limiter.admit(subject(authSubject(auth), scope), { rpm });
+    if (decision.allowed) return;
+    this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${scope}`, "RPM");
+    throw new RateLimitError(`Rate limit exceeded: at most ${rpm} requests per minute on ${scope}`, {
+      "X-RateLimit-Limit": String(rpm),
+      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Reset": decision.headers["x-ratelimit-reset-requests"]!,
+    });
+  }
+
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
-    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(ctx.auth.apiKeyId, entry.id), tokens);
+    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id), tokens);
   }
 
   /** The limits a key has on each model, with what is left of the current window. */
@@ -39,7 +56,7 @@ export class Limits {
       const kind = kindOf(entry);
       if (!kind) return [];
       const limit = resolveLimit(auth.rateLimitTier, limitClassFor(kind, entry), auth.rateLimitOverrides);
-      const state = this.limiter.peek(subject(auth.apiKeyId, entry.id), limit);
+      const state = this.limiter.peek(subject(authSubject(auth), entry.id), limit);
       return [{ entry, limit, state }];
     });
   }
@@ -51,4 +68,4 @@ export class Limits {
   }
 }
 
-const subject = (apiKeyId: string, modelId: string) => `${apiKeyId}\u0000${modelId}`;
+const subject = (caller: string, modelId: string) => `${caller}\u0000${modelId}`;
