@@ -178,7 +178,7 @@ describe("POST /x402/top-up", () => {
     const { header } = await solanaPayment(payer, { mint: SOLANA_USDC, payTo: SOLANA_PAY_TO, feePayer: FEE_PAYER, amount: 5_000_000n });
     const payload = decodeB64Json(header);
     const bytes = Buffer.from(payload.payload.transaction, "base64");
-    bytes[bytes.length - 2] ^= 1; // last byte of the memo (the very last is the v0 lookup-table count)
+    bytes[bytes.length - 2]! ^= 1; // last byte of the memo (the very last is the v0 lookup-table count)
     payload.payload.transaction = bytes.toString("base64");
     expect(await (await topUp({ "PAYMENT-SIGNATURE": b64json(payload) })).json()).toMatchObject({ details: { reason: "invalid_exact_svm_payload_transaction_signature" } });
     payload.payload.transaction = Buffer.from("not a transaction").toString("base64");
