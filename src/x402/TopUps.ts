@@ -96,6 +96,9 @@ export class TopUps {
     const mode = this.config.settlement;
     if (!mode || !this.enabled) throw topUpsDisabled();
     const payment = await this.verify(header);
+    // Deferred credits before the transfer lands: check now, for free, that it would succeed
+    // (funds, the token's own signature check, an unused nonce).
+    if (mode === "deferred") await this.simulate(payment.settle);
     const accountId = ensureWalletAccount(this.db, payment.payer, payment.family, this.now());
 
     // The same payment already being settled by this process: wait for that outcome.
@@ -162,6 +165,9 @@ export class TopUps {
             throw invalid("nonce_already_used", "Invalid payment header: another authorization with this nonce was already submitted");
           }
           if (existing.credited === 1) return { kind: "replay" as const, row: existing };
+          // Only onchain settlement retries a failed payment (nothing was credited for it); a
+          // deferred credit that had to be taken back is not handed out again.
+          if (existing.settlement === "failed" && mode !== "onchain") return { kind: "replay" as const, row: existing };
           if (existing.settlement !== "failed") {
             throw new X402Error(400, "X402_SETTLEMENT_IN_PROGRESS", "This payment is being settled; send it again shortly for the result", "settlement_in_progress");
           }
@@ -235,6 +241,16 @@ export class TopUps {
     if (this.credit(row.id, "confirmed")) this.logger.info({ wallet: row.wallet, paymentId: row.id, tx }, "x402 top-up settled on chain and credited");
   }
 
+  private async simulate(settle: VerifiedPayment["settle"]): Promise<void> {
+    try {
+      if (settle.kind === "evm") await this.evm!.simulate(settle.authorization, settle.signature);
+      else await this.solana!.simulate(settle.transaction);
+    } catch (error) {
+      if (!(error instanceof SettlementError)) throw error;
+      throw settlementFailure(error.reason, error.message);
+    }
+  }
+
   private submit(settle: VerifiedPayment["settle"]): Promise<string> {
     if (settle.kind === "evm") return this.evm!.submit(settle.authorization, settle.signature);
     return this.solana!.submit(settle.transaction);
@@ -249,8 +265,8 @@ export class TopUps {
   private outcome(row: PaymentRow, replayed: boolean): TopUpResponse {
     if (row.credited !== 1) {
       if (row.settlement === "failed") {
-        const [reason, ...rest] = (row.error ?? "settlement_failed: the transfer failed").split(": ");
-        throw new X402Error(400, "PAYMENT_VERIFICATION_FAILED", `Payment verification failed: ${rest.join(": ") || reason}`, reason, row.tx_hash ? { transaction: row.tx_hash } : {});
+        const [reason = "settlement_failed", ...rest] = (row.error ?? "settlement_failed: the transfer failed").split(": ");
+        throw settlementFailure(reason, rest.join(": ") || reason, row.tx_hash);
       }
       throw new X402Error(
         500,
@@ -390,6 +406,12 @@ export function topUpsDisabled(): X402Error {
     "X402_TOPUPS_DISABLED",
     "Wallet top-ups are not enabled on this node: its operator has not configured an x402 settlement mode (--x402-settlement) and payment rail (--wallet-config).",
   );
+}
+
+/** 400 PAYMENT_VERIFICATION_FAILED for a transfer that fails; 500 when the chain node could not be asked. */
+function settlementFailure(reason: string, message: string, transaction?: string | null): X402Error {
+  const status = reason === "settlement_node_unavailable" ? 500 : 400;
+  return new X402Error(status, "PAYMENT_VERIFICATION_FAILED", `Payment verification failed: ${message}`, reason, transaction ? { transaction } : {});
 }
 
 function storedSettle(payment: VerifiedPayment): StoredSettle {

@@ -164,10 +164,27 @@ describe("deferred settlement", () => {
     expect(credited(server, payer.address)).toBe(9_000_000);
   });
 
-  it("takes a deferred credit back when its transfer fails", async () => {
+  it("refuses at once a payment whose transfer would fail now (no funds), crediting nothing", async () => {
     const payer = evmWallet(); // holds no USDC: the signature verifies, the transfer cannot
-    expect((await topUp(server, (await pay(payer, 5_000_000n)).header)).status).toBe(200);
+    const res = await topUp(server, (await pay(payer, 5_000_000n)).header);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED", details: { reason: "transfer_simulation_failed" } });
+    expect(credited(server, payer.address)).toBe(0);
+  });
+
+  it("takes a deferred credit back when its transfer fails later (the payer moved the funds first), and does not credit it again", async () => {
+    const payer = evmWallet();
+    await token.mint(payer.address, 5_000_000n);
+    const { header } = await pay(payer, 5_000_000n);
+    expect((await topUp(server, header)).status).toBe(200);
     expect(credited(server, payer.address)).toBe(5_000_000);
+
+    // Before the node submits, the payer spends the same USDC with another authorization.
+    const elsewhere = await evmPayment(payer, { asset: token.address, payTo: evmWallet().address, value: 5_000_000n });
+    const { authorization, signature } = decodeB64Json(elsewhere.header).payload;
+    const { v, r, s } = splitSignature(signature);
+    await token.write("transferWithAuthorization", [authorization.from, authorization.to, BigInt(authorization.value), BigInt(authorization.validAfter), BigInt(authorization.validBefore), authorization.nonce, v, r, s]);
+
     await server.wallet.topUps.settlePending();
     expect(credited(server, payer.address)).toBe(0);
     const wallet = findWallet(server.db, payer.address.toLowerCase())!;
@@ -179,5 +196,14 @@ describe("deferred settlement", () => {
     const payment = server.db.prepare("SELECT settlement, error FROM x402_payments WHERE wallet = ?").get(payer.address.toLowerCase()) as { settlement: string; error: string };
     expect(payment.settlement).toBe("failed");
     expect(payment.error).toMatch(/transfer_simulation_failed/);
+
+    const again = await topUp(server, header);
+    expect(again.status).toBe(400);
+    expect(await again.json()).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED" });
+    expect(credited(server, payer.address)).toBe(0);
   });
 });
+
+function splitSignature(signature: `0x${string}`) {
+  return { r: `0x${signature.slice(2, 66)}`, s: `0x${signature.slice(66, 130)}`, v: Number.parseInt(signature.slice(130, 132), 16) };
+}

@@ -22,6 +22,7 @@ const feePayer = solanaWallet();
 const feePayerSecret = base58.encode(new Uint8Array([...feePayer.secretKey, ...feePayer.publicKey]));
 
 let peer: Server;
+let rpcUrl: string;
 let server: TestServer;
 const accepted = new Map<string, { statusCalls: number }>();
 let failNext = false;
@@ -51,6 +52,11 @@ beforeAll(async () => {
         failNext = false;
         return reply({ result: id });
       }
+      if (call.method === "simulateTransaction") {
+        const err = failNext ? { InstructionError: [2, { Custom: 1 }] } : null;
+        failNext = false;
+        return reply({ result: { context: { slot: 1 }, value: { err, logs: [] } } });
+      }
       if (call.method === "getSignatureStatuses") {
         const id = call.params[0][0] as string;
         const known = accepted.get(id);
@@ -67,7 +73,7 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => peer.listen(0, "127.0.0.1", resolve));
-  const rpcUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
+  rpcUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
   server = await startTestServer({
     models: [],
     config: {
@@ -108,5 +114,40 @@ describe("onchain settlement of Solana payments", () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED", details: { reason: "transfer_failed" } });
     expect(balanceOf(payer.address)).toBe(0);
+  });
+});
+
+describe("deferred settlement of Solana payments", () => {
+  it("checks the transfer by simulation, credits at once, then sends and confirms it in the background", async () => {
+    const deferred = await startTestServer({
+      models: [],
+      config: {
+        wallet: {
+          x402: { settlement: "deferred", deferredIntervalMs: 3_600_000, solana: { payTo: PAY_TO, feePayer: feePayer.address, rpcUrl, feePayerSecretKey: feePayerSecret } },
+        },
+      } as never,
+    });
+    try {
+      const payer = solanaWallet();
+      const { header } = await solanaPayment(payer, { mint: SOLANA_USDC, payTo: PAY_TO, feePayer: feePayer.address, amount: 6_000_000n });
+      const res = await fetch(`${deferred.baseUrl}/x402/top-up`, { method: "POST", headers: { "PAYMENT-SIGNATURE": header } });
+      expect(res.status).toBe(200);
+      const record = findWallet(deferred.db, payer.address)!;
+      expect(getBalances(deferred.db, record.accountId).USD).toBe(6_000_000);
+      for (let i = 0; i < 4; i++) await deferred.wallet.topUps.settlePending();
+      const row = deferred.db.prepare("SELECT settlement, tx_hash FROM x402_payments").get() as { settlement: string; tx_hash: string };
+      expect(row.settlement).toBe("confirmed");
+      expect(accepted.has(row.tx_hash)).toBe(true);
+
+      const refused = solanaWallet();
+      failNext = true;
+      const bad = await solanaPayment(refused, { mint: SOLANA_USDC, payTo: PAY_TO, feePayer: feePayer.address, amount: 6_000_000n });
+      const badRes = await fetch(`${deferred.baseUrl}/x402/top-up`, { method: "POST", headers: { "PAYMENT-SIGNATURE": bad.header } });
+      expect(badRes.status).toBe(400);
+      expect(await badRes.json()).toMatchObject({ error: "PAYMENT_VERIFICATION_FAILED", details: { reason: "transfer_simulation_failed" } });
+      expect(findWallet(deferred.db, refused.address)).toBeUndefined();
+    } finally {
+      await deferred.stop();
+    }
   });
 });

@@ -104,6 +104,8 @@ export function compileTestUsdc(): { abi: Abi; bytecode: Hex } {
 export interface TestToken {
   address: Hex;
   mint(to: Hex, value: bigint): Promise<void>;
+  /** Sends (from the deployer) any token call and waits for it to be mined. */
+  write(functionName: string, args: readonly unknown[]): Promise<void>;
   balanceOf(who: Hex): Promise<bigint>;
 }
 
@@ -131,6 +133,9 @@ export async function deployTestUsdc(anvil: Anvil, name = "USD Coin", version = 
     address,
     mint: async (to, value) => {
       await mined(await wallet.writeContract({ address, abi, functionName: "mint", args: [to, value] }));
+    },
+    write: async (functionName, args) => {
+      await mined(await wallet.writeContract({ address, abi, functionName, args }));
     },
     balanceOf: async (who) => (await client.readContract({ address, abi, functionName: "balanceOf", args: [who] })) as bigint,
   };

@@ -102,36 +102,38 @@ export class EvmSettler {
   }
 
   /**
-   * Simulates the transfer (a revert, e.g. no funds or a used nonce, costs no gas), then sends
-   * it. Returns the transaction hash.
+   * Runs the transfer as a call against the latest block: it proves the payer has the funds,
+   * the signature is the token's and the nonce is unused, without spending gas. A revert is
+   * `transfer_simulation_failed`; a node that cannot be reached is `settlement_node_unavailable`.
    */
+  async simulate(authorization: Eip3009Authorization, signature: Hex): Promise<void> {
+    try {
+      await this.publicClient.simulateContract({
+        address: this.rail.asset as Hex,
+        abi: EIP3009_ABI,
+        functionName: "transferWithAuthorization",
+        args: transferArgs(authorization, signature),
+        account: this.account,
+        blockTag: "latest",
+      });
+    } catch (error) {
+      const reverted = error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError) !== null;
+      if (reverted) throw new SettlementError("transfer_simulation_failed", `the transfer would fail: ${revertReason(error)}`);
+      throw new SettlementError("settlement_node_unavailable", `the chain node could not check the transfer: ${revertReason(error)}`);
+    }
+  }
+
+  /** Simulates the transfer (a revert costs no gas), then sends it. Returns the transaction hash. */
   submit(authorization: Eip3009Authorization, signature: Hex): Promise<Hex> {
     const run = async (): Promise<Hex> => {
-      const { v, r, s, yParity } = parseSignature(signature);
-      const args = [
-        authorization.from,
-        authorization.to,
-        authorization.value,
-        authorization.validAfter,
-        authorization.validBefore,
-        authorization.nonce,
-        Number(v ?? BigInt(yParity + 27)),
-        r,
-        s,
-      ] as const;
-      const asset = this.rail.asset as Hex;
-      try {
-        await this.publicClient.simulateContract({ address: asset, abi: EIP3009_ABI, functionName: "transferWithAuthorization", args, account: this.account, blockTag: "latest" });
-      } catch (error) {
-        throw new SettlementError("transfer_simulation_failed", `the transfer would fail: ${revertReason(error)}`);
-      }
+      await this.simulate(authorization, signature);
       try {
         this.nextNonce ??= await this.publicClient.getTransactionCount({ address: this.account.address, blockTag: "pending" });
         const hash = await this.walletClient.writeContract({
-          address: asset,
+          address: this.rail.asset as Hex,
           abi: EIP3009_ABI,
           functionName: "transferWithAuthorization",
-          args,
+          args: transferArgs(authorization, signature),
           account: this.account,
           chain: this.chain,
           gas: BigInt(this.rail.gasLimit),
@@ -202,6 +204,11 @@ export class EvmSettler {
     );
     return paid ? { state: "ok" } : { state: "failed", reason: "the mined transaction carries no matching Transfer event" };
   }
+}
+
+function transferArgs(a: Eip3009Authorization, signature: Hex) {
+  const { v, r, s, yParity } = parseSignature(signature);
+  return [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v ?? BigInt(yParity + 27)), r, s] as const;
 }
 
 function revertReason(error: unknown): string {

@@ -23,6 +23,17 @@ export class SolanaSettler {
     if (base58.encode(ed25519.getPublicKey(this.seed)) !== rail.feePayer) throw new Error("solana.feePayerSecretKey is not the key of solana.feePayer");
   }
 
+  /** Runs the transaction without its fee-payer signature (no fee): proves it would succeed now. */
+  async simulate(transactionBase64: string): Promise<void> {
+    let result: { value: { err: unknown } };
+    try {
+      result = await this.rpc("simulateTransaction", [transactionBase64, { encoding: "base64", sigVerify: false, commitment: "confirmed" }]);
+    } catch (error) {
+      throw new SettlementError("settlement_node_unavailable", `the Solana node could not check the transfer: ${(error as Error).message}`);
+    }
+    if (result.value.err) throw new SettlementError("transfer_simulation_failed", `the transfer would fail: ${JSON.stringify(result.value.err)}`);
+  }
+
   /** Signs as fee payer and sends; returns the transaction signature (its id). */
   async submit(transactionBase64: string): Promise<string> {
     const decoded = getTransactionDecoder().decode(base64.decode(transactionBase64));
