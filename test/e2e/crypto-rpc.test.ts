@@ -235,3 +235,31 @@ describe("POST /crypto/rpc/{network}", () => {
     expect((await rpc("base-mainnet", call("eth_chainId"), { "SIGN-IN-WITH-X": replayed })).status).toBe(401);
   });
 });
+
+describe("crypto RPC caps", () => {
+  it("refuses beyond the per-minute request cap and the rolling 24 h credit cap with 429", async () => {
+    const capped = await startTestServer({
+      models: [],
+      config: { wallet: { rpc: { requestsPerMinute: 3, creditsPerDay: 50, networks: { "base-mainnet": { url: anvil.url } } } } } as never,
+    });
+    try {
+      const send = (key: string) =>
+        fetch(`${capped.baseUrl}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: JSON.stringify(call("eth_chainId")) });
+      const { key } = capped.createKey({ usd: 1 });
+      expect((await send(key)).status).toBe(200);
+      expect((await send(key)).status).toBe(200);
+      const overCredits = await send(key); // 40 used + 20 > 50
+      expect(overCredits.status).toBe(429);
+      expect(((await overCredits.json()) as any).error).toMatch(/50 credits per rolling 24 hours \(40 used\)/);
+      const overRate = await send(key); // the fourth request in the minute
+      expect(overRate.status).toBe(429);
+      expect(overRate.headers.get("x-ratelimit-limit")).toBe("3");
+      expect(overRate.headers.get("x-ratelimit-remaining")).toBe("0");
+      expect(Number(overRate.headers.get("x-ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000);
+      // Another caller has caps of its own.
+      expect((await send(capped.createKey({ usd: 1 }).key)).status).toBe(200);
+    } finally {
+      await capped.stop();
+    }
+  });
+});
