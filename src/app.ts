@@ -6,7 +6,9 @@ import { audioRouter } from "./api/audio/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
-import { apiKeyAuth } from "./auth/apiKeyAuth.js";
+import { rpcRouter } from "./api/rpc/route.js";
+import { x402Router } from "./api/x402/route.js";
+import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
@@ -14,6 +16,7 @@ import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
 import type { ModelManager } from "./models/ModelManager.js";
 import type { Db } from "./store/Store.js";
+import type { WalletServices } from "./x402/WalletServices.js";
 
 export const API_BASE_PATH = "/api/v1";
 
@@ -27,18 +30,37 @@ export interface AppDeps {
   limits: Limits;
   /** Injectable clock (tests move time instead of sleeping). */
   now: () => number;
-  /** Route-level middleware, in the order the architecture gives: authentication, then body parsing. */
+  wallet: WalletServices;
+  /**
+   * Route-level middleware, in the order the architecture gives: authentication, then body parsing.
+   * `authenticate` is for paid endpoints: an API key or a wallet sign-in (SIGN-IN-WITH-X); no
+   * credentials at all get the x402 discovery 402.
+   */
   authenticate: RequestHandler;
+  /** Wallet-only endpoints: a verified sign-in in `ctx.signIn`, 401 without. */
+  authenticateWallet: RequestHandler;
+  /** API-key-only endpoints (account and admin routes): 401 without a key. */
+  authenticateKey: RequestHandler;
   jsonBody: RequestHandler;
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, audioRouter, billingRouter, keysRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, audioRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
 
-export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
+export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
+  const auth = createAuthenticators({
+    db: deps.db,
+    credits: deps.credits,
+    siwx: deps.wallet.siwx,
+    requirements: deps.wallet.requirements,
+    minimumBalanceUsd: deps.config.wallet.x402.minimumBalanceUsd,
+    now: deps.now,
+  });
   const full: AppDeps = {
     ...deps,
-    authenticate: apiKeyAuth(deps.db, deps.now),
+    authenticate: auth.paid,
+    authenticateWallet: auth.walletSignIn,
+    authenticateKey: auth.apiKey,
     jsonBody: express.json({ limit: "25mb", type: "application/json" }),
   };
   const app = express();
@@ -53,12 +75,13 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Exp
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
   app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
-  app.use(errorHandler(deps.logger));
+  app.use(errorHandler(deps.logger, walletPaymentError(deps.wallet.requirements, deps.credits)));
   return app;
 }
 
-function errorHandler(logger: Logger) {
-  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+function errorHandler(logger: Logger, translate: (error: unknown, req: Request, res: Response) => unknown) {
+  return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const error = translate(thrown, req, res);
     const { status, body, headers } = toErrorResponse(error);
     const requestId = res.locals.ctx?.requestId;
     if (status >= 500) logger.error({ err: error, requestId, path: req.path }, "request failed");

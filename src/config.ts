@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { SettlementMode, WalletConfig } from "./walletConfig.js";
 
 /**
  * Configuration: the server settings (flags and environment) and the model registry
@@ -19,6 +20,30 @@ export const SERVER_SETTINGS = {
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
   maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices (413 above)" },
+  publicUrl: {
+    flag: "--public-url <url>",
+    env: "HEARTH_PUBLIC_URL",
+    default: "",
+    description: "the origin clients reach this node at (sign-in-with-x domain and uri, x402 resource URLs); empty: the addresses it listens on",
+  },
+  walletConfigPath: {
+    flag: "--wallet-config <file>",
+    env: "HEARTH_WALLET_CONFIG",
+    default: "",
+    description: "JSON file with the x402 top-up rails (pay-to, USDC asset, EIP-712 domain, chain RPC) and the crypto RPC networks; empty: no top-ups, no RPC proxy",
+  },
+  x402Settlement: {
+    flag: "--x402-settlement <mode>",
+    env: "HEARTH_X402_SETTLEMENT",
+    default: "",
+    description: "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config",
+  },
+} as const;
+
+/** Secrets read from the environment only (never flags: they would show in the process list). */
+export const SECRET_ENV = {
+  evmSettlerKey: "HEARTH_X402_EVM_SETTLER_KEY",
+  solanaFeePayerKey: "HEARTH_X402_SOLANA_FEE_PAYER_KEY",
 } as const;
 
 export const ServerConfig = z.object({
@@ -34,6 +59,12 @@ export const ServerConfig = z.object({
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Time given to in-flight requests on SIGTERM before they are cut. */
   shutdownGraceMs: z.number().int().nonnegative().default(10_000),
+  /** Public origin (scheme, host, optional port and path prefix); unset: the listen addresses. */
+  publicUrl: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => !new URL(url).search && !new URL(url).hash, "no query or fragment")
+    .optional(),
+  wallet: WalletConfig.default(WalletConfig.parse({})),
 });
 export type ServerConfig = z.infer<typeof ServerConfig>;
 
@@ -48,9 +79,39 @@ export function loadServerConfig(flags: Partial<Record<ServerSettingName, string
   if (!flags.configPath && !env.HEARTH_CONFIG && !existsSync(resolve(String(raw.configPath)))) {
     raw.configPath = resolve(PACKAGE_ROOT, "models.config.json");
   }
+  raw.publicUrl = raw.publicUrl || undefined;
+  raw.wallet = loadWalletConfig(String(raw.walletConfigPath ?? ""), String(raw.x402Settlement ?? ""), env);
+  delete raw.walletConfigPath;
+  delete raw.x402Settlement;
   const parsed = ServerConfig.safeParse(raw);
   if (!parsed.success) throw new ConfigError(describeIssues("settings", parsed.error));
   return { ...parsed.data, dataDir: resolve(parsed.data.dataDir), configPath: resolve(parsed.data.configPath) };
+}
+
+/** The wallet config file (if any), with the settlement override and the secrets from the environment. */
+export function loadWalletConfig(path: string, settlement: string, env: Record<string, string | undefined> = process.env): WalletConfig {
+  let json: Record<string, any> = {};
+  if (path) {
+    try {
+      json = JSON.parse(readFileSync(resolve(path), "utf8")) as Record<string, any>;
+    } catch (error) {
+      throw new ConfigError(`${path}: ${(error as Error).message}`);
+    }
+    if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ConfigError(`${path}: expected a JSON object`);
+  }
+  const x402 = { ...(json.x402 as Record<string, any> | undefined) };
+  if (settlement) {
+    const mode = SettlementMode.safeParse(settlement);
+    if (!mode.success) throw new ConfigError(`settings: x402Settlement: expected onchain, deferred or off, got "${settlement}"`);
+    x402.settlement = mode.data;
+  }
+  const evmKey = env[SECRET_ENV.evmSettlerKey];
+  if (evmKey && x402.base && typeof x402.base === "object") x402.base = { ...x402.base, settlerPrivateKey: evmKey };
+  const solanaKey = env[SECRET_ENV.solanaFeePayerKey];
+  if (solanaKey && x402.solana && typeof x402.solana === "object") x402.solana = { ...x402.solana, feePayerSecretKey: solanaKey };
+  const parsed = WalletConfig.safeParse({ ...json, x402 });
+  if (!parsed.success) throw new ConfigError(describeIssues(path || "wallet config", parsed.error));
+  return parsed.data;
 }
 
 export class ConfigError extends Error {

@@ -57,6 +57,34 @@ export class PaymentRequiredError extends ApiError {
     super(402, message, { code: "INSUFFICIENT_BALANCE" });
   }
 }
+/** 402 with a body of its own: the x402 discovery answer and the signed-in wallet's top-up instructions. */
+export class X402PaymentRequiredError extends ApiError {
+  constructor(body: Record<string, unknown>, headers: Record<string, string>) {
+    super(402, typeof body.error === "string" ? body.error : "Payment required", { body, headers });
+  }
+}
+/** 401 for a SIGN-IN-WITH-X header that is malformed, forged, for another node or chain, expired or replayed. */
+export class WalletSignInError extends ApiError {
+  constructor(reason: string, detail: string) {
+    super(401, `Invalid Sign-in-with-x signature: ${detail}`, { code: "X402_INVALID_SIGN_IN", body: { reason } });
+  }
+}
+/** 403: the signed-in wallet asked about another wallet. */
+export class WalletMismatchError extends ApiError {
+  constructor() {
+    super(403, "The signed-in wallet does not match the requested wallet", { code: "X402_WALLET_MISMATCH" });
+  }
+}
+/**
+ * Top-up failures in the reference's x402 shape: `{ error: <CODE>, message, details: { reason } }`
+ * (400 X402_INVALID_PAYMENT for a payment that does not verify; PAYMENT_VERIFICATION_FAILED
+ * when the transfer fails on chain).
+ */
+export class X402Error extends ApiError {
+  constructor(status: number, code: string, message: string, reason?: string, extraDetails: Record<string, unknown> = {}) {
+    super(status, message, { body: { error: code, message, ...(reason ? { details: { reason, ...extraDetails } } : {}) } });
+  }
+}
 export class RateLimitError extends ApiError {
   constructor(message: string, headers: Record<string, string> = {}) {
     super(429, message, { headers });
@@ -108,7 +136,8 @@ export interface ErrorBody {
 /** Maps anything thrown to a status and a body of the reference's shape. Unknown errors are 500s with a generic message. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
   if (error instanceof ApiError) {
-    const body: ErrorBody = { ...error.extra.body, error: error.message };
+    // A body of its own (x402 shapes) may set `error` itself.
+    const body: ErrorBody = { error: error.message, ...error.extra.body };
     if (error.extra.code) body.code = error.extra.code;
     if (error.extra.details !== undefined) body.details = error.extra.details;
     return { status: error.status, body, headers: error.extra.headers ?? {} };

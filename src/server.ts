@@ -10,6 +10,7 @@ import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ModelManager } from "./models/ModelManager.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
+import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
 
 export interface RunningServer {
   url: string;
@@ -19,6 +20,7 @@ export interface RunningServer {
   models: ModelManager;
   logger: Logger;
   server: Server;
+  wallet: WalletServices;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), disposes models, closes the database. */
   close(): Promise<void>;
 }
@@ -46,7 +48,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const limits = new Limits(db, new RateLimiter(now), now);
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
   for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
-  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now });
+  const wallet = createWalletServices({ db, config, credits, logger, now });
+  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now, wallet });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -58,6 +61,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     s.listen(config.port, config.host, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
+  wallet.origins.setListenAddress(config.host, port);
+  wallet.topUps.start();
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
 
@@ -74,10 +79,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         const cut = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
         inFlight.onIdle(() => server.closeAllConnections());
       });
+      await wallet.topUps.stop();
       await models.dispose();
       db.close();
     })());
-  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, credits, close };
+  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, credits, wallet, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

@@ -15,6 +15,7 @@ export function apiKeyAuth(db: Db, now: () => number = Date.now) {
     if (!key) throw new AuthenticationError("Authentication failed: invalid, revoked or expired API key");
     touchApiKey(db, key.id, now());
     res.locals.ctx.auth = {
+      kind: "apiKey",
       accountId: key.accountId,
       apiKeyId: key.id,
       keyType: key.keyType,

@@ -1,10 +1,20 @@
 import type { Command } from "commander";
-import { loadServerConfig } from "../config.js";
+import { loadServerConfig, SECRET_ENV } from "../config.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "maxUploadMb"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb"] as const) addSettingOption(serve, name);
+  serve.addHelpText(
+    "after",
+    [
+      "",
+      "Secrets come from the environment only:",
+      `  ${SECRET_ENV.evmSettlerKey}        key of the account that submits Base top-up transfers (onchain/deferred settlement)`,
+      `  ${SECRET_ENV.solanaFeePayerKey}   base58 secret key of the Solana fee payer (onchain/deferred settlement)`,
+      "The wallet config file's format is in the README (section 'The wallet config file').",
+    ].join("\n"),
+  );
   serve.action(async (flags: SettingFlags) => {
     const config = loadServerConfig(settingFlags(flags));
     // Loaded on demand so `hearth --help` and the key commands start instantly.
@@ -16,6 +26,7 @@ export function registerServeCommand(program: Command): void {
       [
         `Hearth is listening on ${running.baseUrl}`,
         `Models: ${running.models.list().map((m) => m.id).join(", ") || "(none)"}`,
+        `Wallet sign-ins for: ${running.wallet.origins.list().map((o) => o.origin).join(", ")}; top-ups: ${running.wallet.topUps.mode ?? "not enabled"}`,
         `Create an API key:  npx hearth keys create --name me --admin --usd 10${dataDirFlag}`,
         `Then: curl ${running.baseUrl}/chat/completions -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `        -d '{"model":"${exampleModel}","messages":[{"role":"user","content":"Hello"}]}'`,

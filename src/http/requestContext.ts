@@ -3,7 +3,9 @@ import { hostname } from "node:os";
 import type { NextFunction, Request, Response } from "express";
 import type { LimitOverrides } from "../limits/tiers.js";
 
-export interface AuthContext {
+/** A caller authenticated with `Authorization: Bearer <key>`. */
+export interface ApiKeyAuthContext {
+  kind: "apiKey";
   accountId: string;
   apiKeyId: string;
   keyType: "ADMIN" | "INFERENCE";
@@ -11,12 +13,33 @@ export interface AuthContext {
   rateLimitOverrides: LimitOverrides | null;
 }
 
+/**
+ * A caller signed in with a wallet (SIGN-IN-WITH-X). It has the same account fields as a key
+ * (its ledger account, standard limits, never admin) and no key id.
+ */
+export interface WalletAuthContext {
+  kind: "wallet";
+  accountId: string;
+  apiKeyId: null;
+  keyType: "INFERENCE";
+  rateLimitTier: "standard";
+  rateLimitOverrides: null;
+  wallet: { address: string; family: "evm" | "solana"; chainId: string };
+}
+
+export type AuthContext = ApiKeyAuthContext | WalletAuthContext;
+
+/** What rate limits and abuse counters are keyed by: the key, or the wallet. */
+export const authSubject = (auth: AuthContext) => (auth.kind === "wallet" ? `wallet:${auth.wallet.address}` : auth.apiKeyId);
+
 export interface RequestContext {
   requestId: string;
   startedAt: number;
   /** Aborted when the client goes away before the response is complete. */
   abort: AbortController;
   auth?: AuthContext;
+  /** A verified wallet sign-in on wallet-only endpoints (x402 balance and transactions). */
+  signIn?: { address: string; family: "evm" | "solana"; chainId: string };
 }
 
 declare module "express-serve-static-core" {

@@ -1,6 +1,6 @@
 import type { ModelEntry } from "../config.js";
 import { PermissionDeniedError, RateLimitError } from "../errors.js";
-import type { RequestContext } from "../http/requestContext.js";
+import { authSubject, type RequestContext } from "../http/requestContext.js";
 import type { Db } from "../store/Store.js";
 import { keyModelPrivacy, modelPrivacyAllows } from "./modelPrivacy.js";
 import type { RateLimiter } from "./RateLimiter.js";
@@ -21,13 +21,15 @@ export class Limits {
   admit(ctx: RequestContext, entry: ModelEntry, kind: CallKind): Record<string, string> {
     const auth = ctx.auth;
     if (!auth) return {};
-    const privacy = keyModelPrivacy(this.db, auth.apiKeyId);
-    if (!modelPrivacyAllows(privacy, entry)) {
-      throw new PermissionDeniedError(`This API key's modelPrivacy is ${privacy}; the model "${entry.id}" is ${entry.privacy}.`);
+    if (auth.kind === "apiKey") {
+      const privacy = keyModelPrivacy(this.db, auth.apiKeyId);
+      if (!modelPrivacyAllows(privacy, entry)) {
+        throw new PermissionDeniedError(`This API key's modelPrivacy is ${privacy}; the model "${entry.id}" is ${entry.privacy}.`);
+      }
     }
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
-    const decision = this.limiter.admit(subject(auth.apiKeyId, entry.id), limit);
+    const decision = this.limiter.admit(subject(authSubject(auth), entry.id), limit);
     if (!decision.allowed) {
       this.log(auth.accountId, auth.apiKeyId, entry.id, `${auth.rateLimitTier}:${limitClass}`, decision.exceeded!);
       const what = decision.exceeded === "RPM" ? `${limit.rpm} requests` : `${limit.tpm} tokens`;
@@ -36,8 +38,25 @@ export class Limits {
     return decision.headers;
   }
 
+  /**
+   * A per-caller request cap outside the model tiers (the crypto RPC proxy's 100 per minute).
+   * Throws 429 with X-RateLimit-Limit/-Remaining/-Reset (the proxy's header names).
+   */
+  admitCalls(ctx: RequestContext, scope: string, rpm: number): void {
+    const auth = ctx.auth;
+    if (!auth) return;
+    const decision = this.limiter.admit(subject(authSubject(auth), scope), { rpm });
+    if (decision.allowed) return;
+    this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${scope}`, "RPM");
+    throw new RateLimitError(`Rate limit exceeded: at most ${rpm} requests per minute on ${scope}`, {
+      "X-RateLimit-Limit": String(rpm),
+      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Reset": decision.headers["x-ratelimit-reset-requests"]!,
+    });
+  }
+
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
-    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(ctx.auth.apiKeyId, entry.id), tokens);
+    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id), tokens);
   }
 
   /** The limits a key has on each model, with what is left of the current window. */
@@ -47,7 +66,7 @@ export class Limits {
       const kind = kindOf(entry);
       if (!kind) return [];
       const limit = resolveLimit(auth.rateLimitTier, limitClassFor(kind, entry), auth.rateLimitOverrides);
-      const state = this.limiter.peek(subject(auth.apiKeyId, entry.id), limit);
+      const state = this.limiter.peek(subject(authSubject(auth), entry.id), limit);
       return [{ entry, limit, state }];
     });
   }
@@ -59,4 +78,4 @@ export class Limits {
   }
 }
 
-const subject = (apiKeyId: string, modelId: string) => `${apiKeyId}\u0000${modelId}`;
+const subject = (caller: string, modelId: string) => `${caller}\u0000${modelId}`;

@@ -170,4 +170,69 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE usage ADD COLUMN audio_seconds REAL NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 400,
+    name: "wallets: sign-in-with-x accounts, nonces, x402 payments, RPC idempotency",
+    sql: `
+      -- A wallet is an account of kind 'wallet', keyed by its normalised address
+      -- (EVM: 0x + lower-case hex; Solana: base58 as is).
+      CREATE TABLE wallets (
+        address     TEXT PRIMARY KEY,
+        account_id  TEXT NOT NULL UNIQUE REFERENCES accounts(id),
+        family      TEXT NOT NULL CHECK (family IN ('evm', 'solana')),
+        created_at  INTEGER NOT NULL
+      );
+
+      -- Sign-in nonces seen, kept until the sign-in they belong to could no longer be accepted.
+      -- key = family:address:nonce. The primary key makes a replay lose the race.
+      CREATE TABLE siwx_nonces (
+        key         TEXT PRIMARY KEY,
+        expires_at  INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX siwx_nonces_expiry ON siwx_nonces(expires_at);
+
+      -- One row per distinct payment authorization. idempotency_key is the authorization's
+      -- identity on its chain (EVM: network:asset:from:nonce, as the token contract sees it;
+      -- Solana: network:first signature), so the same authorization can never credit twice.
+      CREATE TABLE x402_payments (
+        id               TEXT PRIMARY KEY,
+        idempotency_key  TEXT NOT NULL UNIQUE,
+        payload_hash     TEXT NOT NULL,
+        account_id       TEXT NOT NULL REFERENCES accounts(id),
+        wallet           TEXT NOT NULL,
+        network          TEXT NOT NULL,
+        asset            TEXT NOT NULL,
+        pay_to           TEXT NOT NULL,
+        amount_micros    INTEGER NOT NULL CHECK (amount_micros > 0),
+        mode             TEXT NOT NULL CHECK (mode IN ('onchain', 'deferred', 'off')),
+        -- settling: claimed, being submitted or waiting for its receipt; pending: deferred, not
+        -- submitted yet; submitted: deferred, sent; confirmed: mined and matching; failed;
+        -- none: settlement off.
+        settlement       TEXT NOT NULL CHECK (settlement IN ('settling', 'pending', 'submitted', 'confirmed', 'failed', 'none')),
+        credited         INTEGER NOT NULL DEFAULT 0 CHECK (credited IN (0, 1)),
+        payload          TEXT NOT NULL,
+        valid_before     INTEGER NOT NULL,
+        tx_hash          TEXT,
+        error            TEXT,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL
+      );
+      CREATE INDEX x402_payments_settlement ON x402_payments(settlement, valid_before);
+      CREATE INDEX x402_payments_wallet ON x402_payments(wallet, created_at);
+
+      -- Crypto RPC Idempotency-Key cache per account: the first request claims the key
+      -- (response NULL), the answer is stored when it completes.
+      CREATE TABLE rpc_idempotency (
+        account_id   TEXT NOT NULL,
+        key          TEXT NOT NULL,
+        body_hash    TEXT NOT NULL,
+        network      TEXT NOT NULL,
+        response     TEXT,
+        headers      TEXT,
+        created_at   INTEGER NOT NULL,
+        PRIMARY KEY (account_id, key)
+      );
+      CREATE INDEX rpc_idempotency_time ON rpc_idempotency(created_at);
+    `,
+  },
 ];

@@ -62,8 +62,11 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect(((await res.json()) as { error: string }).error).toMatch(/context holds 2048/);
   });
 
-  it("a missing key, a malformed header and an unknown key are 401s", async () => {
-    expect((await post(server, "/chat/completions", valid, { key: null })).status).toBe(401);
+  it("no credentials at all is the x402 discovery 402; a malformed header and an unknown key are 401s", async () => {
+    const anonymous = await post(server, "/chat/completions", valid, { key: null });
+    expect(anonymous.status).toBe(402);
+    expect(((await anonymous.json()) as { x402Version: number }).x402Version).toBe(2);
+    expect(anonymous.headers.get("payment-required")).toBeTruthy();
     expect((await post(server, "/chat/completions", valid, { key: null, headers: { authorization: "Basic abc" } })).status).toBe(401);
     const error = await server.openai("hth_not_a_real_key").chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);

@@ -99,7 +99,8 @@ describe("rate limits per key and model tier", () => {
   it("blocks an unauthenticated caller by IP", async () => {
     const now = Date.parse("2026-05-01T10:00:00Z");
     server = await startTestServer({ now: () => now });
-    for (let i = 0; i < 21; i++) expect((await post(server, "/chat/completions", ask, { key: null })).status).toBe(401);
+    // No credentials: each answer is the x402 discovery 402, a failure like any other.
+    for (let i = 0; i < 21; i++) expect((await post(server, "/chat/completions", ask, { key: null })).status).toBe(402);
     expect((await post(server, "/chat/completions", ask, { key: null })).status).toBe(429);
   });
 });

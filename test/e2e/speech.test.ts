@@ -178,7 +178,8 @@ describe("speech errors", () => {
     expect((await post(server, "/audio/speech", { model: "nope", input: "Hi." })).status).toBe(404);
     const text = await fetch(`${server.baseUrl}/audio/speech`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "text/plain" }, body: "hi" });
     expect(text.status).toBe(415);
-    expect((await post(server, "/audio/speech", { input: "Hi." }, { key: null })).status).toBe(401);
+    // No credentials at all on a paid endpoint: the x402 discovery answer.
+    expect((await post(server, "/audio/speech", { input: "Hi." }, { key: null })).status).toBe(402);
   });
 });
 

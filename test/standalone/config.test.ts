@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadModelsConfig, loadServerConfig } from "../../src/config.js";
+import { ConfigError, loadModelsConfig, loadServerConfig, PACKAGE_ROOT } from "../../src/config.js";
 
 describe("configuration", () => {
   it("takes flags over environment over defaults", () => {
@@ -38,5 +38,39 @@ describe("configuration", () => {
     const path = join(dir, "models.config.json");
     writeFileSync(path, JSON.stringify({ models: [{ id: "x", type: "text", backend: "llama", file: "weights/x.gguf" }] }));
     expect(loadModelsConfig(path, "/data").models[0]!.file).toBe(join(dir, "weights/x.gguf"));
+  });
+
+  describe("wallet settings", () => {
+    const example = join(PACKAGE_ROOT, "wallet.config.example.json");
+    const settlerKey = `0x${"11".repeat(32)}`;
+
+    it("has no wallet rails by default, and takes the public URL from flags or environment", () => {
+      const config = loadServerConfig({}, {});
+      expect(config.publicUrl).toBeUndefined();
+      expect(config.wallet.x402.settlement).toBeUndefined();
+      expect(config.wallet.rpc.networks).toEqual({});
+      expect(loadServerConfig({}, { HEARTH_PUBLIC_URL: "https://ai.example.com" }).publicUrl).toBe("https://ai.example.com");
+      expect(() => loadServerConfig({ publicUrl: "ftp://x" }, {})).toThrow(ConfigError);
+    });
+
+    it("loads the example wallet config; onchain settlement needs the settler key, which comes from the environment", () => {
+      expect(() => loadServerConfig({ walletConfigPath: example }, {})).toThrow(/x402\.base: onchain settlement needs base\.rpcUrl and a settler key/);
+      const config = loadServerConfig({ walletConfigPath: example }, { HEARTH_X402_EVM_SETTLER_KEY: settlerKey });
+      expect(config.wallet.x402).toMatchObject({ settlement: "onchain", minimumTopUpUsd: 5, base: { network: "eip155:8453", settlerPrivateKey: settlerKey, confirmations: 2 } });
+      expect(Object.keys(config.wallet.rpc.networks)).toEqual(["base-mainnet", "ethereum-mainnet", "solana-mainnet"]);
+      // The flag overrides the file's mode; off needs no settler.
+      expect(loadServerConfig({ walletConfigPath: example, x402Settlement: "off" }, {}).wallet.x402.settlement).toBe("off");
+      expect(() => loadServerConfig({ walletConfigPath: example, x402Settlement: "sometimes" }, {})).toThrow(/onchain, deferred or off/);
+    });
+
+    it("names the bad field of a broken wallet config", () => {
+      const path = join(mkdtempSync(join(tmpdir(), "hearth-wallet-")), "wallet.json");
+      writeFileSync(path, JSON.stringify({ x402: { settlement: "off", base: { payTo: "not-an-address" } } }));
+      expect(() => loadServerConfig({ walletConfigPath: path }, {})).toThrow(/x402\.base\.payTo: an EVM address/);
+      writeFileSync(path, JSON.stringify({ rpc: { networks: { "Base Mainnet": { url: "http://x" } } } }));
+      expect(() => loadServerConfig({ walletConfigPath: path }, {})).toThrow(/rpc\.networks/);
+      writeFileSync(path, JSON.stringify({ x402: { settlement: "deferred" } }));
+      expect(() => loadServerConfig({ walletConfigPath: path }, {})).toThrow(/needs at least one payment rail/);
+    });
   });
 });

@@ -32,11 +32,11 @@ export function billingRouter(deps: AppDeps): Router {
   const usageLimiter = new RateLimiter(deps.now);
   const router = Router();
 
-  router.get("/billing/balance", deps.authenticate, (_req, res) => {
+  router.get("/billing/balance", deps.authenticateKey, (_req, res) => {
     res.json(service.balance(callerOf(res).accountId));
   });
 
-  router.get("/billing/usage", deps.authenticate, (req, res) => {
+  router.get("/billing/usage", deps.authenticateKey, (req, res) => {
     const caller = callerOf(res);
     res.set(BILLING_USAGE_DEPRECATION_HEADERS);
     service.assertLegacyUsageAllowed(caller.accountId);
@@ -62,7 +62,7 @@ export function billingRouter(deps: AppDeps): Router {
     else res.json(result);
   });
 
-  router.get("/billing/usage-history", deps.authenticate, (req, res) => {
+  router.get("/billing/usage-history", deps.authenticateKey, (req, res) => {
     const query = parse(BillingUsageHistoryQuery, req.query);
     const result = service.usageHistory(callerOf(res).accountId, query);
     if (result.nextCursor) res.setHeader("x-next-cursor", result.nextCursor);
@@ -70,7 +70,7 @@ export function billingRouter(deps: AppDeps): Router {
     else res.json(result);
   });
 
-  router.get("/billing/usage-analytics", deps.authenticate, (req, res) => {
+  router.get("/billing/usage-analytics", deps.authenticateKey, (req, res) => {
     res.json(service.analytics(callerOf(res).accountId, parse(BillingUsageAnalyticsQuery, req.query)));
   });
 

@@ -34,24 +34,24 @@ export function keysRouter(deps: AppDeps): Router {
   const router = Router();
 
   // Any key: its own limits and its account's refusals. (Registered before /api_keys/:id.)
-  router.get("/api_keys/rate_limits", deps.authenticate, (_req, res) => {
+  router.get("/api_keys/rate_limits", deps.authenticateKey, (_req, res) => {
     res.json(service.rateLimits(res.locals.ctx));
   });
   for (const path of ["/api_keys/rate_limits/log", "/api_keys/rate_limit_logs"]) {
-    router.get(path, deps.authenticate, (_req, res) => {
+    router.get(path, deps.authenticateKey, (_req, res) => {
       res.json(service.rateLimitLog(callerOf(res)));
     });
   }
 
-  router.get("/api_keys", deps.authenticate, requireAdminKey, (_req, res) => {
+  router.get("/api_keys", deps.authenticateKey, requireAdminKey, (_req, res) => {
     res.json({ object: "list", data: service.list(callerOf(res).accountId) });
   });
 
-  router.get("/api_keys/:id", deps.authenticate, requireAdminKey, (req, res) => {
+  router.get("/api_keys/:id", deps.authenticateKey, requireAdminKey, (req, res) => {
     res.json({ data: service.get(callerOf(res).accountId, String(req.params.id)) });
   });
 
-  router.post("/api_keys", deps.authenticate, requireAdminKey, deps.jsonBody, (req, res) => {
+  router.post("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {
     requireJson(req);
     const caller = callerOf(res);
     const body = parse(CreateApiKeyRequest, req.body);
@@ -60,12 +60,12 @@ export function keysRouter(deps: AppDeps): Router {
     res.json(service.create(caller.accountId, body));
   });
 
-  router.patch("/api_keys", deps.authenticate, requireAdminKey, deps.jsonBody, (req, res) => {
+  router.patch("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {
     requireJson(req);
     res.json(service.update(callerOf(res).accountId, parse(UpdateApiKeyRequest, req.body)));
   });
 
-  router.delete("/api_keys", deps.authenticate, requireAdminKey, (req, res) => {
+  router.delete("/api_keys", deps.authenticateKey, requireAdminKey, (req, res) => {
     const { id } = parse(DeleteApiKeyQuery, req.query);
     res.json(service.revoke(callerOf(res).accountId, id));
   });

@@ -150,7 +150,8 @@ export class ApiKeyService {
   rateLimits(ctx: RequestContext): RateLimitsResponse {
     const { db, credits, models, limits, now, resetHourUtc } = this.options;
     const auth = ctx.auth!;
-    const key = getApiKey(db, auth.apiKeyId);
+    // Routed behind the API-key authenticator: a wallet never reaches here.
+    const key = auth.kind === "apiKey" ? getApiKey(db, auth.apiKeyId) : undefined;
     const balance = toBalanceResponse(credits.snapshot(auth.accountId));
     const entries = models.list();
     const hasFreeModel = entries.some((m) => !m.pricing);

@@ -1,0 +1,105 @@
+import { createHash } from "node:crypto";
+import { Router } from "express";
+import type { AppDeps } from "../../app.js";
+import { RequestMeter } from "../../billing/RequestMeter.js";
+import { RateLimitError } from "../../errors.js";
+import { parse, requireJson } from "../../http/parse.js";
+import { recordUsage } from "../../store/usage.js";
+import { IdempotencyStore } from "./IdempotencyStore.js";
+import { RPC_CREDIT_SKU, RpcProxy } from "./RpcProxy.js";
+import { IdempotencyKey, JsonRpcBody, type JsonRpcResponseItem, type RpcNetworksResponse } from "./schema.js";
+
+const DAY_MS = 86_400_000;
+
+export function rpcRouter(deps: AppDeps): Router {
+  const config = deps.config.wallet.rpc;
+  const proxy = new RpcProxy(config);
+  const idempotency = new IdempotencyStore(deps.db, config.idempotencyTtlHours * 3_600_000, deps.now);
+  const router = Router();
+
+  router.get("/crypto/rpc/networks", (_req, res) => {
+    const body: RpcNetworksResponse = { networks: proxy.list() };
+    res.json(body);
+  });
+
+  router.post("/crypto/rpc/:network", deps.authenticate, deps.jsonBody, async (req, res) => {
+    const ctx = res.locals.ctx;
+    const auth = ctx.auth!;
+    const network = proxy.network(String(req.params.network));
+    requireJson(req);
+    const body = parse(JsonRpcBody, req.body);
+    const calls = Array.isArray(body) ? body : [body];
+    const tiers = proxy.tiers(network, calls);
+    res.setHeader("X-Request-ID", ctx.requestId.replaceAll("-", ""));
+
+    const keyHeader = req.get("idempotency-key");
+    const key = keyHeader === undefined ? undefined : parse(IdempotencyKey, keyHeader);
+    if (key) {
+      const bodyHash = createHash("sha256").update(JSON.stringify(req.body)).digest("hex");
+      const stored = idempotency.claim(auth.accountId, key, network.slug, bodyHash);
+      if (stored) {
+        res.set({ ...stored.headers, "Idempotent-Replayed": "true" }).json(stored.body);
+        return;
+      }
+    }
+
+    let status = 200;
+    let credits = 0;
+    const meter = new RequestMeter(deps.credits, ctx, `crypto-rpc/${network.slug}`);
+    try {
+      deps.limits.admitCalls(ctx, "the crypto RPC proxy", config.requestsPerMinute);
+      const maxCredits = proxy.maxCredits(network, tiers);
+      const usedToday = rpcCreditsSince(deps, auth.accountId, deps.now() - DAY_MS);
+      if (usedToday + maxCredits > config.creditsPerDay) {
+        throw new RateLimitError(`Rate limit exceeded: the crypto RPC proxy allows ${config.creditsPerDay} credits per rolling 24 hours (${usedToday} used)`);
+      }
+      meter.reserve([proxy.costLine(maxCredits)]);
+      const items = await proxy.forward(network, calls, ctx.abort.signal);
+      credits = proxy.credits(network, tiers, items);
+      meter.settle(credits > 0 ? [proxy.costLine(credits)] : []);
+      const answered: JsonRpcResponseItem[] = items.map(
+        (item, i) => item ?? { jsonrpc: "2.0", id: calls[i]!.id ?? null, error: { code: -32603, message: "the upstream node returned no answer for this call" } },
+      );
+      const responseBody = Array.isArray(body) ? answered : answered[0];
+      const headers = { "x-service-rpc-credits": String(credits), "x-service-rpc-cost-usd": proxy.costUsd(credits) };
+      if (key) idempotency.complete(auth.accountId, key, { body: responseBody, headers });
+      res.set(headers).json(responseBody);
+    } catch (error) {
+      status = (error as { status?: number }).status ?? 500;
+      if (key) idempotency.release(auth.accountId, key);
+      throw error;
+    } finally {
+      // Releases the hold when the call failed before it was settled (nothing is charged then).
+      meter.settle([]);
+      recordUsage(deps.db, {
+        requestId: ctx.requestId,
+        accountId: auth.accountId,
+        apiKeyId: auth.apiKeyId,
+        endpoint: "/crypto/rpc",
+        model: network.slug,
+        promptTokens: 0,
+        completionTokens: 0,
+        cachedTokens: 0,
+        durationMs: Date.now() - ctx.startedAt,
+        status,
+        finishReason: null,
+        createdAt: deps.now(),
+      });
+    }
+  });
+
+  return router;
+}
+
+/** Credits an account was charged on the proxy since `since` (one count per request). */
+function rpcCreditsSince(deps: AppDeps, accountId: string, since: number): number {
+  return deps.db
+    .prepare(
+      `SELECT COALESCE(SUM(units), 0) FROM (
+         SELECT MAX(units) AS units FROM ledger
+         WHERE account_id = ? AND kind = 'charge' AND sku = ? AND created_at >= ?
+         GROUP BY request_id)`,
+    )
+    .pluck()
+    .get(accountId, RPC_CREDIT_SKU, since) as number;
+}

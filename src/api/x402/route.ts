@@ -1,0 +1,114 @@
+import { Router, type Request, type Response } from "express";
+import { z } from "zod";
+import type { AppDeps } from "../../app.js";
+import { availableMicros } from "../../auth/walletAuth.js";
+import { microsToUnits, unitsToMicros } from "../../billing/money.js";
+import { InvalidRequestError, WalletMismatchError } from "../../errors.js";
+import { parse } from "../../http/parse.js";
+import type { Db } from "../../store/Store.js";
+import { findWallet } from "../../store/wallets.js";
+import { firstHeader, PAYMENT_HEADERS } from "../../x402/encoding.js";
+import { normalizeAnyAddress } from "../../x402/networks.js";
+import { topUpsDisabled } from "../../x402/TopUps.js";
+import { TransactionsQuery, WalletAddressParam, type X402BalanceResponse, type X402Transaction, type X402TransactionsResponse } from "./schema.js";
+
+/** Ledger kinds as the reference's transaction types. */
+const TRANSACTION_TYPES: Record<string, string> = {
+  topup: "TOP_UP",
+  charge: "CHARGE",
+  topup_reversal: "REVERSAL",
+  grant: "GRANT",
+};
+
+export function x402Router(deps: AppDeps): Router {
+  const router = Router();
+  const { topUps, requirements } = deps.wallet;
+  const config = deps.config.wallet.x402;
+
+  router.post("/x402/top-up", async (req, res) => {
+    if (!topUps.enabled) throw topUpsDisabled();
+    const header = firstHeader(req, PAYMENT_HEADERS);
+    if (!header) {
+      const { body, headers } = requirements.topUpRequired(req);
+      res.status(402).set(headers).json(body);
+      return;
+    }
+    const result = await topUps.topUp(header);
+    res.set(result.headers).json(result.body);
+  });
+
+  router.get("/x402/balance/:walletAddress", deps.authenticateWallet, (req, res) => {
+    const wallet = requestedWallet(req, res);
+    const record = findWallet(deps.db, wallet);
+    const balance = record ? deps.credits.snapshot(record.accountId) : undefined;
+    const available = record ? availableMicros(deps.credits, record.accountId) : 0;
+    const body: X402BalanceResponse = {
+      success: true,
+      data: {
+        walletAddress: wallet,
+        balanceUsd: balance ? microsToUnits(balance.usd + balance.bundled) : 0,
+        canConsume: available > 0 && available >= unitsToMicros(config.minimumBalanceUsd),
+        minimumTopUpUsd: config.minimumTopUpUsd,
+        suggestedTopUpUsd: config.suggestedTopUpUsd,
+      },
+    };
+    res.json(body);
+  });
+
+  router.get("/x402/transactions/:walletAddress", deps.authenticateWallet, (req, res) => {
+    const wallet = requestedWallet(req, res);
+    const { limit, offset } = parse(TransactionsQuery, req.query);
+    const record = findWallet(deps.db, wallet);
+    const balance = record ? deps.credits.snapshot(record.accountId) : undefined;
+    const rows = record ? walletTransactions(deps.db, record.accountId, limit + 1, offset) : [];
+    const body: X402TransactionsResponse = {
+      success: true,
+      data: {
+        walletAddress: wallet,
+        currentBalance: balance ? microsToUnits(balance.usd + balance.bundled) : 0,
+        transactions: rows.slice(0, limit),
+        pagination: { limit, offset, hasMore: rows.length > limit },
+      },
+    };
+    res.json(body);
+  });
+
+  return router;
+}
+
+/** The path's wallet, normalised; 400 when it is not an address, 403 when it is not the signed-in one. */
+function requestedWallet(req: Request, res: Response): string {
+  const { walletAddress } = parse(z.object({ walletAddress: WalletAddressParam }), req.params);
+  const wallet = normalizeAnyAddress(walletAddress);
+  if (!wallet) throw InvalidRequestError.forField(["walletAddress"], "not a valid EVM or Solana wallet address");
+  if (wallet.address !== res.locals.ctx.signIn?.address) throw new WalletMismatchError();
+  return wallet.address;
+}
+
+/**
+ * A wallet's ledger, newest first: one entry per top-up or reversal, and one per request for
+ * its charges (a request's cost lines are summed), with the balance after each.
+ */
+function walletTransactions(db: Db, accountId: string, limit: number, offset: number): X402Transaction[] {
+  const rows = db
+    .prepare(
+      `WITH entries AS (
+         SELECT MAX(id) AS id, MIN(kind) AS kind, SUM(delta_micros) AS delta, MAX(created_at) AS created_at, request_id, MAX(model) AS model
+         FROM ledger
+         WHERE account_id = ? AND currency IN ('USD', 'BUNDLED_CREDITS')
+         GROUP BY CASE WHEN kind = 'charge' AND request_id IS NOT NULL THEN 'r:' || request_id ELSE 'i:' || id END
+       )
+       SELECT id, kind, delta, created_at, request_id, model, SUM(delta) OVER (ORDER BY id) AS balance_after
+       FROM entries ORDER BY id DESC LIMIT ? OFFSET ?`,
+    )
+    .all(accountId, limit, offset) as { id: number; kind: string; delta: number; created_at: number; request_id: string | null; model: string | null; balance_after: number }[];
+  return rows.map((row) => ({
+    id: `ledger_${row.id}`,
+    amount: microsToUnits(row.delta),
+    balanceAfter: microsToUnits(row.balance_after),
+    type: TRANSACTION_TYPES[row.kind] ?? row.kind.toUpperCase(),
+    createdAt: new Date(row.created_at).toISOString(),
+    requestId: row.kind === "charge" ? row.request_id : null,
+    modelId: row.kind === "charge" ? row.model : null,
+  }));
+}
