@@ -4,7 +4,7 @@ import { addSettingOption, settingFlags, type SettingFlags } from "./options.js"
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "videoWorkers"] as const) addSettingOption(serve, name);
   serve.action(async (flags: SettingFlags) => {
     const config = loadServerConfig(settingFlags(flags));
     // Loaded on demand so `hearth --help` and the key commands start instantly.

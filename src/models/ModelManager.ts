@@ -4,7 +4,9 @@ import { engineFactories, type EngineFactoryOptions } from "../engines/registry.
 import type { ChatEngine, Engine, EngineKind, EnginesByKind } from "../engines/types.js";
 
 /** The engine kind that serves each model type. */
-const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat" };
+const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", image: "image", video: "video", embedding: "embedding" };
+
+type EngineStats = { busy: number; waiting: number; sequences?: number; workers?: number };
 
 /**
  * Model id -> engine. Engines load on first use; a load that fails answers that model's
@@ -37,7 +39,8 @@ export class ModelManager {
     if (!entry || KIND_OF_TYPE[entry.type] !== kind) throw new ModelNotFoundError(id);
     let engine = this.engines.get(id);
     if (!engine) {
-      engine = engineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
+      const factory = engineFactories[entry.backend] as (entry: ModelEntry, options: EngineFactoryOptions) => Promise<Engine>;
+      engine = factory(entry, this.options).catch((error: unknown) => {
         this.engines.delete(id);
         throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
       });
@@ -54,8 +57,8 @@ export class ModelManager {
   }
 
   /** Engines that finished loading, with their queue state. */
-  async loaded(): Promise<{ id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[]> {
-    const result: { id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[] = [];
+  async loaded(): Promise<{ id: string; kind: string; stats?: EngineStats }[]> {
+    const result: { id: string; kind: string; stats?: EngineStats }[] = [];
     for (const [id, promise] of this.engines) {
       const engine = await promise.catch(() => undefined);
       if (engine) result.push({ id, kind: engine.kind, stats: "stats" in engine ? engine.stats() : undefined });
