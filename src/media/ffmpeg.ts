@@ -94,7 +94,15 @@ export function encodeAudio(samples: Float32Array, sampleRate: number, format: A
 
 /** Encodes raw RGB24 frames (all `width`x`height`) into an H.264 MP4. */
 export function encodeVideo(frames: readonly Buffer[], width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
-  const cmd = command(Buffer.concat(frames))
+  return encodeVideoStream(Buffer.concat(frames), width, height, fps, signal);
+}
+
+/**
+ * Same, from a stream of raw RGB24 frames (written as they are generated, so a long video is
+ * never held in memory as raw frames); resolves once the stream ends and ffmpeg finishes.
+ */
+export function encodeVideoStream(frames: Buffer | Readable, width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
+  const cmd = command(frames)
     .inputFormat("rawvideo")
     .inputOptions(["-pix_fmt", "rgb24", "-s", `${width}x${height}`, "-r", String(fps)])
     .videoCodec("libx264")

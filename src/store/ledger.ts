@@ -13,7 +13,7 @@ export const toMicros = unitsToMicros;
 export type Currency = "USD" | "DIEM" | "BUNDLED_CREDITS";
 export const CURRENCIES: readonly Currency[] = ["USD", "DIEM", "BUNDLED_CREDITS"];
 
-export type LedgerKind = "grant" | "charge" | "diem_allocation" | "diem_expiry" | "topup";
+export type LedgerKind = "grant" | "charge" | "refund" | "diem_allocation" | "diem_expiry" | "topup";
 
 export interface LedgerEntry {
   accountId: string;
