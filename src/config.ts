@@ -136,7 +136,8 @@ const ImageSettings = z.strictObject({
   executionProviders: z.array(z.string().min(1)).default(["cpu"]),
   /**
    * A diffusers safety checker (ONNX: clip_input + images -> has_nsfw_concepts), a model.onnx
-   * file or a directory holding one. Default: safety_checker/model.onnx inside the model, if present.
+   * file or a directory holding one (resolved like `file`). Default: safety_checker/model.onnx
+   * inside the model, if present.
    */
   safetyChecker: z.string().optional(),
 });
@@ -301,6 +302,7 @@ export function loadModelsConfig(configPath: string, dataDir: string): ModelsCon
   const base = dirname(configPath);
   for (const model of parsed.data.models) {
     if (model.file) model.file = resolveModelPath(model.file, base, dataDir);
+    if (model.image.safetyChecker) model.image.safetyChecker = resolveModelPath(model.image.safetyChecker, base, dataDir);
   }
   return parsed.data;
 }

@@ -15,6 +15,8 @@ type EngineStats = { busy: number; waiting: number; sequences?: number; workers?
 export class ModelManager {
   private readonly entries: Map<string, ModelEntry>;
   private readonly engines = new Map<string, Promise<Engine>>();
+  /** Engines whose load finished, for synchronous lookups (what GET /models reports of them). */
+  private readonly ready = new Map<string, Engine>();
 
   constructor(
     config: ModelsConfig,
@@ -40,15 +42,26 @@ export class ModelManager {
     let engine = this.engines.get(id);
     if (!engine) {
       const factory = engineFactories[entry.backend] as (entry: ModelEntry, options: EngineFactoryOptions) => Promise<Engine>;
-      engine = factory(entry, this.options).catch((error: unknown) => {
-        this.engines.delete(id);
-        throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
-      });
+      engine = factory(entry, this.options).then(
+        (loaded) => {
+          this.ready.set(id, loaded);
+          return loaded;
+        },
+        (error: unknown) => {
+          this.engines.delete(id);
+          throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
+        },
+      );
       this.engines.set(id, engine);
     }
     const loaded = await engine;
     if (loaded.kind !== kind) throw new InferenceError(`The model "${id}" is configured with a backend that does not serve ${kind}`);
     return loaded as EnginesByKind[K];
+  }
+
+  /** The engine of a model if it has finished loading (never starts a load). */
+  loadedEngine(id: string): Engine | undefined {
+    return this.ready.get(id);
   }
 
   chat(id: string): Promise<ChatEngine> {
@@ -69,6 +82,7 @@ export class ModelManager {
   async dispose(): Promise<void> {
     const engines = [...this.engines.values()];
     this.engines.clear();
+    this.ready.clear();
     await Promise.all(engines.map(async (p) => (await p.catch(() => undefined))?.dispose()));
   }
 }

@@ -1,4 +1,3 @@
-import { dirname, isAbsolute, resolve } from "node:path";
 import type { ModelEntry } from "../../config.js";
 import type { ImageEngine, ImageGenerateOptions, ImageGenerateResult, VideoEngine, VideoGenerateOptions } from "../types.js";
 import { TaskAbortedError, WorkerPool } from "../worker/WorkerPool.js";
@@ -22,7 +21,7 @@ async function startPool(entry: ModelEntry): Promise<{ pool: WorkerPool; info: P
       threads: settings.threads,
       executionProviders: settings.executionProviders,
       sampler: settings.scheduler,
-      safetyChecker: settings.safetyChecker && !isAbsolute(settings.safetyChecker) ? resolve(dirname(entry.file!), settings.safetyChecker) : settings.safetyChecker,
+      safetyChecker: settings.safetyChecker,
     },
   };
   const pool = await WorkerPool.start({ name: entry.id, entry: WORKER, data, size: settings.workers, maxWaiting: entry.queue.maxWaiting });

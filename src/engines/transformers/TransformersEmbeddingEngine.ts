@@ -9,7 +9,7 @@ import type { EmbeddingTask, EmbeddingWorkerData, EmbeddingWorkerResult } from "
 
 const WORKER = new URL("./embeddingWorker.ts", import.meta.url);
 
-const readJson = (path: string): Record<string, unknown> | undefined => (existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : undefined);
+export const readJson = (path: string): Record<string, unknown> | undefined => (existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : undefined);
 
 /** sentence-transformers' pooling config (1_Pooling/config.json), when the export has one. */
 export function poolingOf(dir: string, configured: ModelEntry["embedding"]["pooling"]): Pooling {
@@ -21,7 +21,7 @@ export function poolingOf(dir: string, configured: ModelEntry["embedding"]["pool
 }
 
 /** The tokens one input may have: the setting, else the tokenizer's limit bounded by the position table. */
-function inputLimit(dir: string, configured: number | undefined): number {
+export function inputLimit(dir: string, configured: number | undefined): number {
   if (configured) return configured;
   const tokenizerMax = Number(readJson(join(dir, "tokenizer_config.json"))?.model_max_length);
   const positions = Number(readJson(join(dir, "config.json"))?.max_position_embeddings);
