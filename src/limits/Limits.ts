@@ -19,7 +19,7 @@ export class Limits {
     if (!auth) return {};
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
-    const decision = this.limiter.admit(subject(auth.apiKeyId, entry.id), limit);
+    const decision = this.limiter.admit(subject(auth.apiKeyId, entry.id, limitClass), limit);
     if (!decision.allowed) {
       this.log(auth.accountId, auth.apiKeyId, entry.id, `${auth.rateLimitTier}:${limitClass}`, decision.exceeded!);
       const what = decision.exceeded === "RPM" ? `${limit.rpm} requests` : `${limit.tpm} tokens`;
@@ -29,7 +29,8 @@ export class Limits {
   }
 
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
-    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(ctx.auth.apiKeyId, entry.id), tokens);
+    // Only text models have token limits.
+    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(ctx.auth.apiKeyId, entry.id, limitClassFor("chat", entry)), tokens);
   }
 
   /** The limits a key has on each model, with what is left of the current window. */
@@ -38,8 +39,9 @@ export class Limits {
     return models.flatMap((entry) => {
       const kind = kindOf(entry);
       if (!kind) return [];
-      const limit = resolveLimit(auth.rateLimitTier, limitClassFor(kind, entry), auth.rateLimitOverrides);
-      const state = this.limiter.peek(subject(auth.apiKeyId, entry.id), limit);
+      const limitClass = limitClassFor(kind, entry);
+      const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
+      const state = this.limiter.peek(subject(auth.apiKeyId, entry.id, limitClass), limit);
       return [{ entry, limit, state }];
     });
   }
@@ -51,4 +53,5 @@ export class Limits {
   }
 }
 
-const subject = (apiKeyId: string, modelId: string) => `${apiKeyId}\u0000${modelId}`;
+/** One window per key, model and class: a video model's queue and retrieve calls are counted apart. */
+const subject = (apiKeyId: string, modelId: string, limitClass: string) => `${apiKeyId}\u0000${modelId}\u0000${limitClass}`;
