@@ -28,6 +28,12 @@ export const ModelRecord = z.object({
     constraints: z.record(z.string(), z.unknown()),
     pricing: ModelPricing.optional(),
     deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
+    /** Image models. */
+    supportsStyleReferences: z.boolean().optional(),
+    /** Embedding models. */
+    embeddingDimensions: z.number().optional(),
+    maxInputTokens: z.number().optional(),
+    supportsCustomDimensions: z.boolean().optional(),
   }),
 });
 export type ModelRecord = z.infer<typeof ModelRecord>;
