@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
 import { chatRouter } from "./api/chat/route.js";
+import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { apiKeyAuth } from "./auth/apiKeyAuth.js";
@@ -31,7 +32,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, imagesRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, imagesRouter, embeddingsRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
   const full: AppDeps = {
