@@ -5,10 +5,12 @@ import { chatRouter } from "./api/chat/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
 import { modelsRouter } from "./api/models/route.js";
+import { videoRouter } from "./api/video/route.js";
 import { apiKeyAuth } from "./auth/apiKeyAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
+import type { JobQueue } from "./jobs/JobQueue.js";
 import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
 import type { ModelManager } from "./models/ModelManager.js";
@@ -24,6 +26,8 @@ export interface AppDeps {
   startedAt: number;
   credits: Credits;
   limits: Limits;
+  /** Durable jobs (video generation). */
+  jobs: JobQueue;
   /** Injectable clock (tests move time instead of sleeping). */
   now: () => number;
   /** Route-level middleware, in the order the architecture gives: authentication, then body parsing. */
@@ -32,7 +36,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, imagesRouter, embeddingsRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, imagesRouter, embeddingsRouter, videoRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
   const full: AppDeps = {

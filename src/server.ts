@@ -1,10 +1,14 @@
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
+import { VIDEO_JOB } from "./api/video/service.js";
+import { videoJobHandler } from "./api/video/videoJob.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
 import { Credits } from "./billing/credits.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
+import { JobQueue } from "./jobs/JobQueue.js";
 import { Limits } from "./limits/Limits.js";
 import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -17,6 +21,7 @@ export interface RunningServer {
   baseUrl: string;
   db: Db;
   models: ModelManager;
+  jobs: JobQueue;
   logger: Logger;
   server: Server;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), disposes models, closes the database. */
@@ -40,12 +45,25 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   const db = openStore(databasePath(config.dataDir));
   const now = options.now ?? Date.now;
-  const credits = new Credits(db, { resetHourUtc: config.diemResetHourUtc, now, bootId: randomUUID() });
+  const bootId = randomUUID();
+  const credits = new Credits(db, { resetHourUtc: config.diemResetHourUtc, now, bootId });
   const released = credits.releaseOrphanedHolds();
   if (released > 0) logger.warn({ released }, "released credit holds left by a process that stopped mid-request");
   const limits = new Limits(db, new RateLimiter(now), now);
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
-  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now });
+  // Jobs are charged when queued and refunded if they fail, so no hold outlives a request:
+  // releasing orphaned holds above never touches a job, and recovery only requeues or fails rows.
+  const jobs = new JobQueue(db, credits, {
+    workers: config.videoWorkers,
+    maxAttempts: config.jobMaxAttempts,
+    retentionMs: config.videoRetentionMs,
+    bootId,
+    // Job timestamps are wall-clock (run times, retention); the injectable clock is billing's.
+    now: Date.now,
+    logger,
+  }).register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")));
+  jobs.recover();
+  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, jobs, now });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -59,10 +77,13 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  jobs.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Running jobs go back to the queue (they start again on the next start).
+      const stopJobs = jobs.stop();
       await new Promise<void>((resolve) => {
         server.close(() => {
           clearTimeout(cut);
@@ -73,10 +94,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         const cut = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
         inFlight.onIdle(() => server.closeAllConnections());
       });
+      await stopJobs;
       await models.dispose();
       db.close();
     })());
-  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, credits, close };
+  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

@@ -34,6 +34,11 @@ function command(input: Buffer | Readable) {
 /** Runs a prepared command to completion, collecting its stdout. */
 function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // An abort that came before the listener below would never fire: do not start at all.
+    if (signal?.aborted) {
+      reject(new FfmpegError("aborted before ffmpeg started", ""));
+      return;
+    }
     const out = new PassThrough();
     const chunks: Buffer[] = [];
     out.on("data", (chunk: Buffer) => chunks.push(chunk));
