@@ -201,6 +201,32 @@ describe("credits, limits and usage for images", () => {
     expect(getBalances(server.db, accountId).USD).toBe(15_000);
   });
 
+  it("a client that leaves mid-generation stops it and pays nothing", async () => {
+    const { key, accountId } = fundedKey(1_000_000);
+    const controller = new AbortController();
+    const pending = fetch(`${server.baseUrl}/image/generate`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "tiny-sd", prompt: "a long one", width: 768, height: 768, steps: 40, cfg_scale: 7 }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 400));
+    controller.abort();
+    await pending;
+    let rows = listUsage(server.db, accountId);
+    for (let i = 0; i < 200 && rows.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      rows = listUsage(server.db, accountId);
+    }
+    expect(rows.map((r) => r.status)).toEqual([499]);
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
+    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    // The worker was freed at the next step, not at the end of the 40.
+    const t0 = Date.now();
+    expect((await generate({ width: 64, height: 64 }, key)).status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
   it("applies the image rate-limit tier", async () => {
     const { key } = fundedKey(1_000_000, JSON.stringify({ image: { rpm: 2 } }));
     const first = await generate({ width: 64, height: 64 }, key);
