@@ -99,6 +99,9 @@ export class WorkerPool {
     await Promise.all(
       this.slots.map(async (slot) => {
         slot.alive = false;
+        const task = slot.task;
+        slot.task = null;
+        if (task) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
         await slot.worker.terminate();
       }),
     );
