@@ -4,14 +4,18 @@ import type { ServerConfig } from "./config.js";
 import { billingRouter } from "./api/billing/route.js";
 import { audioRouter } from "./api/audio/route.js";
 import { chatRouter } from "./api/chat/route.js";
+import { embeddingsRouter } from "./api/embeddings/route.js";
+import { imagesRouter } from "./api/images/route.js";
 import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { rpcRouter } from "./api/rpc/route.js";
+import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
+import type { JobQueue } from "./jobs/JobQueue.js";
 import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
 import type { ModelManager } from "./models/ModelManager.js";
@@ -28,6 +32,8 @@ export interface AppDeps {
   startedAt: number;
   credits: Credits;
   limits: Limits;
+  /** Durable jobs (video generation). */
+  jobs: JobQueue;
   /** Injectable clock (tests move time instead of sleeping). */
   now: () => number;
   wallet: WalletServices;
@@ -45,7 +51,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, audioRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({

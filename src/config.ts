@@ -20,6 +20,7 @@ export const SERVER_SETTINGS = {
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
   maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices (413 above)" },
+  videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
   publicUrl: {
     flag: "--public-url <url>",
     env: "HEARTH_PUBLIC_URL",
@@ -65,6 +66,12 @@ export const ServerConfig = z.object({
     .refine((url) => !new URL(url).search && !new URL(url).hash, "no query or fragment")
     .optional(),
   wallet: WalletConfig.default(WalletConfig.parse({})),
+  /** Video jobs run at the same time; queued jobs wait in SQLite. */
+  videoWorkers: z.coerce.number().int().min(1).max(64).default(1),
+  /** Finished videos not fetched and completed are deleted after this long. */
+  videoRetentionMs: z.number().int().positive().default(24 * 3600_000),
+  /** A job interrupted by this many restarts fails (and is refunded) instead of starting again. */
+  jobMaxAttempts: z.number().int().min(1).default(3),
 });
 export type ServerConfig = z.infer<typeof ServerConfig>;
 
@@ -136,11 +143,26 @@ export const TextPricing = z.strictObject({
 });
 /** Other model types, in the reference's shapes: per million embedding tokens, per image, per audio second, per thousand characters, per video second. */
 export const EmbeddingPricing = z.strictObject({ input: Price });
-export const ImagePricing = z.strictObject({ generation: Price });
+/**
+ * Per image. `steps` (a Hearth extension) prices classes of step counts: the class with the
+ * smallest `max_steps` that covers the request applies, `generation` above every class.
+ */
+export const ImagePricing = z.strictObject({
+  generation: Price,
+  steps: z.record(z.string(), z.strictObject({ usd: z.number().nonnegative(), diem: z.number().nonnegative(), max_steps: z.number().int().positive() })).optional(),
+});
 export const AudioSecondPricing = z.strictObject({ per_audio_second: Price });
 export const CharacterPricing = z.strictObject({ per_thousand_characters: Price });
-export const VideoSecondPricing = z.strictObject({ per_second: Price });
-export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing]);
+/** Per second of video; `resolutions` (a Hearth extension) overrides the rate for a resolution. */
+export const VideoSecondPricing = z.strictObject({ per_second: Price, resolutions: z.record(z.string(), Price).optional() });
+/** The reference's duration tiers: a fixed price for any duration within [min_seconds, max_seconds]. */
+export const VideoDurationPricing = z.strictObject({
+  durations: z.record(
+    z.string(),
+    z.strictObject({ usd: z.number().nonnegative(), diem: z.number().nonnegative(), min_seconds: z.number().nonnegative(), max_seconds: z.number().positive() }),
+  ),
+});
+export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing, VideoDurationPricing]);
 
 const LlamaSettings = z.strictObject({
   /** Tokens per sequence. Explicit, because "auto" grows toward the training context. */
@@ -155,6 +177,70 @@ const LlamaSettings = z.strictObject({
   flashAttention: z.boolean().default(false),
 });
 export type LlamaSettings = z.infer<typeof LlamaSettings>;
+
+/** Image models (and the image pipeline under video models): the ONNX diffusion engine. */
+const ImageSettings = z.strictObject({
+  /** auto: from scheduler/scheduler_config.json (Euler ancestral and LCM are kept, anything else runs Euler). */
+  scheduler: z.enum(["auto", "euler", "euler_ancestral", "lcm"]).default("auto"),
+  defaultSteps: z.number().int().min(1).max(150).default(20),
+  maxSteps: z.number().int().min(1).max(150).default(50),
+  /** Classifier-free guidance runs when cfg_scale > 1 (SD-Turbo and LCM models use 1 or less). */
+  defaultCfgScale: z.number().min(0).max(20).default(7.5),
+  defaultWidth: z.number().int().positive().default(512),
+  defaultHeight: z.number().int().positive().default(512),
+  maxWidth: z.number().int().positive().max(4096).default(1280),
+  maxHeight: z.number().int().positive().max(4096).default(1280),
+  widthHeightDivisor: z.number().int().positive().default(8),
+  promptCharacterLimit: z.number().int().positive().default(2048),
+  /** Worker threads, each with its own ONNX sessions: generations that run at the same time. */
+  workers: z.number().int().min(1).max(16).default(1),
+  /** onnxruntime intra-op threads per worker; 0 lets onnxruntime decide. */
+  threads: z.number().int().min(0).default(0),
+  /** onnxruntime execution providers in order of preference, e.g. ["cuda", "cpu"]. */
+  executionProviders: z.array(z.string().min(1)).default(["cpu"]),
+  /**
+   * A diffusers safety checker (ONNX: clip_input + images -> has_nsfw_concepts), a model.onnx
+   * file or a directory holding one (resolved like `file`). Default: safety_checker/model.onnx
+   * inside the model, if present.
+   */
+  safetyChecker: z.string().optional(),
+});
+export type ImageSettings = z.infer<typeof ImageSettings>;
+
+/** Video models: frames from the image pipeline, encoded to H.264 MP4. */
+const VideoSettings = z.strictObject({
+  durations: z.array(z.string().regex(/^\d+s$/, "durations look like \"5s\"")).min(1).default(["1s", "2s", "3s", "4s", "5s"]),
+  /** Resolution name -> frame height in pixels (the width follows the aspect ratio). */
+  resolutions: z.record(z.string(), z.number().int().positive()).default({ "256p": 256, "512p": 512 }),
+  defaultResolution: z.string().default("256p"),
+  aspectRatios: z.array(z.string().regex(/^\d+:\d+$/)).min(1).default(["1:1", "16:9", "9:16", "4:3", "3:4"]),
+  defaultAspectRatio: z.string().default("1:1"),
+  fps: z.number().int().min(1).max(60).default(8),
+  maxFps: z.number().int().min(1).max(60).default(30),
+  /** Seconds between denoised keyframes; the frames between them interpolate the keyframes' latents. */
+  keyframeSeconds: z.number().positive().default(1),
+});
+export type VideoSettings = z.infer<typeof VideoSettings>;
+
+/** Embedding models, GGUF (llama) or ONNX (transformers). */
+const EmbeddingSettings = z.strictObject({
+  /** auto: sentence-transformers' 1_Pooling/config.json when present, else mean (GGUF: the model's own pooling). */
+  pooling: z.enum(["auto", "mean", "cls", "last"]).default("auto"),
+  normalize: z.boolean().default(true),
+  /** Matryoshka-trained models: `dimensions` truncates and renormalises. Others accept only their native size. */
+  supportsCustomDimensions: z.boolean().default(false),
+  /** Tokens per input; default: the tokenizer's model_max_length (GGUF: the context size). */
+  maxInputTokens: z.number().int().positive().optional(),
+  /** Inputs evaluated in one forward pass. */
+  batchSize: z.number().int().min(1).max(2048).default(32),
+  /** GGUF: embedding contexts evaluating inputs in parallel (node-llama-cpp reads one pooled vector per context). */
+  parallel: z.number().int().min(1).max(64).default(2),
+  /** CPU threads (GGUF per context, ONNX intra-op); 0 lets the runtime decide. */
+  threads: z.number().int().min(0).default(0),
+  /** transformers.js weights file: fp32 -> onnx/model.onnx, q8 -> model_quantized.onnx, fp16, q4... */
+  dtype: z.string().default("fp32"),
+});
+export type EmbeddingSettings = z.infer<typeof EmbeddingSettings>;
 
 const QueueSettings = z.strictObject({
   /** Requests allowed to wait for a free sequence; beyond this the model answers 503. */
@@ -267,8 +353,11 @@ const UpstreamSettings = z.strictObject({
 export type UpstreamSettings = z.infer<typeof UpstreamSettings>;
 
 /** Which model types each backend serves. */
+/** Which model types each backend serves. llama: GGUF (chat, embedding); onnx-diffusion: diffusers ONNX export (image, video); transformers: transformers.js ONNX encoders (embedding). */
 export const BACKEND_TYPES = Object.freeze({
-  llama: ["text"],
+  llama: ["text", "embedding"],
+  "onnx-diffusion": ["image", "video"],
+  transformers: ["embedding"],
   kokoro: ["tts"],
   vits: ["tts"],
   whisper: ["asr"],
@@ -289,13 +378,16 @@ export const ModelEntry = z.strictObject({
    */
   file: z.string().optional(),
   /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
-  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-kokoro", "tiny-vits", "tiny-whisper"]).optional(),
+  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf"]).optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
   onnx: OnnxSettings.default(OnnxSettings.parse({})),
   speech: SpeechSettings.default(SpeechSettings.parse({})),
   voiceCloning: VoiceCloningSettings.optional(),
   transcription: TranscriptionSettings.default(TranscriptionSettings.parse({})),
   upstream: UpstreamSettings.optional(),
+  image: ImageSettings.default(ImageSettings.parse({})),
+  video: VideoSettings.default(VideoSettings.parse({})),
+  embedding: EmbeddingSettings.default(EmbeddingSettings.parse({})),
   queue: QueueSettings.default(QueueSettings.parse({})),
   created: z.number().int().optional(),
   privacy: z.enum(["private", "anonymized"]).default("private"),
@@ -337,8 +429,8 @@ export const ModelsConfig = z
         ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: "a llama model needs a GGUF file" });
       const types: readonly string[] = BACKEND_TYPES[model.backend];
       if (!types.includes(model.type))
-        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${types.join(", ")} models, not ${model.type}` });
-      if ((model.backend === "kokoro" || model.backend === "vits" || model.backend === "whisper") && !model.file)
+        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${types.join(" and ")} models, not ${model.type}` });
+      if (model.backend !== "llama" && model.backend !== "upstream" && !model.file)
         ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: `a ${model.backend} model needs its model directory in "file"` });
       if (model.backend === "upstream" && !model.upstream)
         ctx.addIssue({ code: "custom", path: ["models", index, "upstream"], message: "an upstream model needs upstream.baseUrl or upstream.baseUrlEnv" });
@@ -352,8 +444,27 @@ export const ModelsConfig = z
         ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultVoice"], message: "the default voice must be one of speech.voices" });
       if (!model.speech.supportedFormats.includes(model.speech.defaultFormat))
         ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultFormat"], message: "the default format must be one of speech.supportedFormats" });
+      const pricingShape = model.pricing ? PRICING_SHAPES[model.type] : undefined;
+      if (pricingShape && !pricingShape.keys.some((key) => key in model.pricing!))
+        ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: `${model.type} models are priced ${pricingShape.message}` });
+      if (model.type === "video") {
+        if (!(model.video.defaultResolution in model.video.resolutions))
+          ctx.addIssue({ code: "custom", path: ["models", index, "video", "defaultResolution"], message: "must be one of video.resolutions" });
+        if (!model.video.aspectRatios.includes(model.video.defaultAspectRatio))
+          ctx.addIssue({ code: "custom", path: ["models", index, "video", "defaultAspectRatio"], message: "must be one of video.aspectRatios" });
+      }
+      if (model.image.defaultSteps > model.image.maxSteps)
+        ctx.addIssue({ code: "custom", path: ["models", index, "image", "defaultSteps"], message: "must not exceed image.maxSteps" });
     });
   });
+
+/** The model types each backend serves. */
+/** Which pricing shape each priced model type takes (text is checked above). */
+const PRICING_SHAPES: Partial<Record<ModelEntry["type"], { keys: string[]; message: string }>> = {
+  image: { keys: ["generation"], message: "per image: { generation, steps? }" },
+  embedding: { keys: ["input"], message: "per million input tokens: { input }" },
+  video: { keys: ["per_second", "durations"], message: "per second ({ per_second, resolutions? }) or by duration tier ({ durations })" },
+};
 export type ModelsConfig = z.infer<typeof ModelsConfig>;
 
 /** Reads and validates models.config.json; a bad file stops start-up with the offending field named. */
@@ -371,6 +482,7 @@ export function loadModelsConfig(configPath: string, dataDir: string, env: NodeJ
     if (model.file) model.file = resolveModelPath(model.file, base, dataDir);
     if (model.voiceCloning) model.voiceCloning.encoder = resolveModelPath(model.voiceCloning.encoder, base, dataDir);
     if (model.upstream) resolveUpstream(model.upstream, env);
+    if (model.image.safetyChecker) model.image.safetyChecker = resolveModelPath(model.image.safetyChecker, base, dataDir);
   }
   return parsed.data;
 }

@@ -1,10 +1,14 @@
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
+import { VIDEO_JOB } from "./api/video/service.js";
+import { videoJobHandler } from "./api/video/videoJob.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
 import { Credits } from "./billing/credits.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
+import { JobQueue } from "./jobs/JobQueue.js";
 import { Limits } from "./limits/Limits.js";
 import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -18,6 +22,7 @@ export interface RunningServer {
   baseUrl: string;
   db: Db;
   models: ModelManager;
+  jobs: JobQueue;
   logger: Logger;
   server: Server;
   wallet: WalletServices;
@@ -42,14 +47,27 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   const db = openStore(databasePath(config.dataDir));
   const now = options.now ?? Date.now;
-  const credits = new Credits(db, { resetHourUtc: config.diemResetHourUtc, now, bootId: randomUUID() });
+  const bootId = randomUUID();
+  const credits = new Credits(db, { resetHourUtc: config.diemResetHourUtc, now, bootId });
   const released = credits.releaseOrphanedHolds();
   if (released > 0) logger.warn({ released }, "released credit holds left by a process that stopped mid-request");
   const limits = new Limits(db, new RateLimiter(now), now);
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
   for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
   const wallet = createWalletServices({ db, config, credits, logger, now });
-  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, now, wallet });
+  // Jobs are charged when queued and refunded if they fail, so no hold outlives a request:
+  // releasing orphaned holds above never touches a job, and recovery only requeues or fails rows.
+  const jobs = new JobQueue(db, credits, {
+    workers: config.videoWorkers,
+    maxAttempts: config.jobMaxAttempts,
+    retentionMs: config.videoRetentionMs,
+    bootId,
+    // Job timestamps are wall-clock (run times, retention); the injectable clock is billing's.
+    now: Date.now,
+    logger,
+  }).register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")));
+  jobs.recover();
+  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -65,10 +83,13 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   wallet.topUps.start();
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  jobs.start();
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Running jobs go back to the queue (they start again on the next start).
+      const stopJobs = jobs.stop();
       await new Promise<void>((resolve) => {
         server.close(() => {
           clearTimeout(cut);
@@ -79,11 +100,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         const cut = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
         inFlight.onIdle(() => server.closeAllConnections());
       });
+      await stopJobs;
       await wallet.topUps.stop();
       await models.dispose();
       db.close();
     })());
-  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, logger, server, credits, wallet, close };
+  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

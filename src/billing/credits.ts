@@ -163,6 +163,41 @@ export class Credits {
       .immediate();
   }
 
+  /**
+   * Gives back everything charged under `requestId` (each ledger charge reversed in its own
+   * currency, as a `refund` row). Idempotency is the caller's: run it in the same transaction
+   * as the state change that allows exactly one refund (a failed job's refunded_at).
+   */
+  refund(requestId: string, note: string): Cost {
+    return this.db
+      .transaction(() => {
+        const charges = this.db
+          .prepare("SELECT account_id AS accountId, currency, delta_micros AS delta, api_key_id AS apiKeyId, sku, units, price_per_unit_usd AS price, model FROM ledger WHERE request_id = ? AND kind = 'charge'")
+          .all(requestId) as { accountId: string; currency: Currency; delta: number; apiKeyId: string | null; sku: string | null; units: number | null; price: number | null; model: string | null }[];
+        const now = this.options.now();
+        const refunded: Funds = { diem: 0, bundled: 0, usd: 0 };
+        for (const charge of charges) {
+          applyEntry(this.db, {
+            accountId: charge.accountId,
+            currency: charge.currency,
+            deltaMicros: -charge.delta,
+            kind: "refund",
+            requestId,
+            apiKeyId: charge.apiKeyId,
+            sku: charge.sku,
+            units: charge.units,
+            pricePerUnitUsd: charge.price,
+            model: charge.model,
+            note,
+            createdAt: now,
+          });
+          refunded[charge.currency === "DIEM" ? "diem" : charge.currency === "USD" ? "usd" : "bundled"] += -charge.delta;
+        }
+        return { usd: microsToUnits(refunded.usd + refunded.bundled), diem: microsToUnits(refunded.diem) };
+      })
+      .immediate();
+  }
+
   /** Spending of a key in its current limit period, holds included. */
   keyPeriodSpend(apiKeyId: string, period: LimitPeriod): { usd: number; diem: number } {
     const since = periodStart(period, this.options.now(), this.options.resetHourUtc);
@@ -170,7 +205,7 @@ export class Credits {
       .prepare(
         `SELECT COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END), 0) AS usd,
                 COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN -delta_micros ELSE 0 END), 0) AS diem
-         FROM ledger WHERE api_key_id = ? AND kind = 'charge' AND created_at >= ?`,
+         FROM ledger WHERE api_key_id = ? AND kind IN ('charge', 'refund') AND created_at >= ?`,
       )
       .get(apiKeyId, since) as { usd: number; diem: number };
     const held = this.db

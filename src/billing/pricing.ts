@@ -62,3 +62,49 @@ export function transcriptionCost(entry: ModelEntry, audioSeconds: number): Cost
 
 /** Characters as billed: Unicode code points. */
 export const countCharacters = (text: string) => [...text].length;
+
+/**
+ * Per image: the step class covering `steps` (the smallest `max_steps` at or above it) when
+ * the model prices step classes, else `generation`. Variants are images.
+ */
+export function imageCost(entry: ModelEntry, usage: { images: number; steps: number }): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("generation" in pricing)) return [];
+  const classes = Object.entries(pricing.steps ?? {})
+    .filter(([, tier]) => tier.max_steps >= usage.steps)
+    .sort(([, a], [, b]) => a.max_steps - b.max_steps);
+  const [name, tier] = classes[0] ?? ["generation", pricing.generation];
+  const sku = name === "generation" ? `${entry.id}-image-generation` : `${entry.id}-image-${name}`;
+  return [costLine(sku, usage.images, 1, tier)].filter((line) => line.units > 0);
+}
+
+/** Per million input tokens. */
+export function embeddingCost(entry: ModelEntry, tokens: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("input" in pricing) || "output" in pricing) return [];
+  return [costLine(`${entry.id}-embedding-input-mtoken`, tokens, PER_MILLION, pricing.input)].filter((line) => line.units > 0);
+}
+
+export class UnpricedDurationError extends Error {
+  override name = "UnpricedDurationError";
+}
+
+/**
+ * A video: per second (at the resolution's rate when the model prices resolutions), or the
+ * duration tier whose [min_seconds, max_seconds] holds the duration.
+ */
+export function videoCost(entry: ModelEntry, usage: { seconds: number; resolution: string }): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing) return [];
+  if ("per_second" in pricing) {
+    const rate = pricing.resolutions?.[usage.resolution];
+    const sku = rate ? `${entry.id}-video-second-${usage.resolution}` : `${entry.id}-video-second`;
+    return [costLine(sku, usage.seconds, 1, rate ?? pricing.per_second)];
+  }
+  if ("durations" in pricing) {
+    const tier = Object.entries(pricing.durations).find(([, t]) => usage.seconds >= t.min_seconds && usage.seconds <= t.max_seconds);
+    if (!tier) throw new UnpricedDurationError(`no duration tier of ${entry.id} covers ${usage.seconds} seconds`);
+    return [costLine(`${entry.id}-video-${tier[0]}`, 1, 1, tier[1])];
+  }
+  return [];
+}

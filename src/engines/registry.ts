@@ -1,7 +1,10 @@
 import type { Backend, ModelEntry } from "../config.js";
+import { OnnxImageEngine, OnnxVideoEngine } from "./diffusion/OnnxDiffusionEngine.js";
 import { KokoroEngine } from "./kokoro/KokoroEngine.js";
 import { listKokoroVoices } from "./kokoro/kokoroVoices.js";
 import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
+import { LlamaEmbeddingEngine } from "./llama/LlamaEmbeddingEngine.js";
+import { TransformersEmbeddingEngine } from "./transformers/TransformersEmbeddingEngine.js";
 import type { Engine } from "./types.js";
 import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
 import { VitsEngine, vitsVoices } from "./vits/VitsEngine.js";
@@ -16,7 +19,11 @@ type EngineFactory = (entry: ModelEntry, options: EngineFactoryOptions) => Promi
 /** Backend name -> engine factory. A new backend is one entry here (a missing one is a compile error). */
 export const engineFactories = Object.freeze({
   llama: (entry, options) =>
-    LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
+    entry.type === "embedding"
+      ? LlamaEmbeddingEngine.load(entry, options.gpu)
+      : LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
+  "onnx-diffusion": (entry) => (entry.type === "video" ? OnnxVideoEngine.load(entry) : OnnxImageEngine.load(entry)),
+  transformers: (entry) => TransformersEmbeddingEngine.load(entry),
   kokoro: (entry) => KokoroEngine.load(entry),
   vits: (entry) => VitsEngine.load(entry),
   whisper: (entry) => WhisperEngine.load(entry),

@@ -150,14 +150,102 @@ export interface TranscriptionEngine extends EngineBase {
   transcribe(options: TranscribeOptions): Promise<TranscriptionResult>;
 }
 
+export interface ImageGenerateOptions {
+  prompt: string;
+  /** Used when classifier-free guidance runs (cfgScale > 1). */
+  negativePrompt: string;
+  width: number;
+  height: number;
+  steps: number;
+  cfgScale: number;
+  /** Variant i uses seed + i; the same seed and settings give the same image. */
+  seed: number;
+  variants: number;
+  /** Run the safety classifier, when the model has one. */
+  safetyCheck: boolean;
+  signal?: AbortSignal;
+}
+
+export interface GeneratedImage {
+  /** Interleaved 8-bit RGB, width x height x 3. */
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+  seed: number;
+  /** The safety classifier's verdict; null when it did not run. */
+  flagged: boolean | null;
+}
+
+export interface ImageGenerateResult {
+  images: GeneratedImage[];
+  /** Milliseconds waiting for a free worker. */
+  queueMs: number;
+  /** Milliseconds of tokenisation and text encoding. */
+  preprocessMs: number;
+  /** Milliseconds of denoising, decoding and the safety check. */
+  inferenceMs: number;
+}
+
+export interface ImageEngine extends EngineBase {
+  readonly kind: "image";
+  /** Whether a safety classifier is loaded (safe mode is unavailable without one). */
+  readonly safetyChecker: boolean;
+  generate(options: ImageGenerateOptions): Promise<ImageGenerateResult>;
+  stats(): { workers: number; busy: number; waiting: number };
+}
+
+export interface VideoGenerateOptions {
+  prompt: string;
+  negativePrompt: string;
+  width: number;
+  height: number;
+  steps: number;
+  cfgScale: number;
+  seed: number;
+  frames: number;
+  keyframeInterval: number;
+  signal?: AbortSignal;
+  /** Each frame as soon as it is ready (interleaved RGB), in order. */
+  onFrame: (rgb: Uint8Array, index: number) => void | Promise<void>;
+  onProgress?: (fraction: number) => void;
+}
+
+export interface VideoEngine extends EngineBase {
+  readonly kind: "video";
+  generateFrames(options: VideoGenerateOptions): Promise<void>;
+  stats(): { workers: number; busy: number; waiting: number };
+}
+
+export interface EmbedResult {
+  /** One unit-length (when the model normalises) vector per input, at the model's native size. */
+  vectors: Float32Array[];
+  /** Tokens per input, special tokens included. */
+  tokens: number[];
+}
+
+export interface EmbeddingEngine extends EngineBase {
+  readonly kind: "embedding";
+  /** Native vector size. */
+  readonly dimensions: number;
+  /** Tokens one input may have. */
+  readonly maxInputTokens: number;
+  /** Token counts per input, without running the model (for limits and the credit hold). */
+  countTokens(texts: readonly string[]): Promise<number[]>;
+  /** Embeds all inputs; batches of inputs run through the model together. */
+  embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<EmbedResult>;
+}
+
 /**
- * Engine kinds by name. A new kind (embedding, speech, transcription, image) is one entry
- * here plus its interface; ModelManager.engine(id, kind) then returns it typed.
+ * Engine kinds by name. A new kind (speech, transcription) is one entry here plus its
+ * interface; ModelManager.engine(id, kind) then returns it typed.
  */
 export interface EnginesByKind {
   chat: ChatEngine;
   speech: SpeechEngine;
   transcription: TranscriptionEngine;
+  image: ImageEngine;
+  video: VideoEngine;
+  embedding: EmbeddingEngine;
 }
 export type EngineKind = keyof EnginesByKind;
 export type Engine = EnginesByKind[EngineKind];

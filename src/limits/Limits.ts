@@ -29,7 +29,7 @@ export class Limits {
     }
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
-    const decision = this.limiter.admit(subject(authSubject(auth), entry.id), limit);
+    const decision = this.limiter.admit(subject(authSubject(auth), entry.id, limitClass), limit);
     if (!decision.allowed) {
       this.log(auth.accountId, auth.apiKeyId, entry.id, `${auth.rateLimitTier}:${limitClass}`, decision.exceeded!);
       const what = decision.exceeded === "RPM" ? `${limit.rpm} requests` : `${limit.tpm} tokens`;
@@ -45,7 +45,7 @@ export class Limits {
   admitCalls(ctx: RequestContext, scope: string, rpm: number): void {
     const auth = ctx.auth;
     if (!auth) return;
-    const decision = this.limiter.admit(subject(authSubject(auth), scope), { rpm });
+    const decision = this.limiter.admit(subject(authSubject(auth), scope, "calls"), { rpm });
     if (decision.allowed) return;
     this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${scope}`, "RPM");
     throw new RateLimitError(`Rate limit exceeded: at most ${rpm} requests per minute on ${scope}`, {
@@ -56,7 +56,8 @@ export class Limits {
   }
 
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
-    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id), tokens);
+    // Only text models have token limits.
+    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id, limitClassFor("chat", entry)), tokens);
   }
 
   /** The limits a key has on each model, with what is left of the current window. */
@@ -65,8 +66,9 @@ export class Limits {
     return models.flatMap((entry) => {
       const kind = kindOf(entry);
       if (!kind) return [];
-      const limit = resolveLimit(auth.rateLimitTier, limitClassFor(kind, entry), auth.rateLimitOverrides);
-      const state = this.limiter.peek(subject(authSubject(auth), entry.id), limit);
+      const limitClass = limitClassFor(kind, entry);
+      const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
+      const state = this.limiter.peek(subject(authSubject(auth), entry.id, limitClass), limit);
       return [{ entry, limit, state }];
     });
   }
@@ -78,4 +80,5 @@ export class Limits {
   }
 }
 
-const subject = (caller: string, modelId: string) => `${caller}\u0000${modelId}`;
+/** One window per caller (key or wallet), model and class: a video model's queue and retrieve calls are counted apart. */
+const subject = (caller: string, modelId: string, limitClass: string) => `${caller}\u0000${modelId}\u0000${limitClass}`;

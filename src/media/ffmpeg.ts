@@ -34,6 +34,11 @@ function command(input: Buffer | Readable) {
 /** Runs a prepared command to completion, collecting its stdout. */
 function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    // An abort that came before the listener below would never fire: do not start at all.
+    if (signal?.aborted) {
+      reject(new FfmpegError("aborted before ffmpeg started", ""));
+      return;
+    }
     const out = new PassThrough();
     const chunks: Buffer[] = [];
     out.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -190,7 +195,15 @@ export async function stretchAudio(samples: Float32Array, sampleRate: number, sp
 
 /** Encodes raw RGB24 frames (all `width`x`height`) into an H.264 MP4. */
 export function encodeVideo(frames: readonly Buffer[], width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
-  const cmd = command(Buffer.concat(frames))
+  return encodeVideoStream(Buffer.concat(frames), width, height, fps, signal);
+}
+
+/**
+ * Same, from a stream of raw RGB24 frames (written as they are generated, so a long video is
+ * never held in memory as raw frames); resolves once the stream ends and ffmpeg finishes.
+ */
+export function encodeVideoStream(frames: Buffer | Readable, width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
+  const cmd = command(frames)
     .inputFormat("rawvideo")
     .inputOptions(["-pix_fmt", "rgb24", "-s", `${width}x${height}`, "-r", String(fps)])
     .videoCodec("libx264")

@@ -5,7 +5,9 @@ import { isServable } from "./isServable.js";
 import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
 /** The engine kind that serves each model type. */
-const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription" };
+const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription", image: "image", video: "video", embedding: "embedding" };
+
+type EngineStats = { busy: number; waiting: number; sequences?: number; workers?: number };
 
 /**
  * Model id -> engine. Engines load on first use; a load that fails answers that model's
@@ -47,17 +49,29 @@ export class ModelManager {
     if (!entry || KIND_OF_TYPE[entry.type] !== kind) throw new ModelNotFoundError(id);
     let engine = this.engines.get(id);
     if (!engine) {
-      engine = engineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
-        this.engines.delete(id);
-        this.ready.delete(id);
-        throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
-      });
+      const factory = engineFactories[entry.backend] as (entry: ModelEntry, options: EngineFactoryOptions) => Promise<Engine>;
+      engine = factory(entry, this.options).then(
+        (loaded) => {
+          this.ready.set(id, loaded);
+          return loaded;
+        },
+        (error: unknown) => {
+          this.engines.delete(id);
+          this.ready.delete(id);
+          throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
+        },
+      );
       this.engines.set(id, engine);
       engine.then((loaded) => this.ready.set(id, loaded)).catch(() => undefined);
     }
     const loaded = await engine;
     if (loaded.kind !== kind) throw new InferenceError(`The model "${id}" is configured with a backend that does not serve ${kind}`);
     return loaded as EnginesByKind[K];
+  }
+
+  /** The engine of a model if it has finished loading (never starts a load). */
+  loadedEngine(id: string): Engine | undefined {
+    return this.ready.get(id);
   }
 
   chat(id: string): Promise<ChatEngine> {
@@ -90,8 +104,8 @@ export class ModelManager {
   }
 
   /** Engines that finished loading, with their queue state. */
-  async loaded(): Promise<{ id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[]> {
-    const result: { id: string; kind: string; stats?: ReturnType<ChatEngine["stats"]> }[] = [];
+  async loaded(): Promise<{ id: string; kind: string; stats?: EngineStats }[]> {
+    const result: { id: string; kind: string; stats?: EngineStats }[] = [];
     for (const [id, promise] of this.engines) {
       const engine = await promise.catch(() => undefined);
       if (engine) result.push({ id, kind: engine.kind, stats: "stats" in engine ? engine.stats() : undefined });

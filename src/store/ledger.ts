@@ -13,8 +13,8 @@ export const toMicros = unitsToMicros;
 export type Currency = "USD" | "DIEM" | "BUNDLED_CREDITS";
 export const CURRENCIES: readonly Currency[] = ["USD", "DIEM", "BUNDLED_CREDITS"];
 
-/** topup: an x402 payment credited; topup_reversal: a deferred payment whose transfer failed, taken back. */
-export type LedgerKind = "grant" | "charge" | "diem_allocation" | "diem_expiry" | "topup" | "topup_reversal";
+/** topup: an x402 payment credited; topup_reversal: a deferred payment whose transfer failed, taken back; refund: a failed job given back. */
+export type LedgerKind = "grant" | "charge" | "refund" | "diem_allocation" | "diem_expiry" | "topup" | "topup_reversal";
 
 export interface LedgerEntry {
   accountId: string;

@@ -171,6 +171,43 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     `,
   },
   {
+    version: 300,
+    name: "durable jobs (video generation)",
+    sql: `
+      -- Long-running work (video generation) as rows, so a restart loses nothing: QUEUED rows
+      -- wait for a worker, RUNNING rows left by a dead process are queued again (or failed
+      -- once attempts run out), results are files under the data directory.
+      -- The charge is a ledger row with request_id = jobs.id, made in the transaction that
+      -- inserts the job; a failure refunds it in the transaction that sets refunded_at.
+      CREATE TABLE jobs (
+        id                   TEXT PRIMARY KEY,
+        kind                 TEXT NOT NULL,
+        model                TEXT NOT NULL,
+        account_id           TEXT,
+        api_key_id           TEXT,
+        input_json           TEXT NOT NULL,
+        status               TEXT NOT NULL CHECK (status IN ('QUEUED', 'RUNNING', 'COMPLETED', 'FAILED')),
+        attempts             INTEGER NOT NULL DEFAULT 0,
+        progress             REAL NOT NULL DEFAULT 0,
+        error                TEXT,
+        result_path          TEXT,
+        result_bytes         INTEGER,
+        result_content_type  TEXT,
+        charged_usd_micros   INTEGER NOT NULL DEFAULT 0,
+        charged_diem_micros  INTEGER NOT NULL DEFAULT 0,
+        refunded_at          INTEGER,
+        boot_id              TEXT,
+        created_at           INTEGER NOT NULL,
+        started_at           INTEGER,
+        finished_at          INTEGER,
+        deleted_at           INTEGER
+      );
+      CREATE INDEX jobs_queue ON jobs(status, created_at);
+      CREATE INDEX jobs_account ON jobs(account_id, created_at);
+      CREATE INDEX jobs_model_finished ON jobs(model, status, finished_at);
+    `,
+  },
+  {
     version: 400,
     name: "wallets: sign-in-with-x accounts, nonces, x402 payments, RPC idempotency",
     sql: `

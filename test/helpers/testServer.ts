@@ -57,9 +57,15 @@ export interface TestServer extends RunningServer {
   stop(): Promise<void>;
 }
 
-/** A real server on an ephemeral port with its own SQLite file, on CPU. */
-export async function startTestServer(options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number } = {}): Promise<TestServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), "hearth-test-"));
+/**
+ * A real server on an ephemeral port with its own SQLite file, on CPU. Pass `dataDir` to
+ * start a second server on the data of a first one (a restart); that directory is then the
+ * caller's to remove.
+ */
+export async function startTestServer(
+  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string } = {},
+): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
     host: "127.0.0.1",
     port: 0,
@@ -85,7 +91,7 @@ export async function startTestServer(options: { models?: ModelEntry[]; config?:
     openai: (key = adminKey) => new OpenAI({ apiKey: key, baseURL: running.baseUrl, maxRetries: 0 }),
     stop: async () => {
       await running.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

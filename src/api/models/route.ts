@@ -1,12 +1,65 @@
 import { Router } from "express";
-import { basename } from "node:path";
+import { basename, join } from "node:path";
 import type { ModelEntry } from "../../config.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../app.js";
+import type { Engine } from "../../engines/types.js";
+import { resolveSafetyChecker } from "../../engines/diffusion/StableDiffusionPipeline.js";
+import { inputLimit, readJson } from "../../engines/transformers/TransformersEmbeddingEngine.js";
 import { ListModelsQuery, type ModelRecord } from "./schema.js";
 
+/** Whether an image model has a safety classifier (safe mode is only claimed with one). */
+export function hasSafetyChecker(entry: ModelEntry): boolean {
+  if (!entry.file) return false;
+  try {
+    return resolveSafetyChecker(entry.file, entry.image.safetyChecker) !== null;
+  } catch {
+    return false;
+  }
+}
+
+/** Type-specific fields: image and video constraints in the reference's shapes, embedding sizes. */
+function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine | undefined): void {
+  const spec = record.model_spec;
+  if (entry.type === "image") {
+    const image = entry.image;
+    spec.constraints = {
+      promptCharacterLimit: image.promptCharacterLimit,
+      steps: { default: image.defaultSteps, max: image.maxSteps },
+      widthHeightDivisor: image.widthHeightDivisor,
+      defaultWidth: image.defaultWidth,
+      defaultHeight: image.defaultHeight,
+      maxWidth: image.maxWidth,
+      maxHeight: image.maxHeight,
+      defaultCfgScale: image.defaultCfgScale,
+    };
+    spec.capabilities = { ...entry.capabilities, supportsSafeMode: hasSafetyChecker(entry) };
+    spec.supportsStyleReferences = false;
+  } else if (entry.type === "video") {
+    const video = entry.video;
+    spec.constraints = {
+      aspect_ratios: video.aspectRatios,
+      resolutions: Object.keys(video.resolutions),
+      durations: video.durations,
+      model_type: "text-to-video",
+      audio: false,
+      audio_configurable: false,
+      prompt_character_limit: entry.image.promptCharacterLimit,
+      fps: video.fps,
+      max_fps: video.maxFps,
+    };
+  } else if (entry.type === "embedding") {
+    const loaded = engine?.kind === "embedding" ? engine : undefined;
+    const onnxConfig = entry.backend === "transformers" && entry.file ? readJson(join(entry.file, "config.json")) : undefined;
+    const hidden = Number(onnxConfig?.hidden_size);
+    spec.embeddingDimensions = loaded?.dimensions ?? (Number.isFinite(hidden) && hidden > 0 ? hidden : undefined);
+    spec.maxInputTokens = loaded?.maxInputTokens ?? entry.embedding.maxInputTokens ?? (entry.backend === "transformers" && entry.file ? inputLimit(entry.file, undefined) : undefined);
+    spec.supportsCustomDimensions = entry.embedding.supportsCustomDimensions;
+  }
+}
+
 /** The registry entry in the reference's model record shape; speech models list their voices. */
-export function toModelRecord(entry: ModelEntry, startedAt: number, voices: readonly string[] = []): ModelRecord {
+export function toModelRecord(entry: ModelEntry, startedAt: number, voices: readonly string[] = [], engine?: Engine): ModelRecord {
   const isText = entry.type === "text";
   const record: ModelRecord = {
     id: entry.id,
@@ -38,6 +91,7 @@ export function toModelRecord(entry: ModelEntry, startedAt: number, voices: read
     record.model_spec.capabilities = { supportsTimestamps: true, supportsWordTimestamps: entry.transcription.wordTimestamps, supportsLanguageHint: true };
     record.model_spec.constraints = { maxAudioSeconds: entry.transcription.maxAudioSeconds };
   }
+  addMediaFields(record, entry, engine);
   return record;
 }
 
@@ -82,14 +136,14 @@ export function modelsRouter(deps: AppDeps): Router {
     const data = deps.models
       .list()
       .filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type))
-      .map((m) => toModelRecord(m, deps.startedAt, deps.models.voices(m)));
+      .map((m) => toModelRecord(m, deps.startedAt, deps.models.voices(m), deps.models.loadedEngine(m.id)));
     res.json({ object: "list", type, data });
   });
   // Ids may hold '/' (openai/whisper-large-v3): the rest of the path is the id.
   router.get("/models/*id", (req, res) => {
     const id = (req.params as { id: string[] }).id.join("/");
     const entry = deps.models.get(id);
-    res.json(toModelRecord(entry, deps.startedAt, deps.models.voices(entry)));
+    res.json(toModelRecord(entry, deps.startedAt, deps.models.voices(entry), deps.models.loadedEngine(id)));
   });
   return router;
 }

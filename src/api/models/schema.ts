@@ -46,6 +46,12 @@ export const ModelRecord = z.object({
     min_speed: z.number().optional(),
     max_speed: z.number().optional(),
     default_speed: z.number().optional(),
+    /** Image models. */
+    supportsStyleReferences: z.boolean().optional(),
+    /** Embedding models. */
+    embeddingDimensions: z.number().optional(),
+    maxInputTokens: z.number().optional(),
+    supportsCustomDimensions: z.boolean().optional(),
   }),
 });
 export type ModelRecord = z.infer<typeof ModelRecord>;

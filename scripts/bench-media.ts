@@ -1,0 +1,119 @@
+/**
+ * Media benchmark: seconds per image, seconds of generation per second of video, and
+ * embeddings per second at batch 1 and 32, on the demo models (or the models of --config),
+ * measured through a real server in this process over HTTP, so the numbers include the
+ * worker threads, encoding (sharp, ffmpeg), billing and the job queue.
+ *
+ *   node --import tsx scripts/bench-media.ts [--config models.config.json] [--images 5] [--video-seconds 5]
+ *
+ * Writes bench-out/media.json next to the table it prints.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { loadServerConfig, PACKAGE_ROOT } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { startServer } from "../src/server.js";
+import { createAccount } from "../src/store/accounts.js";
+import { createApiKey } from "../src/store/apiKeys.js";
+
+const { values } = parseArgs({
+  options: {
+    config: { type: "string", default: join(PACKAGE_ROOT, "models.config.json") },
+    images: { type: "string", default: "5" },
+    "video-seconds": { type: "string", default: "5" },
+    "embedding-requests": { type: "string", default: "100" },
+  },
+});
+
+const dataDir = mkdtempSync(join(tmpdir(), "hearth-bench-media-"));
+const config = { ...loadServerConfig({ port: "0", dataDir, configPath: resolve(values.config!), logLevel: "warn" }), videoWorkers: 1 };
+const server = await startServer(config, { logger: createLogger("warn"), gpu: "auto" });
+const account = createAccount(server.db, "bench");
+const { secret: key } = createApiKey(server.db, { accountId: account.id, description: "bench", keyType: "ADMIN", rateLimitOverrides: JSON.stringify({ "*": { rpm: 1_000_000 } }) });
+const call = async (path: string, body: unknown) => {
+  const res = await fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok && !res.headers.get("content-type")?.includes("video")) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res;
+};
+const seconds = (ms: number) => Math.round(ms) / 1000;
+const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model }, when: new Date().toISOString() };
+const rows: string[][] = [];
+
+try {
+  const models = server.models.list();
+  for (const entry of models.filter((m) => m.type === "image")) {
+    const { defaultWidth: width, defaultHeight: height, defaultSteps: steps, defaultCfgScale: cfg } = entry.image;
+    const body = { model: entry.id, prompt: "a lighthouse on a cliff at sunset, oil painting", width, height, format: "png", seed: 1 };
+    await call("/image/generate", body); // load the model, warm the worker
+    const n = Number(values.images);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await (await call("/image/generate", { ...body, seed: i + 2 })).arrayBuffer();
+    const perImage = seconds((performance.now() - t0) / n);
+    results[entry.id] = { width, height, steps, cfgScale: cfg, images: n, secondsPerImage: perImage };
+    rows.push([entry.id, `${width}x${height}, ${steps} steps, cfg ${cfg}`, `${perImage} s/image`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "video")) {
+    const videoSeconds = Number(values["video-seconds"]);
+    const duration = `${videoSeconds}s`;
+    if (!entry.video.durations.includes(duration)) throw new Error(`${entry.id} does not offer ${duration}`);
+    const resolution = entry.video.defaultResolution;
+    const poll = async (queueId: string) => {
+      for (;;) {
+        const res = await call("/video/retrieve", { model: entry.id, queue_id: queueId });
+        if (res.headers.get("content-type")?.includes("video/mp4")) return Buffer.from(await res.arrayBuffer());
+        await res.arrayBuffer();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    // Warm-up: a one-second video loads the model.
+    await poll(((await (await call("/video/queue", { model: entry.id, prompt: "waves", duration: entry.video.durations[0] })).json()) as { queue_id: string }).queue_id);
+    const t0 = performance.now();
+    const { queue_id } = (await (await call("/video/queue", { model: entry.id, prompt: "waves crashing on a beach", duration, seed: 3 })).json()) as { queue_id: string };
+    const mp4 = await poll(queue_id);
+    const wall = performance.now() - t0;
+    const job = server.db.prepare("SELECT started_at AS startedAt, finished_at AS finishedAt FROM jobs WHERE id = ?").get(queue_id) as { startedAt: number; finishedAt: number };
+    const run = job.finishedAt - job.startedAt;
+    const frames = videoSeconds * entry.video.fps;
+    results[entry.id] = {
+      duration,
+      resolution,
+      fps: entry.video.fps,
+      frames,
+      steps: entry.image.defaultSteps,
+      bytes: mp4.length,
+      jobSeconds: seconds(run),
+      secondsPerVideoSecond: seconds(run / videoSeconds),
+      wallSecondsIncludingPolling: seconds(wall),
+    };
+    rows.push([entry.id, `${duration} at ${resolution}, ${entry.video.fps} fps (${frames} frames), ${entry.image.defaultSteps} steps`, `${seconds(run / videoSeconds)} s per video second`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "embedding")) {
+    const sentence = (i: number) => `The quick brown fox number ${i} jumps over the lazy dog near the river bank.`;
+    await call("/embeddings", { model: entry.id, input: "warm up" });
+    const requests = Number(values["embedding-requests"]);
+    let t0 = performance.now();
+    for (let i = 0; i < requests; i++) await (await call("/embeddings", { model: entry.id, input: sentence(i) })).arrayBuffer();
+    const batch1 = requests / ((performance.now() - t0) / 1000);
+    const batches = Math.max(1, Math.round(requests / 10));
+    t0 = performance.now();
+    for (let i = 0; i < batches; i++) {
+      await (await call("/embeddings", { model: entry.id, input: Array.from({ length: 32 }, (_, j) => sentence(i * 32 + j)) })).arrayBuffer();
+    }
+    const batch32 = (batches * 32) / ((performance.now() - t0) / 1000);
+    results[entry.id] = { backend: entry.backend, embeddingsPerSecondBatch1: Math.round(batch1), embeddingsPerSecondBatch32: Math.round(batch32) };
+    rows.push([entry.id, `${entry.backend}, 1 input x ${requests} requests | 32 inputs x ${batches} requests`, `${Math.round(batch1)} /s | ${Math.round(batch32)} /s`]);
+  }
+} finally {
+  await server.close();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+const width = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
+process.stdout.write(`Media benchmark (${cpus().length} CPUs: ${cpus()[0]?.model ?? "unknown"})\n`);
+for (const row of rows) process.stdout.write(`${row.map((cell, c) => cell.padEnd(width[c]!)).join("  ")}\n`);
+mkdirSync(join(PACKAGE_ROOT, "bench-out"), { recursive: true });
+writeFileSync(join(PACKAGE_ROOT, "bench-out", "media.json"), `${JSON.stringify(results, null, 2)}\n`);

@@ -1,0 +1,62 @@
+import type { ModelEntry } from "../../config.js";
+import { reduceDimensions } from "../../engines/embeddingMath.js";
+import type { EmbeddingEngine } from "../../engines/types.js";
+import { InvalidRequestError } from "../../errors.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import type { CreateEmbeddingRequest, CreateEmbeddingResponse } from "./schema.js";
+
+export interface PreparedEmbedding {
+  entry: ModelEntry;
+  engine: EmbeddingEngine;
+  inputs: string[];
+  /** Tokens per input, measured before anything runs. */
+  tokens: number[];
+  dimensions: number;
+}
+
+/** Wire request -> engine call -> wire response. */
+export class EmbeddingService {
+  constructor(private readonly models: ModelManager) {}
+
+  entry(request: CreateEmbeddingRequest): ModelEntry {
+    return this.models.get(request.model, "embedding");
+  }
+
+  async prepare(entry: ModelEntry, request: CreateEmbeddingRequest): Promise<PreparedEmbedding> {
+    const engine = await this.models.engine(entry.id, "embedding");
+    const inputs = typeof request.input === "string" ? [request.input] : request.input;
+    const dimensions = request.dimensions ?? engine.dimensions;
+    if (dimensions > engine.dimensions) {
+      throw InvalidRequestError.forField(["dimensions"], `${entry.id} makes ${engine.dimensions}-dimensional embeddings; dimensions cannot exceed that`);
+    }
+    if (dimensions < engine.dimensions && !entry.embedding.supportsCustomDimensions) {
+      throw InvalidRequestError.forField(["dimensions"], `${entry.id} does not support reduced dimensions; omit dimensions or send ${engine.dimensions}`);
+    }
+    const tokens = await engine.countTokens(inputs);
+    const tooLong = tokens.findIndex((n) => n > engine.maxInputTokens);
+    if (tooLong >= 0) {
+      const path = typeof request.input === "string" ? ["input"] : ["input", tooLong];
+      throw InvalidRequestError.forField(path, `this input has ${tokens[tooLong]} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
+    }
+    return { entry, engine, inputs, tokens, dimensions };
+  }
+
+  async embed(prepared: PreparedEmbedding, request: CreateEmbeddingRequest, signal: AbortSignal): Promise<CreateEmbeddingResponse> {
+    const { vectors } = await prepared.engine.embed(prepared.inputs, { signal });
+    const promptTokens = prepared.tokens.reduce((a, b) => a + b, 0);
+    return {
+      object: "list",
+      data: vectors.map((vector, index) => {
+        const reduced = reduceDimensions(vector, prepared.dimensions, prepared.entry.embedding.normalize);
+        return { object: "embedding" as const, index, embedding: request.encoding_format === "base64" ? toBase64(reduced) : Array.from(reduced) };
+      }),
+      model: prepared.entry.id,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    };
+  }
+}
+
+/** The standard's base64 encoding: the float32 values' little-endian bytes. */
+export function toBase64(vector: Float32Array): string {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString("base64");
+}

@@ -1,0 +1,181 @@
+import { randomInt } from "node:crypto";
+import type { ModelEntry } from "../../config.js";
+import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
+import type { ImageEngine, ImageGenerateResult } from "../../engines/types.js";
+import { encodeImage, type ImageFormat } from "../../media/image.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
+import { applyStyle, type ImageStyles } from "./styles.js";
+
+/** Everything a generation needs, validated against the model's limits. */
+export interface ImagePlan {
+  entry: ModelEntry;
+  prompt: string;
+  negativePrompt: string;
+  width: number;
+  height: number;
+  steps: number;
+  cfgScale: number;
+  seed: number;
+  variants: number;
+  safeMode: boolean;
+  format: ImageFormat;
+  /** EXIF ImageDescription, when embed_exif_metadata asked for it. */
+  exif?: string;
+}
+
+export interface ImageOutcome {
+  engine: ImageEngine;
+  result: ImageGenerateResult;
+  /** Encoded images, in order. */
+  files: Buffer[];
+  /** Whether any image was blurred (safe mode and the classifier flagged it). */
+  blurred: boolean;
+  /** The classifier's verdict over all images; null when no classifier ran. */
+  flagged: boolean | null;
+}
+
+const field = (path: string, message: string) => InvalidRequestError.forField([path], message);
+
+/** Wire requests -> generation plans -> encoded images. Knows nothing about Express. */
+export class ImageService {
+  constructor(
+    private readonly models: ModelManager,
+    private readonly styles: ImageStyles,
+    private readonly requestTimeoutMs: number,
+  ) {}
+
+  /** The node's default image model: the first with the "default" trait, else the first image model. */
+  defaultModel(): ModelEntry {
+    const images = this.models.list().filter((m) => m.type === "image");
+    const entry = images.find((m) => m.traits.includes("default")) ?? images[0];
+    if (!entry) throw new NotFoundError("This node serves no image models. GET /models?type=image lists them.");
+    return entry;
+  }
+
+  planGenerate(request: GenerateImageRequest): ImagePlan {
+    const entry = this.models.get(request.model, "image");
+    const settings = entry.image;
+    if (request.style_references?.length) throw field("style_references", `${entry.id} does not support style references`);
+    if (request.enable_web_search) throw field("enable_web_search", "web search is not available for image generation on this node");
+    if (request.enhance_prompt) throw field("enhance_prompt", "prompt enhancement is not available on this node");
+    if (request.inpaint != null) throw field("inpaint", "in-painting was retired by the reference API and is not available");
+
+    let { width, height } = request;
+    if (request.aspect_ratio && width === undefined && height === undefined) ({ width, height } = sizeForAspectRatio(request.aspect_ratio, entry));
+    width ??= settings.defaultWidth;
+    height ??= settings.defaultHeight;
+    const steps = request.steps ?? settings.defaultSteps;
+    if (steps > settings.maxSteps) throw field("steps", `${entry.id} runs at most ${settings.maxSteps} steps`);
+
+    let prompt = request.prompt;
+    let negativePrompt = request.negative_prompt ?? "";
+    if (prompt.length > settings.promptCharacterLimit) throw field("prompt", `${entry.id} takes prompts of at most ${settings.promptCharacterLimit} characters`);
+    if (request.style_preset) {
+      const style = this.styles.find(request.style_preset);
+      if (!style) throw field("style_preset", `unknown style "${request.style_preset}"; GET /image/styles lists them`);
+      ({ prompt, negativePrompt } = applyStyle(style, prompt, negativePrompt));
+    }
+    const plan: ImagePlan = {
+      entry,
+      prompt,
+      negativePrompt,
+      width,
+      height,
+      steps,
+      cfgScale: request.cfg_scale ?? settings.defaultCfgScale,
+      seed: request.seed ?? randomInt(0, 1_000_000_000),
+      variants: request.variants ?? 1,
+      safeMode: request.safe_mode,
+      format: request.format,
+    };
+    this.checkSize(plan, "width", "height");
+    if (request.embed_exif_metadata) {
+      plan.exif = JSON.stringify({ model: entry.id, prompt, negative_prompt: negativePrompt, seed: plan.seed, steps, cfg_scale: plan.cfgScale, width, height });
+    }
+    return plan;
+  }
+
+  /** The standard's request: model ids this node lacks fall back to the default image model, as the reference says. */
+  planSimple(request: SimpleGenerateImageRequest): ImagePlan {
+    const known = this.models.list().find((m) => m.id === request.model && m.type === "image");
+    const entry = known ?? this.defaultModel();
+    const settings = entry.image;
+    let width = settings.defaultWidth;
+    let height = settings.defaultHeight;
+    if (request.size && request.size !== "auto") [width, height] = request.size.split("x").map(Number) as [number, number];
+    if (request.prompt.length > settings.promptCharacterLimit) throw field("prompt", `${entry.id} takes prompts of at most ${settings.promptCharacterLimit} characters`);
+    const plan: ImagePlan = {
+      entry,
+      prompt: request.prompt,
+      negativePrompt: "",
+      width,
+      height,
+      steps: settings.defaultSteps,
+      cfgScale: settings.defaultCfgScale,
+      seed: randomInt(0, 1_000_000_000),
+      variants: 1,
+      safeMode: request.moderation !== "low",
+      format: request.output_format,
+    };
+    this.checkSize(plan, "size", "size");
+    return plan;
+  }
+
+  private checkSize(plan: ImagePlan, widthField: string, heightField: string): void {
+    const { image } = plan.entry;
+    for (const [name, value, max, wire] of [
+      ["width", plan.width, image.maxWidth, widthField],
+      ["height", plan.height, image.maxHeight, heightField],
+    ] as const) {
+      if (value > max) throw field(wire, `${plan.entry.id} generates images up to ${image.maxWidth}x${image.maxHeight}; ${name} ${value} is too large`);
+      if (value % image.widthHeightDivisor !== 0) throw field(wire, `${name} must be a multiple of ${image.widthHeightDivisor} for ${plan.entry.id} (got ${value})`);
+    }
+  }
+
+  async engine(plan: ImagePlan): Promise<ImageEngine> {
+    return this.models.engine(plan.entry.id, "image");
+  }
+
+  /** Runs the generation (504 past the request timeout) and encodes the results. */
+  async generate(plan: ImagePlan, engine: ImageEngine, clientSignal: AbortSignal): Promise<ImageOutcome> {
+    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+    const signal = AbortSignal.any([clientSignal, timeout]);
+    let result: ImageGenerateResult;
+    try {
+      result = await engine.generate({
+        prompt: plan.prompt,
+        negativePrompt: plan.negativePrompt,
+        width: plan.width,
+        height: plan.height,
+        steps: plan.steps,
+        cfgScale: plan.cfgScale,
+        seed: plan.seed,
+        variants: plan.variants,
+        safetyCheck: engine.safetyChecker,
+        signal,
+      });
+    } catch (error) {
+      if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+      throw error;
+    }
+    const flagged = result.images.some((i) => i.flagged === null) ? null : result.images.some((i) => i.flagged);
+    const blurFlags = result.images.map((i) => plan.safeMode && i.flagged === true);
+    const files = await Promise.all(
+      result.images.map((image, i) => encodeImage(image.rgb, image.width, image.height, plan.format, { blur: blurFlags[i], description: plan.exif })),
+    );
+    return { engine, result, files, blurred: blurFlags.some(Boolean), flagged };
+  }
+}
+
+/** "16:9" -> a size of about the model's default area, on its size grid and within its limits. */
+export function sizeForAspectRatio(ratio: string, entry: ModelEntry): { width: number; height: number } {
+  const match = /^(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(ratio.trim());
+  if (!match || Number(match[1]) <= 0 || Number(match[2]) <= 0) throw field("aspect_ratio", `"${ratio}" is not an aspect ratio like "16:9"`);
+  const r = Number(match[1]) / Number(match[2]);
+  const { defaultWidth, defaultHeight, maxWidth, maxHeight, widthHeightDivisor: d } = entry.image;
+  const area = defaultWidth * defaultHeight;
+  const snap = (x: number, max: number) => Math.max(d, Math.min(Math.floor(max / d) * d, Math.round(x / d) * d));
+  return { width: snap(Math.sqrt(area * r), maxWidth), height: snap(Math.sqrt(area / r), maxHeight) };
+}
+

@@ -1,0 +1,62 @@
+import { z } from "zod";
+
+/** Video wire shapes: the reference's Quote/Queue/Retrieve/CompleteVideoRequest and their responses. */
+
+/** Fields of QueueVideoRequest for inputs a text-to-video model has no use for: refused with a 400 naming them. */
+export const UNSUPPORTED_VIDEO_INPUTS = [
+  "image_url",
+  "end_image_url",
+  "audio_url",
+  "video_url",
+  "reference_image_urls",
+  "reference_video_urls",
+  "reference_audio_urls",
+  "reference_document_urls",
+  "elements",
+  "scene_image_urls",
+  "keyframes",
+] as const;
+
+export const QuoteVideoRequest = z.looseObject({
+  model: z.string().min(1),
+  duration: z.string().min(1),
+  aspect_ratio: z.string().optional(),
+  resolution: z.string().optional(),
+  audio: z.boolean().optional(),
+  upscale_factor: z.number().int().optional(),
+});
+export type QuoteVideoRequest = z.infer<typeof QuoteVideoRequest>;
+
+export const QueueVideoRequest = QuoteVideoRequest.extend({
+  prompt: z.string().min(1).max(20000),
+  negative_prompt: z.string().max(20000).optional(),
+  /** Hearth extensions: frames per second (up to the model's maxFps), sampler steps, guidance, seed. */
+  fps: z.number().int().min(1).max(60).optional(),
+  steps: z.number().int().min(1).optional(),
+  cfg_scale: z.number().gt(0).max(20).optional(),
+  seed: z.number().int().min(-999999999).max(999999999).optional(),
+});
+export type QueueVideoRequest = z.infer<typeof QueueVideoRequest>;
+
+export const QueueVideoResponse = z.object({ model: z.string(), queue_id: z.string() });
+
+export const RetrieveVideoRequest = z.looseObject({
+  model: z.string().min(1),
+  queue_id: z.string().min(1),
+  delete_media_on_completion: z.boolean().default(false),
+});
+export type RetrieveVideoRequest = z.infer<typeof RetrieveVideoRequest>;
+
+/** While the job runs. `status` keeps the reference's two values; `state` tells queued from running. */
+export const VideoStatusResponse = z.object({
+  status: z.literal("PROCESSING"),
+  average_execution_time: z.number(),
+  execution_duration: z.number(),
+  state: z.enum(["QUEUED", "RUNNING"]),
+  progress: z.number(),
+  queue_position: z.number().int().optional(),
+});
+export type VideoStatusResponse = z.infer<typeof VideoStatusResponse>;
+
+export const CompleteVideoRequest = z.looseObject({ model: z.string().min(1), queue_id: z.string().min(1) });
+export type CompleteVideoRequest = z.infer<typeof CompleteVideoRequest>;

@@ -1,0 +1,77 @@
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { once } from "node:events";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import type { JobHandler } from "../../jobs/JobQueue.js";
+import { encodeVideoStream } from "../../media/ffmpeg.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+
+/** What a queued video job stores (jobs.input_json): everything needed to generate it again after a restart. */
+export interface VideoJobInput {
+  prompt: string;
+  negativePrompt: string;
+  seconds: number;
+  resolution: string;
+  aspectRatio: string;
+  width: number;
+  height: number;
+  fps: number;
+  frames: number;
+  steps: number;
+  cfgScale: number;
+  seed: number;
+  keyframeInterval: number;
+}
+
+/**
+ * Generates a video job: frames from the model's video engine (worker threads), streamed into
+ * ffmpeg as they come (H.264 MP4 at the job's fps), the file written atomically under `dir`.
+ */
+export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
+  return {
+    async run(job, { signal, progress }) {
+      const input = JSON.parse(job.inputJson) as VideoJobInput;
+      const engine = await models.engine(job.model, "video");
+      // Loading can take a while: a shutdown may have come meanwhile.
+      signal.throwIfAborted();
+      const frameBytes = input.width * input.height * 3;
+      const frames = new PassThrough({ highWaterMark: frameBytes * 4 });
+      const stop = new AbortController();
+      const encodeSignal = AbortSignal.any([signal, stop.signal]);
+      const encoding = encodeVideoStream(frames, input.width, input.height, input.fps, encodeSignal);
+      // If ffmpeg dies, stop generating instead of waiting on a pipe nobody reads.
+      encoding.catch((error: unknown) => stop.abort(error));
+      try {
+        await engine.generateFrames({
+          prompt: input.prompt,
+          negativePrompt: input.negativePrompt,
+          width: input.width,
+          height: input.height,
+          steps: input.steps,
+          cfgScale: input.cfgScale,
+          seed: input.seed,
+          frames: input.frames,
+          keyframeInterval: input.keyframeInterval,
+          signal: encodeSignal,
+          onFrame: async (rgb) => {
+            if (!frames.write(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength))) await once(frames, "drain", { signal: encodeSignal });
+          },
+          onProgress: (fraction) => progress(fraction * 0.98),
+        });
+        frames.end();
+      } catch (error) {
+        stop.abort(error);
+        // An input stream error makes fluent-ffmpeg kill ffmpeg (a plain destroy would leave it waiting on stdin).
+        frames.destroy(new Error("frame generation stopped"));
+        await encoding.catch(() => undefined);
+        throw signal.aborted ? signal.reason : error;
+      }
+      const mp4 = await encoding;
+      mkdirSync(dir, { recursive: true });
+      const path = join(dir, `${job.id}.mp4`);
+      writeFileSync(`${path}.partial`, mp4);
+      renameSync(`${path}.partial`, path);
+      return { path, bytes: mp4.length, contentType: "video/mp4" };
+    },
+  };
+}

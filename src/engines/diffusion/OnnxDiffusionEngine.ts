@@ -1,0 +1,142 @@
+import type { ModelEntry } from "../../config.js";
+import type { ImageEngine, ImageGenerateOptions, ImageGenerateResult, VideoEngine, VideoGenerateOptions } from "../types.js";
+import { TaskAbortedError, WorkerPool } from "../worker/WorkerPool.js";
+import type { DiffusionEvent, DiffusionImageResult, DiffusionTask, DiffusionWorkerData } from "./diffusionWorker.js";
+import type { PipelineInfo } from "./StableDiffusionPipeline.js";
+
+const WORKER = new URL("./diffusionWorker.ts", import.meta.url);
+
+export { TaskAbortedError };
+
+/**
+ * Image and video engines over a pool of worker threads running the ONNX Stable Diffusion
+ * pipeline (image.workers threads, each with its own sessions). The event loop only queues
+ * tasks and receives pixels; encoding (sharp, ffmpeg) happens in the services.
+ */
+async function startPool(entry: ModelEntry): Promise<{ pool: WorkerPool; info: PipelineInfo }> {
+  const settings = entry.image;
+  const data: DiffusionWorkerData = {
+    dir: entry.file!,
+    options: {
+      threads: settings.threads,
+      executionProviders: settings.executionProviders,
+      sampler: settings.scheduler,
+      safetyChecker: settings.safetyChecker,
+    },
+  };
+  const pool = await WorkerPool.start({ name: entry.id, entry: WORKER, data, size: settings.workers, maxWaiting: entry.queue.maxWaiting });
+  return { pool, info: pool.info as PipelineInfo };
+}
+
+export class OnnxImageEngine implements ImageEngine {
+  readonly kind = "image" as const;
+  readonly router: string;
+
+  private constructor(
+    private readonly pool: WorkerPool,
+    readonly info: PipelineInfo,
+  ) {
+    this.router = `onnxruntime/${info.executionProviders[0] ?? "cpu"}`;
+  }
+
+  static async load(entry: ModelEntry): Promise<OnnxImageEngine> {
+    const { pool, info } = await startPool(entry);
+    return new OnnxImageEngine(pool, info);
+  }
+
+  get safetyChecker(): boolean {
+    return this.info.safetyChecker;
+  }
+
+  async generate(options: ImageGenerateOptions): Promise<ImageGenerateResult> {
+    const task: DiffusionTask = {
+      type: "image",
+      options: {
+        prompt: options.prompt,
+        negativePrompt: options.negativePrompt,
+        width: options.width,
+        height: options.height,
+        steps: options.steps,
+        cfgScale: options.cfgScale,
+        safetyCheck: options.safetyCheck,
+      },
+      seeds: Array.from({ length: options.variants }, (_, i) => options.seed + i),
+    };
+    const { result, queueMs } = await this.pool.run<DiffusionImageResult>(task, { signal: options.signal });
+    return {
+      images: result.images.map((image) => ({ rgb: image.rgb, width: image.width, height: image.height, seed: image.seed, flagged: image.nsfw })),
+      queueMs,
+      preprocessMs: result.preprocessMs,
+      inferenceMs: result.inferenceMs,
+    };
+  }
+
+  stats() {
+    return this.pool.stats();
+  }
+
+  dispose(): Promise<void> {
+    return this.pool.dispose();
+  }
+}
+
+export class OnnxVideoEngine implements VideoEngine {
+  readonly kind = "video" as const;
+  readonly router: string;
+
+  private constructor(
+    private readonly pool: WorkerPool,
+    readonly info: PipelineInfo,
+  ) {
+    this.router = `onnxruntime/${info.executionProviders[0] ?? "cpu"}`;
+  }
+
+  static async load(entry: ModelEntry): Promise<OnnxVideoEngine> {
+    const { pool, info } = await startPool(entry);
+    return new OnnxVideoEngine(pool, info);
+  }
+
+  async generateFrames(options: VideoGenerateOptions): Promise<void> {
+    const task: DiffusionTask = {
+      type: "video",
+      options: {
+        prompt: options.prompt,
+        negativePrompt: options.negativePrompt,
+        width: options.width,
+        height: options.height,
+        steps: options.steps,
+        cfgScale: options.cfgScale,
+        seed: options.seed,
+        frames: options.frames,
+        keyframeInterval: options.keyframeInterval,
+      },
+    };
+    // Frames arrive in order; each is handed on before the next is taken, so a slow consumer
+    // (ffmpeg) never sees them out of order.
+    let chain = Promise.resolve();
+    let failure: unknown;
+    await this.pool.run(task, {
+      signal: options.signal,
+      onEvent: (raw) => {
+        const event = raw as DiffusionEvent;
+        if (event.type === "progress") options.onProgress?.(event.done / event.total);
+        else
+          chain = chain.then(async () => {
+            if (failure === undefined) await options.onFrame(event.rgb, event.index);
+          }).catch((error: unknown) => {
+            failure ??= error;
+          });
+      },
+    });
+    await chain;
+    if (failure !== undefined) throw failure;
+  }
+
+  stats() {
+    return this.pool.stats();
+  }
+
+  dispose(): Promise<void> {
+    return this.pool.dispose();
+  }
+}

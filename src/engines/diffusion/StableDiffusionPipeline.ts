@@ -1,0 +1,411 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CLIPTokenizer } from "@huggingface/transformers";
+import * as ort from "onnxruntime-node";
+import { convertClipTokenizer } from "../../fixtures/onnx/clipTokenizer.js";
+import { GaussianNoise, toNoiseSeed } from "./GaussianNoise.js";
+import { createScheduler, guidanceScaleEmbedding, samplerFor, type SamplerName, type SchedulerConfig } from "./schedulers.js";
+import { hasInput, inputInfo, readFloat32, slerp, tensorOf, type SessionInputType } from "./tensors.js";
+
+/**
+ * Text-to-image on a Stable Diffusion model in the diffusers/Optimum ONNX export layout
+ * (tokenizer/, text_encoder/, unet/, vae_decoder/, scheduler/, optional safety_checker/):
+ * CLIP tokenisation, text encoding, the sampler loop with classifier-free guidance, VAE
+ * decoding to RGB, and the safety checker. Everything about the export (element types,
+ * batch dimensions, the timestep's shape, an LCM guidance embedding input) is read from the
+ * sessions' metadata and the component configs, not assumed.
+ *
+ * Runs anywhere; the server runs it inside worker threads (diffusionWorker.ts) because
+ * onnxruntime's `run` holds the thread it is called on.
+ */
+
+export interface DiffusionPipelineOptions {
+  /** onnxruntime intra-op threads; 0 lets onnxruntime decide. */
+  threads: number;
+  executionProviders: readonly string[];
+  sampler: "auto" | SamplerName;
+  /** A safety checker model.onnx (or a directory holding one); undefined: safety_checker/ inside the model, if present. */
+  safetyChecker?: string;
+}
+
+export interface DenoiseSettings {
+  width: number;
+  height: number;
+  steps: number;
+  cfgScale: number;
+}
+
+export interface TextToImageOptions extends DenoiseSettings {
+  prompt: string;
+  negativePrompt: string;
+  seed: number;
+  /** Run the safety checker on the result (when the model has one). */
+  safetyCheck: boolean;
+}
+
+export interface VideoFramesOptions extends DenoiseSettings {
+  prompt: string;
+  negativePrompt: string;
+  seed: number;
+  frames: number;
+  /** Frames between keyframes: keyframe k starts from seed + k, frames between slerp the keyframes' noise. */
+  keyframeInterval: number;
+}
+
+export interface DiffusionImage {
+  /** Interleaved RGB, width x height x 3. */
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+  /** The safety checker's verdict; null when no check ran. */
+  nsfw: boolean | null;
+}
+
+export interface StepHooks {
+  /** Called after each UNet step (and each VAE decode in videos). */
+  onProgress?: (done: number, total: number) => void;
+  /** Awaited between steps: the place to yield to the event loop and to throw when the run is cancelled. */
+  checkpoint?: () => Promise<void>;
+}
+
+export interface PipelineInfo {
+  sampler: SamplerName;
+  latentChannels: number;
+  vaeScale: number;
+  timestepType: SessionInputType;
+  /** Uncond and cond evaluated in one UNet call (the export has a dynamic batch dimension). */
+  batchedGuidance: boolean;
+  /** LCM-distilled UNet: guidance is an input embedding, never a second pass. */
+  guidanceEmbedding: boolean;
+  safetyChecker: boolean;
+  executionProviders: readonly string[];
+}
+
+interface TextStates {
+  cond: Float32Array;
+  uncond: Float32Array | null;
+  dims: [number, number, number];
+}
+
+const readJson = <T>(path: string, fallback: T): T => (existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as T) : fallback);
+
+/** CLIP image normalisation (CLIPImageProcessor's defaults, what diffusers' safety checker uses). */
+const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073];
+const CLIP_STD = [0.26862954, 0.26130258, 0.27577711];
+const CLIP_SIZE = 224;
+
+export class StableDiffusionPipeline {
+  private constructor(
+    private readonly tokenizer: CLIPTokenizer,
+    private readonly maxTokens: number,
+    private readonly textEncoder: ort.InferenceSession,
+    private readonly unet: ort.InferenceSession,
+    private readonly vaeDecoder: ort.InferenceSession,
+    private readonly safetyChecker: ort.InferenceSession | null,
+    private readonly schedulerConfig: SchedulerConfig,
+    private readonly vaeScalingFactor: number,
+    readonly info: PipelineInfo,
+    private readonly timestepCondDim: number,
+  ) {}
+
+  static async load(dir: string, options: DiffusionPipelineOptions): Promise<StableDiffusionPipeline> {
+    for (const part of ["unet/model.onnx", "text_encoder/model.onnx", "vae_decoder/model.onnx", "tokenizer", "scheduler/scheduler_config.json"]) {
+      if (!existsSync(join(dir, part))) throw new Error(`${dir} is not a diffusers ONNX export: ${part} is missing`);
+    }
+    const modelIndex = readJson<Record<string, unknown>>(join(dir, "model_index.json"), {});
+    if ("text_encoder_2" in modelIndex && (modelIndex.text_encoder_2 as unknown[] | null)?.[0]) {
+      throw new Error(`${dir}: SDXL exports (text_encoder_2) are not supported yet; use an SD 1.x/2.x, SD-Turbo or LCM export`);
+    }
+    const sessionOptions: ort.InferenceSession.SessionOptions = {
+      executionProviders: [...options.executionProviders],
+      graphOptimizationLevel: "all",
+      ...(options.threads > 0 ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
+    };
+    const session = (path: string) => ort.InferenceSession.create(path, sessionOptions);
+
+    const tokenizerDir = join(dir, "tokenizer");
+    const { tokenizerJson, tokenizerConfig } = existsSync(join(tokenizerDir, "tokenizer.json"))
+      ? { tokenizerJson: readJson<object>(join(tokenizerDir, "tokenizer.json"), {}), tokenizerConfig: readJson<Record<string, unknown>>(join(tokenizerDir, "tokenizer_config.json"), {}) }
+      : await convertClipTokenizer(tokenizerDir);
+    const tokenizer = new CLIPTokenizer(tokenizerJson, tokenizerConfig);
+    const maxTokens = Math.min(Number(tokenizerConfig.model_max_length ?? 77) || 77, 77);
+
+    const [textEncoder, unet, vaeDecoder] = await Promise.all([
+      session(join(dir, "text_encoder/model.onnx")),
+      session(join(dir, "unet/model.onnx")),
+      session(join(dir, "vae_decoder/model.onnx")),
+    ]);
+    const safetyPath = resolveSafetyChecker(dir, options.safetyChecker);
+    const safetyChecker = safetyPath ? await session(safetyPath) : null;
+
+    const unsupported = unet.inputNames.filter((name) => !["sample", "timestep", "encoder_hidden_states", "timestep_cond"].includes(name));
+    if (unsupported.length) throw new Error(`${dir}: the UNet takes inputs Hearth does not feed (${unsupported.join(", ")}); SDXL-style exports are not supported yet`);
+
+    const schedulerConfig = readJson<SchedulerConfig>(join(dir, "scheduler/scheduler_config.json"), {});
+    const unetConfig = readJson<{ in_channels?: number; time_cond_proj_dim?: number }>(join(dir, "unet/config.json"), {});
+    const vaeConfig = readJson<{ scaling_factor?: number; block_out_channels?: number[] }>(join(dir, "vae_decoder/config.json"), {});
+    const sample = inputInfo(unet, "sample");
+    const timestep = inputInfo(unet, "timestep");
+    const latentChannels = typeof sample.shape[1] === "number" ? sample.shape[1] : (unetConfig.in_channels ?? 4);
+    const batchedGuidance = typeof sample.shape[0] !== "number" && typeof inputInfo(unet, "encoder_hidden_states").shape[0] !== "number";
+    let timestepCondDim = 0;
+    if (hasInput(unet, "timestep_cond")) {
+      const dim = inputInfo(unet, "timestep_cond").shape[1];
+      timestepCondDim = typeof dim === "number" ? dim : (unetConfig.time_cond_proj_dim ?? 256);
+    }
+    const sampler = options.sampler === "auto" ? samplerFor(schedulerConfig) : options.sampler;
+    return new StableDiffusionPipeline(
+      tokenizer,
+      maxTokens,
+      textEncoder,
+      unet,
+      vaeDecoder,
+      safetyChecker,
+      schedulerConfig,
+      vaeConfig.scaling_factor ?? 0.18215,
+      {
+        sampler,
+        latentChannels,
+        vaeScale: 2 ** ((vaeConfig.block_out_channels?.length ?? 4) - 1),
+        timestepType: timestep.type,
+        batchedGuidance,
+        guidanceEmbedding: timestepCondDim > 0,
+        safetyChecker: safetyChecker !== null,
+        executionProviders: options.executionProviders,
+      },
+      timestepCondDim,
+    );
+  }
+
+  /** Prompt token count (CLIP's limit is 77 with the start and end tokens; longer prompts are truncated). */
+  countTokens(prompt: string): number {
+    const encoded = this.tokenizer(prompt, { truncation: false });
+    return (encoded.input_ids as { dims: number[] }).dims.at(-1) ?? 0;
+  }
+
+  async textToImage(options: TextToImageOptions, hooks: StepHooks = {}): Promise<DiffusionImage & { timing: { preprocessMs: number; inferenceMs: number } }> {
+    const started = performance.now();
+    const text = await this.encodeText(options.prompt, options.negativePrompt, this.usesGuidance(options.cfgScale));
+    const encoded = performance.now();
+    const noise = new GaussianNoise(toNoiseSeed(options.seed));
+    const latents = await this.denoise(text, noise.sample(this.latentSize(options)), noise, options, hooks, 0, options.steps);
+    const rgb = await this.decode(latents, options);
+    const nsfw = options.safetyCheck && this.safetyChecker ? await this.checkSafety(rgb, options.width, options.height) : null;
+    return { rgb, width: options.width, height: options.height, nsfw, timing: { preprocessMs: encoded - started, inferenceMs: performance.now() - encoded } };
+  }
+
+  /**
+   * Text-to-video by noise interpolation: keyframe k starts from the noise of seed + k, the
+   * frames between two keyframes start from the slerp of their noises, and every frame is
+   * denoised with the same text states and sampler noise, so neighbouring frames stay close
+   * and the picture drifts smoothly from one keyframe to the next.
+   */
+  async generateFrames(options: VideoFramesOptions, onFrame: (rgb: Uint8Array, index: number) => void | Promise<void>, hooks: StepHooks = {}): Promise<void> {
+    const text = await this.encodeText(options.prompt, options.negativePrompt, this.usesGuidance(options.cfgScale));
+    const size = this.latentSize(options);
+    const keyNoise = new Map<number, Float32Array>();
+    const keyframe = (k: number) => {
+      let noise = keyNoise.get(k);
+      if (!noise) {
+        noise = new GaussianNoise(toNoiseSeed(options.seed + k)).sample(size);
+        keyNoise.set(k, noise);
+        keyNoise.delete(k - 2);
+      }
+      return noise;
+    };
+    const interval = Math.max(1, options.keyframeInterval);
+    const perFrame = options.steps + 1;
+    const total = options.frames * perFrame;
+    for (let f = 0; f < options.frames; f++) {
+      const k = Math.floor(f / interval);
+      const u = (f % interval) / interval;
+      const start = u === 0 ? keyframe(k) : slerp(keyframe(k), keyframe(k + 1), u);
+      // One sampler-noise stream for every frame: ancestral noise that changed per frame would flicker.
+      const samplerNoise = new GaussianNoise(toNoiseSeed(options.seed ^ 0x5bd1e995));
+      const frameHooks: StepHooks = { checkpoint: hooks.checkpoint, onProgress: (done) => hooks.onProgress?.(f * perFrame + done, total) };
+      const latents = await this.denoise(text, start, samplerNoise, options, frameHooks, 0, options.steps);
+      const rgb = await this.decode(latents, options);
+      hooks.onProgress?.((f + 1) * perFrame, total);
+      await onFrame(rgb, f);
+    }
+  }
+
+  private usesGuidance(cfgScale: number): boolean {
+    return cfgScale > 1 && !this.info.guidanceEmbedding;
+  }
+
+  private latentSize(size: { width: number; height: number }): number {
+    return this.info.latentChannels * (size.height / this.info.vaeScale) * (size.width / this.info.vaeScale);
+  }
+
+  private async encodeText(prompt: string, negativePrompt: string, guidance: boolean): Promise<TextStates> {
+    const texts = guidance ? [negativePrompt, prompt] : [prompt];
+    const encoded = this.tokenizer(texts, { padding: "max_length", max_length: this.maxTokens, truncation: true });
+    const ids = Array.from(encoded.input_ids.data as BigInt64Array, Number);
+    const idType = inputInfo(this.textEncoder, "input_ids").type;
+    const states: Float32Array[] = [];
+    let hidden = 0;
+    // One row at a time: some exports fix the text encoder's batch at 1.
+    for (let row = 0; row < texts.length; row++) {
+      const input = tensorOf(idType, ids.slice(row * this.maxTokens, (row + 1) * this.maxTokens), [1, this.maxTokens]);
+      const output = await this.textEncoder.run({ input_ids: input });
+      const lastHidden = output.last_hidden_state ?? output[this.textEncoder.outputNames[0]!]!;
+      hidden = lastHidden.dims[2]!;
+      states.push(Float32Array.from(readFloat32(lastHidden)));
+    }
+    return guidance
+      ? { uncond: states[0]!, cond: states[1]!, dims: [1, this.maxTokens, hidden] }
+      : { uncond: null, cond: states[0]!, dims: [1, this.maxTokens, hidden] };
+  }
+
+  private timestepTensor(t: number, batch: number): ort.Tensor {
+    const { type, shape } = inputInfo(this.unet, "timestep");
+    if (shape.length === 0) return tensorOf(type, [t], []);
+    const length = typeof shape[0] === "number" ? shape[0] : batch;
+    return tensorOf(type, new Array<number>(length).fill(t), [length]);
+  }
+
+  private async runUnet(latents: Float32Array, text: Float32Array, textDims: readonly number[], batch: number, t: number, settings: DenoiseSettings): Promise<Float32Array> {
+    const sampleType = inputInfo(this.unet, "sample").type;
+    const textType = inputInfo(this.unet, "encoder_hidden_states").type;
+    const h = settings.height / this.info.vaeScale;
+    const w = settings.width / this.info.vaeScale;
+    const feeds: Record<string, ort.Tensor> = {
+      sample: tensorOf(sampleType, latents, [batch, this.info.latentChannels, h, w]),
+      timestep: this.timestepTensor(t, batch),
+      encoder_hidden_states: tensorOf(textType, text, [batch, textDims[1]!, textDims[2]!]),
+    };
+    if (this.info.guidanceEmbedding) {
+      const embedding = guidanceScaleEmbedding(settings.cfgScale, this.timestepCondDim);
+      const rows = new Float32Array(batch * embedding.length);
+      for (let b = 0; b < batch; b++) rows.set(embedding, b * embedding.length);
+      feeds.timestep_cond = tensorOf(inputInfo(this.unet, "timestep_cond").type, rows, [batch, embedding.length]);
+    }
+    const output = await this.unet.run(feeds);
+    return readFloat32(output.out_sample ?? output[this.unet.outputNames[0]!]!);
+  }
+
+  private async denoise(
+    text: TextStates,
+    startNoise: Float32Array,
+    samplerNoise: GaussianNoise,
+    settings: DenoiseSettings,
+    hooks: StepHooks,
+    progressOffset: number,
+    progressTotal: number,
+  ): Promise<Float32Array> {
+    const scheduler = createScheduler(this.info.sampler, this.schedulerConfig, settings.steps);
+    let latents: Float32Array = Float32Array.from(startNoise, (x) => x * scheduler.initNoiseSigma);
+    const size = latents.length;
+    for (let step = 0; step < scheduler.timesteps.length; step++) {
+      await hooks.checkpoint?.();
+      const scale = scheduler.inputScale(step);
+      const scaled = scale === 1 ? latents : latents.map((x) => x * scale);
+      const t = scheduler.timesteps[step]!;
+      let prediction: Float32Array;
+      if (!text.uncond) {
+        prediction = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+      } else {
+        let uncondOut: Float32Array;
+        let condOut: Float32Array;
+        if (this.info.batchedGuidance) {
+          const pair = new Float32Array(size * 2);
+          pair.set(scaled, 0);
+          pair.set(scaled, size);
+          const states = new Float32Array(text.cond.length * 2);
+          states.set(text.uncond, 0);
+          states.set(text.cond, text.cond.length);
+          const both = await this.runUnet(pair, states, text.dims, 2, t, settings);
+          uncondOut = both.subarray(0, size);
+          condOut = both.subarray(size);
+        } else {
+          uncondOut = await this.runUnet(scaled, text.uncond, text.dims, 1, t, settings);
+          condOut = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+        }
+        prediction = new Float32Array(size);
+        for (let i = 0; i < size; i++) prediction[i] = uncondOut[i]! + settings.cfgScale * (condOut[i]! - uncondOut[i]!);
+      }
+      latents = scheduler.step(step, prediction, latents, samplerNoise);
+      hooks.onProgress?.(progressOffset + step + 1, progressTotal);
+    }
+    return latents;
+  }
+
+  private async decode(latents: Float32Array, size: { width: number; height: number }): Promise<Uint8Array> {
+    const input = inputInfo(this.vaeDecoder, "latent_sample");
+    const scaled = latents.map((x) => x / this.vaeScalingFactor);
+    const dims = [1, this.info.latentChannels, size.height / this.info.vaeScale, size.width / this.info.vaeScale];
+    const output = await this.vaeDecoder.run({ latent_sample: tensorOf(input.type, scaled, dims) });
+    const image = output.sample ?? output[this.vaeDecoder.outputNames[0]!]!;
+    const [, channels, height, width] = image.dims as [number, number, number, number];
+    if (height !== size.height || width !== size.width || channels < 3) throw new Error(`the VAE decoder returned [${image.dims}] for a ${size.width}x${size.height} image`);
+    const planar = readFloat32(image);
+    const plane = width * height;
+    const rgb = new Uint8Array(plane * 3);
+    for (let p = 0; p < plane; p++) {
+      for (let c = 0; c < 3; c++) {
+        const v = planar[c * plane + p]! / 2 + 0.5;
+        rgb[p * 3 + c] = Math.round(Math.min(Math.max(v, 0), 1) * 255);
+      }
+    }
+    return rgb;
+  }
+
+  /** diffusers' safety checker: CLIP-normalised 224x224 crop plus the image itself -> has_nsfw_concepts. */
+  private async checkSafety(rgb: Uint8Array, width: number, height: number): Promise<boolean> {
+    const checker = this.safetyChecker!;
+    const clipInput = clipPreprocess(rgb, width, height);
+    const feeds: Record<string, ort.Tensor> = { clip_input: tensorOf(inputInfo(checker, "clip_input").type, clipInput, [1, 3, CLIP_SIZE, CLIP_SIZE]) };
+    if (hasInput(checker, "images")) feeds.images = tensorOf(inputInfo(checker, "images").type, Float32Array.from(rgb, (v) => v / 255), [1, height, width, 3]);
+    const output = await checker.run(feeds);
+    const verdict = output.has_nsfw_concepts ?? Object.values(output).find((t) => t.type === "bool");
+    if (!verdict) throw new Error(`the safety checker has no boolean output (outputs: ${checker.outputNames.join(", ")})`);
+    return Boolean((verdict.data as ArrayLike<unknown>)[0]);
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all([this.textEncoder, this.unet, this.vaeDecoder, this.safetyChecker].map((s) => s?.release()));
+  }
+}
+
+/** Where the safety checker of a model lives, if it has one. */
+export function resolveSafetyChecker(dir: string, configured: string | undefined): string | null {
+  const candidate = configured ?? join(dir, "safety_checker");
+  if (!existsSync(candidate)) {
+    if (configured) throw new Error(`image.safetyChecker: ${configured} does not exist`);
+    return null;
+  }
+  return statSync(candidate).isDirectory() ? (existsSync(join(candidate, "model.onnx")) ? join(candidate, "model.onnx") : null) : candidate;
+}
+
+/** Shortest side to 224 (bilinear), centre crop, CLIP mean/std: planar [3, 224, 224]. */
+export function clipPreprocess(rgb: Uint8Array, width: number, height: number): Float32Array {
+  const scale = CLIP_SIZE / Math.min(width, height);
+  const scaledW = Math.max(CLIP_SIZE, Math.round(width * scale));
+  const scaledH = Math.max(CLIP_SIZE, Math.round(height * scale));
+  const offsetX = Math.floor((scaledW - CLIP_SIZE) / 2);
+  const offsetY = Math.floor((scaledH - CLIP_SIZE) / 2);
+  const out = new Float32Array(3 * CLIP_SIZE * CLIP_SIZE);
+  const plane = CLIP_SIZE * CLIP_SIZE;
+  for (let y = 0; y < CLIP_SIZE; y++) {
+    const sy = Math.min(Math.max(((y + offsetY + 0.5) / scaledH) * height - 0.5, 0), height - 1);
+    const y0 = Math.floor(sy);
+    const y1 = Math.min(y0 + 1, height - 1);
+    const fy = sy - y0;
+    for (let x = 0; x < CLIP_SIZE; x++) {
+      const sx = Math.min(Math.max(((x + offsetX + 0.5) / scaledW) * width - 0.5, 0), width - 1);
+      const x0 = Math.floor(sx);
+      const x1 = Math.min(x0 + 1, width - 1);
+      const fx = sx - x0;
+      for (let c = 0; c < 3; c++) {
+        const at = (xx: number, yy: number) => rgb[(yy * width + xx) * 3 + c]!;
+        const top = at(x0, y0) * (1 - fx) + at(x1, y0) * fx;
+        const bottom = at(x0, y1) * (1 - fx) + at(x1, y1) * fx;
+        const value = (top * (1 - fy) + bottom * fy) / 255;
+        out[c * plane + y * CLIP_SIZE + x] = (value - CLIP_MEAN[c]!) / CLIP_STD[c]!;
+      }
+    }
+  }
+  return out;
+}
+

@@ -1,0 +1,81 @@
+import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
+import type { ModelEntry } from "../../config.js";
+import { normalize } from "../embeddingMath.js";
+import type { EmbeddingEngine, EmbedResult } from "../types.js";
+import { getSharedLlama } from "./getSharedLlama.js";
+
+/**
+ * GGUF embedding models through node-llama-cpp. Pooling is the model's own (its
+ * `<arch>.pooling_type` metadata, applied by llama.cpp). node-llama-cpp 3.22 reads one pooled
+ * vector per context evaluation (sequence 0), so a batch is spread over
+ * `embedding.parallel` contexts that evaluate concurrently, not one input after another.
+ */
+export class LlamaEmbeddingEngine implements EmbeddingEngine {
+  readonly kind = "embedding" as const;
+  readonly router: string;
+
+  private constructor(
+    private readonly model: LlamaModel,
+    private readonly contexts: LlamaEmbeddingContext[],
+    readonly dimensions: number,
+    readonly maxInputTokens: number,
+    private readonly normalizeVectors: boolean,
+    gpu: string | false,
+  ) {
+    this.router = `llama.cpp/${gpu || "cpu"}`;
+  }
+
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<LlamaEmbeddingEngine> {
+    if (entry.embedding.pooling !== "auto") {
+      throw new Error(`embedding.pooling is read from the GGUF (<arch>.pooling_type) for llama models; remove the "${entry.embedding.pooling}" setting`);
+    }
+    const llama = await getSharedLlama(gpu);
+    const model = await llama.loadModel({ modelPath: entry.file!, gpuLayers: entry.llama.gpuLayers });
+    try {
+      // node-llama-cpp needs the context longer than the input: the training context holds inputs one token shorter.
+      const maxInputTokens = entry.embedding.maxInputTokens ?? Math.min(model.trainContextSize, 8192) - 1;
+      const contexts: LlamaEmbeddingContext[] = [];
+      for (let i = 0; i < entry.embedding.parallel; i++) {
+        contexts.push(
+          await model.createEmbeddingContext({
+            // One more than the input limit: the context must be longer than any input.
+            contextSize: maxInputTokens + 1,
+            batchSize: maxInputTokens + 1,
+            threads: entry.embedding.threads || undefined,
+          }),
+        );
+      }
+      const probe = await contexts[0]!.getEmbeddingFor("hello");
+      return new LlamaEmbeddingEngine(model, contexts, probe.vector.length, maxInputTokens, entry.embedding.normalize, llama.gpu);
+    } catch (error) {
+      await model.dispose();
+      throw error;
+    }
+  }
+
+  async countTokens(texts: readonly string[]): Promise<number[]> {
+    return texts.map((text) => this.contexts[0]!.calculateInputLength(text));
+  }
+
+  async embed(texts: readonly string[], options: { signal?: AbortSignal } = {}): Promise<EmbedResult> {
+    const vectors: Float32Array[] = new Array(texts.length);
+    let next = 0;
+    await Promise.all(
+      this.contexts.map(async (context) => {
+        while (next < texts.length) {
+          options.signal?.throwIfAborted();
+          const index = next++;
+          const { vector } = await context.getEmbeddingFor(texts[index]!);
+          const v = Float32Array.from(vector);
+          vectors[index] = this.normalizeVectors ? normalize(v) : v;
+        }
+      }),
+    );
+    return { vectors, tokens: await this.countTokens(texts) };
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.contexts.map((c) => c.dispose()));
+    await this.model.dispose();
+  }
+}

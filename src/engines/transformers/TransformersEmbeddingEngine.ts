@@ -1,0 +1,81 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { AutoTokenizer, env, type PreTrainedTokenizer } from "@huggingface/transformers";
+import type { ModelEntry } from "../../config.js";
+import type { Pooling } from "../embeddingMath.js";
+import type { EmbeddingEngine, EmbedResult } from "../types.js";
+import { WorkerPool } from "../worker/WorkerPool.js";
+import type { EmbeddingTask, EmbeddingWorkerData, EmbeddingWorkerResult } from "./embeddingWorker.js";
+
+const WORKER = new URL("./embeddingWorker.ts", import.meta.url);
+
+export const readJson = (path: string): Record<string, unknown> | undefined => (existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : undefined);
+
+/** sentence-transformers' pooling config (1_Pooling/config.json), when the export has one. */
+export function poolingOf(dir: string, configured: ModelEntry["embedding"]["pooling"]): Pooling {
+  if (configured !== "auto") return configured;
+  const st = readJson(join(dir, "1_Pooling", "config.json"));
+  if (st?.pooling_mode_cls_token) return "cls";
+  if (st?.pooling_mode_lasttoken) return "last";
+  return "mean";
+}
+
+/** The tokens one input may have: the setting, else the tokenizer's limit bounded by the position table. */
+export function inputLimit(dir: string, configured: number | undefined): number {
+  if (configured) return configured;
+  const tokenizerMax = Number(readJson(join(dir, "tokenizer_config.json"))?.model_max_length);
+  const positions = Number(readJson(join(dir, "config.json"))?.max_position_embeddings);
+  const candidates = [tokenizerMax, positions].filter((n) => Number.isFinite(n) && n > 0 && n < 1e7);
+  return candidates.length ? Math.min(...candidates) : 512;
+}
+
+/**
+ * ONNX encoder models (BERT, E5, BGE... in the transformers.js / Optimum layout) through
+ * transformers.js in a worker thread. Inputs of a request run in batches of
+ * embedding.batchSize through one forward pass each; token counts come from the same
+ * tokenizer on the main thread, before anything runs, so the credit hold is exact.
+ */
+export class TransformersEmbeddingEngine implements EmbeddingEngine {
+  readonly kind = "embedding" as const;
+  readonly router = "transformers.js/onnxruntime";
+
+  private constructor(
+    private readonly pool: WorkerPool,
+    private readonly tokenizer: PreTrainedTokenizer,
+    readonly dimensions: number,
+    readonly maxInputTokens: number,
+  ) {}
+
+  static async load(entry: ModelEntry): Promise<TransformersEmbeddingEngine> {
+    const dir = entry.file!;
+    const settings = entry.embedding;
+    env.allowRemoteModels = false;
+    const maxInputTokens = inputLimit(dir, settings.maxInputTokens);
+    const data: EmbeddingWorkerData = {
+      dir,
+      dtype: settings.dtype,
+      threads: settings.threads,
+      pooling: poolingOf(dir, settings.pooling),
+      normalize: settings.normalize,
+      maxInputTokens,
+      batchSize: settings.batchSize,
+    };
+    const tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
+    const pool = await WorkerPool.start({ name: entry.id, entry: WORKER, data, size: 1, maxWaiting: entry.queue.maxWaiting });
+    return new TransformersEmbeddingEngine(pool, tokenizer, (pool.info as { dimensions: number }).dimensions, maxInputTokens);
+  }
+
+  async countTokens(texts: readonly string[]): Promise<number[]> {
+    return texts.map((text) => (this.tokenizer(text, { truncation: false }).input_ids as { dims: number[] }).dims.at(-1) ?? 0);
+  }
+
+  async embed(texts: readonly string[], options: { signal?: AbortSignal } = {}): Promise<EmbedResult> {
+    const task: EmbeddingTask = { texts: [...texts] };
+    const { result } = await this.pool.run<EmbeddingWorkerResult>(task, { signal: options.signal });
+    return result;
+  }
+
+  dispose(): Promise<void> {
+    return this.pool.dispose();
+  }
+}

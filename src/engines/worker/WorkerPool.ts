@@ -1,0 +1,212 @@
+import { Worker, type TransferListItem } from "node:worker_threads";
+import { InferenceError, ModelAtCapacityError } from "../../errors.js";
+import type { FromWorker, ToWorker, WorkerBootData } from "./protocol.js";
+
+const BOOT = new URL("./workerBoot.mjs", import.meta.url);
+
+export interface WorkerPoolOptions {
+  /** The model id, for errors and logs. */
+  name: string;
+  /** The worker module (it calls serveWorker). */
+  entry: URL;
+  /** Given to the worker module's load(). */
+  data: unknown;
+  size: number;
+  /** Tasks allowed to wait for a free worker; beyond this, run() throws 503. */
+  maxWaiting: number;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  onEvent?: (event: unknown) => void;
+  transfer?: TransferListItem[];
+}
+
+export class TaskAbortedError extends Error {
+  override name = "TaskAbortedError";
+  constructor() {
+    super("the task was aborted");
+  }
+}
+
+interface Task {
+  id: number;
+  payload: unknown;
+  options: RunOptions;
+  enqueuedAt: number;
+  startedAt?: number;
+  resolve: (value: { result: unknown; queueMs: number }) => void;
+  reject: (error: unknown) => void;
+  onAbort?: () => void;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | null;
+  alive: boolean;
+}
+
+/**
+ * A fixed set of worker threads, each holding its own copy of a model (loaded once by the
+ * worker module), with a bounded FIFO of tasks in front. Work that would hold the event loop
+ * (onnxruntime's run does) happens there, so the server keeps answering other requests.
+ * A worker that dies fails its task and is replaced.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private readonly waiting: Task[] = [];
+  private nextId = 1;
+  private disposed = false;
+  /** What the workers reported once loaded (the first one's). */
+  info: unknown = null;
+
+  private constructor(private readonly options: WorkerPoolOptions) {}
+
+  static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(options);
+    try {
+      for (let i = 0; i < options.size; i++) pool.slots.push(await pool.spawn());
+    } catch (error) {
+      await pool.dispose();
+      throw error;
+    }
+    return pool;
+  }
+
+  stats(): { workers: number; busy: number; waiting: number } {
+    return { workers: this.slots.filter((s) => s.alive).length, busy: this.slots.filter((s) => s.task).length, waiting: this.waiting.length };
+  }
+
+  run<R>(payload: unknown, options: RunOptions = {}): Promise<{ result: R; queueMs: number }> {
+    if (this.disposed) return Promise.reject(new InferenceError(`The model "${this.options.name}" is shutting down`));
+    if (options.signal?.aborted) return Promise.reject(new TaskAbortedError());
+    const free = this.slots.find((s) => s.alive && !s.task);
+    if (!free && this.waiting.length >= this.options.maxWaiting) return Promise.reject(new ModelAtCapacityError(this.options.name));
+    return new Promise((resolve, reject) => {
+      const task: Task = { id: this.nextId++, payload, options, enqueuedAt: performance.now(), resolve: resolve as Task["resolve"], reject };
+      if (options.signal) {
+        task.onAbort = () => this.abort(task);
+        options.signal.addEventListener("abort", task.onAbort, { once: true });
+      }
+      if (free) this.dispatch(free, task);
+      else this.waiting.push(task);
+    });
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    for (const task of this.waiting.splice(0)) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        slot.alive = false;
+        const task = slot.task;
+        slot.task = null;
+        if (task) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
+        await slot.worker.terminate();
+      }),
+    );
+  }
+
+  private spawn(): Promise<Slot> {
+    const boot: WorkerBootData = { entry: this.options.entry.href, data: this.options.data };
+    const worker = new Worker(BOOT, { workerData: boot, name: `hearth:${this.options.name}` });
+    const slot: Slot = { worker, task: null, alive: false };
+    return new Promise((resolve, reject) => {
+      let loaded = false;
+      worker.on("message", (message: FromWorker) => {
+        if (message.type === "ready") {
+          loaded = true;
+          slot.alive = true;
+          this.info ??= message.info;
+          resolve(slot);
+          return;
+        }
+        if (message.type === "load-failed") {
+          void worker.terminate();
+          reject(new Error(message.message));
+          return;
+        }
+        this.onTaskMessage(slot, message);
+      });
+      worker.on("error", (error) => {
+        if (!loaded) reject(error);
+        else this.onWorkerLost(slot, error.message);
+      });
+      worker.on("exit", (code) => {
+        if (!loaded) reject(new Error(`the worker exited with code ${code} while loading`));
+        else if (slot.alive) this.onWorkerLost(slot, `exited with code ${code}`);
+      });
+    });
+  }
+
+  private dispatch(slot: Slot, task: Task): void {
+    slot.task = task;
+    task.startedAt = performance.now();
+    const message: ToWorker = { type: "run", id: task.id, task: task.payload };
+    slot.worker.postMessage(message, task.options.transfer);
+  }
+
+  private onTaskMessage(slot: Slot, message: FromWorker): void {
+    const task = slot.task;
+    if (!task || !("id" in message) || message.id !== task.id) return;
+    if (message.type === "event") {
+      task.options.onEvent?.(message.event);
+      return;
+    }
+    slot.task = null;
+    const queueMs = (task.startedAt ?? task.enqueuedAt) - task.enqueuedAt;
+    if (message.type === "done") this.finish(task, () => task.resolve({ result: message.result, queueMs }));
+    else if (message.type === "failed") {
+      const error = message.name === "TaskCancelledError" ? new TaskAbortedError() : new InferenceError(`Inference processing failed: ${message.message}`);
+      this.finish(task, () => task.reject(error));
+    }
+    this.next(slot);
+  }
+
+  private next(slot: Slot): void {
+    const task = this.waiting.shift();
+    if (task && slot.alive) this.dispatch(slot, task);
+    else if (task) this.waiting.unshift(task);
+  }
+
+  private abort(task: Task): void {
+    const queued = this.waiting.indexOf(task);
+    if (queued >= 0) {
+      this.waiting.splice(queued, 1);
+      this.finish(task, () => task.reject(new TaskAbortedError()));
+      return;
+    }
+    const slot = this.slots.find((s) => s.task === task);
+    if (slot) slot.worker.postMessage({ type: "cancel", id: task.id } satisfies ToWorker);
+  }
+
+  private finish(task: Task, settle: () => void): void {
+    if (task.onAbort) task.options.signal?.removeEventListener("abort", task.onAbort);
+    settle();
+  }
+
+  /** A worker crashed: fail its task, replace it, and keep serving the queue. */
+  private onWorkerLost(slot: Slot, reason: string): void {
+    slot.alive = false;
+    const task = slot.task;
+    slot.task = null;
+    if (task) this.finish(task, () => task.reject(new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`)));
+    if (this.disposed) return;
+    const index = this.slots.indexOf(slot);
+    this.spawn().then(
+      (replacement) => {
+        if (this.disposed) {
+          void replacement.worker.terminate();
+          return;
+        }
+        this.slots[index] = replacement;
+        this.next(replacement);
+      },
+      () => {
+        if (this.slots.every((s) => !s.alive)) {
+          for (const waiting of this.waiting.splice(0)) this.finish(waiting, () => waiting.reject(new InferenceError(`The ${this.options.name} workers could not be restarted`)));
+        }
+      },
+    );
+  }
+}

@@ -1,0 +1,70 @@
+import { parentPort, workerData, type TransferListItem } from "node:worker_threads";
+import type { FromWorker, ToWorker, WorkerBootData } from "./protocol.js";
+
+export class TaskCancelledError extends Error {
+  override name = "TaskCancelledError";
+  constructor() {
+    super("cancelled");
+  }
+}
+
+export interface TaskIo {
+  /** Sends an event to the task's caller (progress, a video frame...). */
+  emit(event: unknown, transfer?: TransferListItem[]): void;
+  /**
+   * Lets queued messages (a cancel) in, then throws TaskCancelledError if the task was
+   * cancelled. onnxruntime's run holds the thread, so long loops call this between steps.
+   */
+  checkpoint(): Promise<void>;
+}
+
+export interface WorkerHandlers<Context, Task> {
+  load(data: unknown): Promise<{ context: Context; info?: unknown }>;
+  run(context: Context, task: Task, io: TaskIo): Promise<{ result: unknown; transfer?: TransferListItem[] }>;
+}
+
+/** The worker side of a WorkerPool: load once, then run the tasks the pool sends, one at a time. */
+export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Task>): void {
+  const port = parentPort;
+  if (!port) throw new Error("serveWorker must run in a worker thread");
+  const post = (message: FromWorker, transfer?: TransferListItem[]) => port.postMessage(message, transfer);
+  const cancelled = new Set<number>();
+  const boot = workerData as WorkerBootData;
+
+  void (async () => {
+    let context: Context;
+    try {
+      const loaded = await handlers.load(boot.data);
+      context = loaded.context;
+      post({ type: "ready", info: loaded.info ?? null });
+    } catch (error) {
+      post({ type: "load-failed", message: (error as Error).message });
+      return;
+    }
+    port.on("message", (message: ToWorker) => {
+      if (message.type === "cancel") {
+        cancelled.add(message.id);
+        return;
+      }
+      const id = message.id;
+      const io: TaskIo = {
+        emit: (event, transfer) => post({ type: "event", id, event }, transfer),
+        checkpoint: async () => {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          if (cancelled.has(id)) throw new TaskCancelledError();
+        },
+      };
+      handlers.run(context, message.task as Task, io).then(
+        ({ result, transfer }) => {
+          cancelled.delete(id);
+          post({ type: "done", id, result }, transfer);
+        },
+        (error: unknown) => {
+          cancelled.delete(id);
+          const e = error instanceof Error ? error : new Error(String(error));
+          post({ type: "failed", id, name: e.name, message: e.message });
+        },
+      );
+    });
+  })();
+}

@@ -1,0 +1,38 @@
+import sharp from "sharp";
+
+/**
+ * Image encoding (sharp, i.e. libvips: runs on libuv's thread pool, never on the event loop).
+ * Generated pixels arrive as interleaved 8-bit RGB.
+ */
+
+export const IMAGE_FORMATS = { png: "image/png", jpeg: "image/jpeg", webp: "image/webp" } as const;
+export type ImageFormat = keyof typeof IMAGE_FORMATS;
+
+export interface EncodeImageOptions {
+  /** Gaussian blur strong enough that nothing can be made out (safe mode). */
+  blur?: boolean;
+  /** Written into the EXIF ImageDescription (generation settings, when asked for). */
+  description?: string;
+}
+
+export async function encodeImage(rgb: Uint8Array, width: number, height: number, format: ImageFormat, options: EncodeImageOptions = {}): Promise<Buffer> {
+  let image = sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: 3 } });
+  if (options.blur) image = image.blur(Math.max(8, Math.round(Math.max(width, height) / 16)));
+  if (options.description) image = image.withExif({ IFD0: { ImageDescription: options.description, Software: "Hearth" } });
+  switch (format) {
+    case "png":
+      return image.png().toBuffer();
+    case "jpeg":
+      return image.jpeg({ quality: 90 }).toBuffer();
+    case "webp":
+      return image.webp({ quality: 90 }).toBuffer();
+  }
+}
+
+/** Decodes any image sharp reads to interleaved RGB. */
+export async function decodeImage(bytes: Buffer): Promise<{ rgb: Uint8Array; width: number; height: number; format: string }> {
+  const image = sharp(bytes);
+  const { format } = await image.metadata();
+  const { data, info } = await image.removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
+}

@@ -1,0 +1,214 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { countVideoFrames, probeMedia } from "../../src/media/ffmpeg.js";
+import { createAccount } from "../../src/store/accounts.js";
+import { createApiKey } from "../../src/store/apiKeys.js";
+import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { tinyVideoEntry } from "../helpers/mediaModels.js";
+import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
+import { retrieveUntilDone } from "../helpers/video.js";
+
+const PER_SECOND = { pricing: { per_second: { usd: 0.05, diem: 0.05 }, resolutions: { "128p": { usd: 0.08, diem: 0.08 } } } };
+let server: TestServer;
+let broken: string;
+const POLLING = JSON.stringify({ video_retrieve: { rpm: 100_000 } });
+
+beforeAll(async () => {
+  broken = mkdtempSync(join(tmpdir(), "hearth-broken-video-"));
+  mkdirSync(join(broken, "unet"));
+  server = await startTestServer({
+    models: [
+      tinyVideoEntry(PER_SECOND),
+      tinyVideoEntry({ id: "tiered-video", pricing: { durations: { short: { usd: 0.1, diem: 0.1, min_seconds: 1, max_seconds: 2 }, long: { usd: 0.25, diem: 0.25, min_seconds: 3, max_seconds: 3 } } } }),
+      tinyVideoEntry({ id: "broken-video", file: broken, ...PER_SECOND }),
+    ],
+    config: { videoWorkers: 1 },
+  });
+  // Tests poll retrieve faster than the standard 120 per minute.
+  server.db.prepare("UPDATE api_keys SET rate_limit_overrides = ?").run(POLLING);
+});
+afterAll(async () => {
+  await server.stop();
+  rmSync(broken, { recursive: true, force: true });
+});
+
+function fundedKey(usdMicros: number, overrides = POLLING) {
+  const account = createAccount(server.db, "video");
+  server.credits.grant(account.id, "USD", usdMicros, "test");
+  const { secret } = createApiKey(server.db, { accountId: account.id, description: "v", keyType: "INFERENCE", rateLimitOverrides: overrides });
+  return { key: secret, accountId: account.id };
+}
+const json = async (res: Response) => (await res.json()) as any;
+
+describe("POST /video/quote", () => {
+  it("prices duration and resolution, per second or by duration tier", async () => {
+    expect(await json(await post(server, "/video/quote", { model: "tiny-video", duration: "2s" }))).toEqual({ quote: 0.1 });
+    expect(await json(await post(server, "/video/quote", { model: "tiny-video", duration: "3s", resolution: "128p" }))).toEqual({ quote: 0.24 });
+    expect(await json(await post(server, "/video/quote", { model: "tiered-video", duration: "2s" }))).toEqual({ quote: 0.1 });
+    expect(await json(await post(server, "/video/quote", { model: "tiered-video", duration: "3s" }))).toEqual({ quote: 0.25 });
+    const bad = await post(server, "/video/quote", { model: "tiny-video", duration: "10s" });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).error).toMatch(/1s, 2s, 3s/);
+    expect((await post(server, "/video/quote", { model: "tiny-video", duration: "1s", resolution: "4k" })).status).toBe(400);
+  });
+});
+
+describe("queue, then retrieve", () => {
+  it("goes QUEUED -> RUNNING -> COMPLETED and returns an H.264 MP4 with duration x fps frames", async () => {
+    const { key, accountId } = fundedKey(1_000_000);
+    const queue = (body: Record<string, unknown>) => post(server, "/video/queue", { model: "tiny-video", prompt: "a boat on a lake", ...body }, { key });
+    // A longer job first, so the second one waits in the queue behind it (one video worker).
+    const first = await json(await queue({ duration: "3s", resolution: "128p", steps: 6, seed: 1 }));
+    const res = await queue({ duration: "2s", aspect_ratio: "16:9", fps: 6, seed: 2 });
+    expect(res.status).toBe(200);
+    const second = await json(res);
+    expect(second).toEqual({ model: "tiny-video", queue_id: expect.any(String) });
+    // Charged in full when queued: 3 s at the 128p rate, 2 s at the base rate.
+    expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(240_000 + 100_000);
+
+    const retrieve = (queueId: string, extra: Record<string, unknown> = {}) =>
+      post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId, ...extra }, { key });
+    const waiting = await json(await retrieve(second.queue_id));
+    expect(waiting).toMatchObject({ status: "PROCESSING", state: "QUEUED", queue_position: 1, progress: 0 });
+    expect(waiting.average_execution_time).toEqual(expect.any(Number));
+    expect(waiting.execution_duration).toBeGreaterThanOrEqual(0);
+
+    const a = await retrieveUntilDone(() => retrieve(first.queue_id));
+    expect(a.states).toContain("RUNNING");
+    expect(a.states.at(-1)).toBe("COMPLETED");
+    expect(Math.max(...a.progress)).toBeGreaterThan(0);
+    expect(countVideoFrames(a.video)).toBe(3 * 8);
+    expect(probeMedia(a.video).streams[0]).toMatchObject({ kind: "video", codec: "h264", width: 128, height: 128 });
+
+    const b = await retrieveUntilDone(() => retrieve(second.queue_id, { delete_media_on_completion: true }));
+    expect(b.states.at(-1)).toBe("COMPLETED");
+    expect(countVideoFrames(b.video)).toBe(2 * 6);
+    expect(probeMedia(b.video).streams[0]).toMatchObject({ codec: "h264", width: 112, height: 64 });
+    // delete_media_on_completion removed it; complete removes the other.
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await retrieve(second.queue_id)).status).toBe(404);
+    expect(await json(await post(server, "/video/complete", { model: "tiny-video", queue_id: first.queue_id }, { key }))).toEqual({ success: true });
+    expect((await retrieve(first.queue_id)).status).toBe(404);
+    // Now that there is history, the estimate is the P80 of real run times.
+    const third = await json(await queue({ duration: "3s", resolution: "128p", steps: 12 }));
+    expect(third, JSON.stringify(third)).toHaveProperty("queue_id");
+    const early = await retrieve(third.queue_id);
+    expect(early.headers.get("content-type")).toMatch(/json/);
+    const earlyBody = await json(early);
+    expect(earlyBody, JSON.stringify(earlyBody)).toHaveProperty("average_execution_time");
+    expect(earlyBody.average_execution_time).toBeGreaterThan(0);
+    await retrieveUntilDone(() => retrieve(third.queue_id));
+    expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
+  });
+
+  it("the same seed and settings give the same video", async () => {
+    const body = { model: "tiny-video", prompt: "waves", duration: "1s", seed: 77 };
+    const ids = [(await json(await post(server, "/video/queue", body))).queue_id, (await json(await post(server, "/video/queue", body))).queue_id];
+    const videos = await Promise.all(ids.map((id) => retrieveUntilDone(() => post(server, "/video/retrieve", { model: "tiny-video", queue_id: id }))));
+    expect(videos[0]!.video.equals(videos[1]!.video)).toBe(true);
+  });
+
+  it("a job that fails is refunded exactly once and retrieve says so", async () => {
+    const { key, accountId } = fundedKey(1_000_000);
+    const queued = await json(await post(server, "/video/queue", { model: "broken-video", prompt: "x", duration: "2s" }, { key }));
+    expect(getBalances(server.db, accountId).USD).toBe(900_000);
+    let res: Response | undefined;
+    for (let i = 0; i < 200; i++) {
+      res = await post(server, "/video/retrieve", { model: "broken-video", queue_id: queued.queue_id }, { key });
+      if (res.status !== 200) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(res!.status).toBe(500);
+    const body = await json(res!);
+    expect(body).toMatchObject({ code: "VIDEO_GENERATION_FAILED", status: "FAILED", credits_refunded: true });
+    expect(body.error).toMatch(/not a diffusers ONNX export/);
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
+    expect(server.jobs.fail(queued.queue_id, "again")).toBe(false);
+    const kinds = server.db.prepare("SELECT kind, delta_micros FROM ledger WHERE request_id = ? ORDER BY id").all(queued.queue_id);
+    expect(kinds).toEqual([
+      { kind: "charge", delta_micros: -100_000 },
+      { kind: "refund", delta_micros: 100_000 },
+    ]);
+    expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
+  });
+
+  it("refuses inputs a text-to-video model cannot use, other callers' jobs, and an unpaid job", async () => {
+    const image = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", image_url: "data:image/png;base64,AAAA" });
+    expect(image.status).toBe(400);
+    expect((await json(image)).error).toMatch(/text-to-video.*image_url/);
+    const mine = fundedKey(1_000_000);
+    const queued = await json(await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key: mine.key }));
+    const other = fundedKey(1_000_000);
+    expect((await post(server, "/video/retrieve", { model: "tiny-video", queue_id: queued.queue_id }, { key: other.key })).status).toBe(404);
+    expect((await post(server, "/video/retrieve", { model: "tiered-video", queue_id: queued.queue_id }, { key: mine.key })).status).toBe(404);
+    const poor = fundedKey(1_000);
+    const unpaid = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key: poor.key });
+    expect(unpaid.status).toBe(402);
+    expect(server.db.prepare("SELECT COUNT(*) FROM jobs WHERE account_id = ?").pluck().get(poor.accountId)).toBe(0);
+    await retrieveUntilDone(() => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queued.queue_id }, { key: mine.key }));
+  });
+
+  it("applies the video queue and retrieve rate-limit tiers", async () => {
+    const { key } = fundedKey(1_000_000, JSON.stringify({ video_queue: { rpm: 1 }, video_retrieve: { rpm: 2 } }));
+    const first = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-ratelimit-limit-requests")).toBe("1");
+    expect((await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key })).status).toBe(429);
+    const { queue_id } = await json(first);
+    const retrieve = () => post(server, "/video/retrieve", { model: "tiny-video", queue_id }, { key });
+    expect((await retrieve()).headers.get("x-ratelimit-limit-requests")).toBe("2");
+    await retrieve();
+    expect((await retrieve()).status).toBe(429);
+  });
+
+  it("lists the video model with the reference's video constraints", async () => {
+    const record = await json(await fetch(`${server.baseUrl}/models/tiny-video`));
+    expect(record.type).toBe("video");
+    expect(record.model_spec.constraints).toMatchObject({
+      durations: ["1s", "2s", "3s"],
+      resolutions: ["64p", "128p"],
+      model_type: "text-to-video",
+      audio: false,
+      audio_configurable: false,
+    });
+  });
+});
+
+describe("a restart in the middle of a video job", () => {
+  it("puts the job back in the queue and finishes it on the next start, charged once", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hearth-video-restart-"));
+    const models = [tinyVideoEntry({ ...PER_SECOND, image: { defaultSteps: 12 } })];
+    try {
+      const first = await startTestServer({ models, dataDir });
+      const account = createAccount(first.db, "restart");
+      first.credits.grant(account.id, "USD", 1_000_000, "test");
+      const { secret: key } = createApiKey(first.db, { accountId: account.id, description: "r", keyType: "INFERENCE", rateLimitOverrides: POLLING });
+      const { queue_id } = await json(await post(first, "/video/queue", { model: "tiny-video", prompt: "a lighthouse", duration: "3s", resolution: "128p", seed: 5 }, { key }));
+      let state = "";
+      for (let i = 0; i < 400 && state !== "RUNNING"; i++) {
+        state = (await json(await post(first, "/video/retrieve", { model: "tiny-video", queue_id }, { key }))).state;
+        if (state !== "RUNNING") await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(state).toBe("RUNNING");
+      await first.stop();
+
+      const second = await startTestServer({ models, dataDir });
+      try {
+        const row = second.db.prepare("SELECT status, attempts FROM jobs WHERE id = ?").get(queue_id) as { status: string; attempts: number };
+        expect(["QUEUED", "RUNNING"]).toContain(row.status);
+        const { video } = await retrieveUntilDone(() => post(second, "/video/retrieve", { model: "tiny-video", queue_id }, { key }));
+        expect(countVideoFrames(video)).toBe(24);
+        expect(getBalances(second.db, account.id).USD).toBe(1_000_000 - 240_000);
+        expect(second.db.prepare("SELECT COUNT(*) FROM ledger WHERE request_id = ?").pluck().get(queue_id)).toBe(1);
+        // A graceful shutdown does not count as an attempt.
+        expect((second.db.prepare("SELECT attempts FROM jobs WHERE id = ?").get(queue_id) as { attempts: number }).attempts).toBe(1);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

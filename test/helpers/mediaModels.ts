@@ -1,0 +1,60 @@
+import { join } from "node:path";
+import { ModelEntry } from "../../src/config.js";
+import { fixturesDir } from "./testServer.js";
+
+/** Registry entries for the tiny image, video and embedding fixtures (generated once per run by globalSetup). */
+
+export const tinySdPath = () => join(fixturesDir(), "tiny-sd");
+
+export function tinyImageEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { image, ...rest } = overrides as { image?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-sd",
+    name: "Tiny SD",
+    type: "image",
+    backend: "onnx-diffusion",
+    file: tinySdPath(),
+    traits: ["default"],
+    image: { threads: 1, defaultSteps: 4, defaultCfgScale: 1, defaultWidth: 256, defaultHeight: 256, ...image },
+    ...rest,
+  });
+}
+
+export function tinyVideoEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { image, video, ...rest } = overrides as { image?: Record<string, unknown>; video?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-video",
+    name: "Tiny Video",
+    type: "video",
+    backend: "onnx-diffusion",
+    file: tinySdPath(),
+    image: { threads: 1, defaultSteps: 2, defaultCfgScale: 1, ...image },
+    video: { durations: ["1s", "2s", "3s"], resolutions: { "64p": 64, "128p": 128 }, defaultResolution: "64p", fps: 8, ...video },
+    ...rest,
+  });
+}
+
+export function tinyEmbeddingEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { embedding, ...rest } = overrides as { embedding?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-embedding",
+    type: "embedding",
+    backend: "transformers",
+    file: join(fixturesDir(), "tiny-embedding"),
+    embedding: { supportsCustomDimensions: true, threads: 1, ...embedding },
+    ...rest,
+  });
+}
+
+export function tinyGgufEmbeddingEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { embedding, ...rest } = overrides as { embedding?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-embedding-gguf",
+    type: "embedding",
+    backend: "llama",
+    file: join(fixturesDir(), "tiny-embedding.gguf"),
+    llama: { gpuLayers: 0 },
+    embedding: { threads: 1, parallel: 2, ...embedding },
+    ...rest,
+  });
+}

@@ -1,0 +1,31 @@
+import { serveWorker } from "../../src/engines/worker/serveWorker.js";
+
+/** A worker module for WorkerPool tests: echoes, spins through checkpoints, or dies. */
+type Task = { type: "echo"; value: unknown } | { type: "spin"; steps: number } | { type: "crash" } | { type: "throw" };
+
+serveWorker<{ greeting: string }, Task>({
+  async load(data) {
+    if ((data as { fail?: boolean }).fail) throw new Error("cannot load this model");
+    return { context: { greeting: "hello" }, info: { loadedWith: data } };
+  },
+  async run(context, task, io) {
+    switch (task.type) {
+      case "echo":
+        return { result: { greeting: context.greeting, value: task.value } };
+      case "spin":
+        for (let i = 0; i < task.steps; i++) {
+          // Busy work that holds the worker's thread, like onnxruntime's run.
+          const until = Date.now() + 5;
+          while (Date.now() < until);
+          io.emit({ step: i + 1 });
+          await io.checkpoint();
+        }
+        return { result: "spun" };
+      case "crash":
+        process.exit(3);
+      // eslint-disable-next-line no-fallthrough
+      case "throw":
+        throw new Error("the model said no");
+    }
+  },
+});

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { TaskAbortedError, WorkerPool } from "../../src/engines/worker/WorkerPool.js";
+import { InferenceError, ModelAtCapacityError } from "../../src/errors.js";
+
+const ENTRY = new URL("../helpers/testWorker.ts", import.meta.url);
+let pools: WorkerPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.map((p) => p.dispose()));
+  pools = [];
+});
+const start = async (options: { size?: number; maxWaiting?: number; data?: unknown } = {}) => {
+  const pool = await WorkerPool.start({ name: "test-model", entry: ENTRY, data: options.data ?? { n: 1 }, size: options.size ?? 1, maxWaiting: options.maxWaiting ?? 8 });
+  pools.push(pool);
+  return pool;
+};
+
+describe("WorkerPool", () => {
+  it("loads the module in worker threads and runs tasks there, reporting events", async () => {
+    const pool = await start({ size: 2 });
+    expect(pool.info).toEqual({ loadedWith: { n: 1 } });
+    expect(pool.stats()).toEqual({ workers: 2, busy: 0, waiting: 0 });
+    expect((await pool.run({ type: "echo", value: [1, 2] })).result).toEqual({ greeting: "hello", value: [1, 2] });
+    const events: unknown[] = [];
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const { result } = await pool.run({ type: "spin", steps: 40 }, { onEvent: (e) => events.push(e) });
+    clearInterval(timer);
+    expect(result).toBe("spun");
+    expect(events).toHaveLength(40);
+    // 200 ms of busy work in the worker; this thread's timers kept firing.
+    expect(ticks).toBeGreaterThan(10);
+  });
+
+  it("a load failure rejects start() with the worker's message", async () => {
+    await expect(WorkerPool.start({ name: "bad", entry: ENTRY, data: { fail: true }, size: 1, maxWaiting: 1 })).rejects.toThrow("cannot load this model");
+  });
+
+  it("queues beyond its workers and answers 503 past maxWaiting", async () => {
+    const pool = await start({ size: 1, maxWaiting: 1 });
+    const running = pool.run({ type: "spin", steps: 20 });
+    const waiting = pool.run({ type: "echo", value: 1 });
+    expect(pool.stats()).toEqual({ workers: 1, busy: 1, waiting: 1 });
+    await expect(pool.run({ type: "echo", value: 2 })).rejects.toBeInstanceOf(ModelAtCapacityError);
+    await running;
+    const { queueMs } = await waiting;
+    expect(queueMs).toBeGreaterThan(20);
+  });
+
+  it("aborts a running task at its next checkpoint, and a queued one at once", async () => {
+    const pool = await start({ size: 1 });
+    const controller = new AbortController();
+    const steps: number[] = [];
+    const running = pool.run({ type: "spin", steps: 1000 }, { signal: controller.signal, onEvent: (e) => steps.push((e as { step: number }).step) });
+    const queuedController = new AbortController();
+    const queued = pool.run({ type: "echo", value: 1 }, { signal: queuedController.signal });
+    queuedController.abort();
+    await expect(queued).rejects.toBeInstanceOf(TaskAbortedError);
+    await new Promise((r) => setTimeout(r, 50));
+    controller.abort();
+    await expect(running).rejects.toBeInstanceOf(TaskAbortedError);
+    expect(steps.length).toBeLessThan(1000);
+    expect((await pool.run({ type: "echo", value: "after" })).result).toMatchObject({ value: "after" });
+  });
+
+  it("a task error is a 500 with the worker's message; a dead worker fails its task and is replaced", async () => {
+    const pool = await start({ size: 1 });
+    const failed = await pool.run({ type: "throw" }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(InferenceError);
+    expect((failed as Error).message).toBe("Inference processing failed: the model said no");
+    const crash = pool.run({ type: "crash" });
+    const next = pool.run({ type: "echo", value: "queued behind the crash" });
+    await expect(crash).rejects.toThrow(/worker exited with code 3/);
+    expect((await next).result).toMatchObject({ value: "queued behind the crash" });
+    expect(pool.stats().workers).toBe(1);
+  });
+
+  it("dispose() fails what is running and waiting", async () => {
+    const pool = await start({ size: 1 });
+    const running = pool.run({ type: "spin", steps: 1000 }).catch((e: unknown) => e);
+    const waiting = pool.run({ type: "echo", value: 1 }).catch((e: unknown) => e);
+    await pool.dispose();
+    expect(await running).toBeInstanceOf(InferenceError);
+    expect(await waiting).toBeInstanceOf(InferenceError);
+  });
+});
