@@ -1,5 +1,7 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import type { ServerConfig } from "./config.js";
+import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { apiKeyAuth } from "./auth/apiKeyAuth.js";
@@ -15,6 +17,7 @@ export interface AppDeps {
   config: ServerConfig;
   db: Db;
   models: ModelManager;
+  characters: CharacterCatalog;
   logger: Logger;
   startedAt: number;
   /** Route-level middleware, in the order the architecture gives: authentication, then body parsing. */
@@ -23,7 +26,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, charactersRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "jsonBody">): Express {
   const full: AppDeps = {

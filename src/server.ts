@@ -2,6 +2,8 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
+import { CharacterCatalog } from "./characters/CharacterCatalog.js";
+import { charactersPathFor, fromDefinition, loadCharactersFile, type CharacterDefinition } from "./characters/charactersFile.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ModelManager } from "./models/ModelManager.js";
@@ -21,6 +23,8 @@ export interface RunningServer {
 export interface StartOptions {
   /** Overrides reading models.config.json (tests build their own registry). */
   modelsConfig?: ModelsConfig;
+  /** Overrides reading characters.json next to the registry. */
+  characters?: CharacterDefinition[];
   logger?: Logger;
   gpu?: "auto" | false;
 }
@@ -31,9 +35,15 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const generated = await ensureDemoModels(modelsConfig);
   for (const path of generated) logger.info({ path }, "generated demo model");
 
+  const textModels = new Set(modelsConfig.models.filter((m) => m.type === "text").map((m) => m.id));
+  const fileCharacters = options.characters
+    ? options.characters.map((c) => fromDefinition(c, Date.now()))
+    : loadCharactersFile(charactersPathFor(config.configPath), textModels);
+
   const db = openStore(databasePath(config.dataDir));
   const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
-  const app = createApp({ config, db, models, logger, startedAt: Date.now() });
+  const characters = new CharacterCatalog(db, fileCharacters);
+  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now() });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {

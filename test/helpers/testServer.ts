@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { inject } from "vitest";
+import type { CharacterDefinition } from "../../src/characters/charactersFile.js";
 import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -12,6 +13,7 @@ import { grantCredits, toMicros } from "../../src/store/ledger.js";
 
 export const fixturesDir = () => inject("fixturesDir");
 export const tinyChatPath = () => join(fixturesDir(), "tiny-chat.gguf");
+export const tinyReasoningPath = () => join(fixturesDir(), "tiny-reasoning.gguf");
 
 /** A registry entry for the tiny chat model, with overrides. */
 export function tinyChatEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
@@ -26,6 +28,11 @@ export function tinyChatEntry(overrides: Partial<Record<string, unknown>> = {}):
   });
 }
 
+/** A registry entry for the tiny reasoning model (Qwen3-style <think> template), with overrides. */
+export function tinyReasoningEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return tinyChatEntry({ id: "tiny-reasoning", name: "Tiny Reasoning", file: tinyReasoningPath(), ...overrides });
+}
+
 export interface TestServer extends RunningServer {
   dataDir: string;
   adminKey: string;
@@ -36,7 +43,9 @@ export interface TestServer extends RunningServer {
 }
 
 /** A real server on an ephemeral port with its own SQLite file, on CPU. */
-export async function startTestServer(options: { models?: ModelEntry[]; config?: Partial<ServerConfig> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; characters?: CharacterDefinition[] } = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
     host: "127.0.0.1",
@@ -47,7 +56,12 @@ export async function startTestServer(options: { models?: ModelEntry[]; config?:
     ...options.config,
   });
   const modelsConfig: ModelsConfig = { models: options.models ?? [tinyChatEntry()] };
-  const running = await startServer(config, { modelsConfig, gpu: false, logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent") });
+  const running = await startServer(config, {
+    modelsConfig,
+    characters: options.characters ?? [],
+    gpu: false,
+    logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
+  });
   const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
     const account = createAccount(running.db, "test account");
     if (opts.usd) grantCredits(running.db, account.id, "USD", toMicros(opts.usd), "test grant");
