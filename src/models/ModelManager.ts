@@ -1,6 +1,6 @@
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { chatEngineFactories, type EngineFactoryOptions } from "../engines/registry.js";
+import { chatEngineFactories, chatFeatureProbes, type EngineFactoryOptions, type ProbedChatFeatures } from "../engines/registry.js";
 import type { ChatEngine } from "../engines/types.js";
 
 /**
@@ -10,6 +10,7 @@ import type { ChatEngine } from "../engines/types.js";
 export class ModelManager {
   private readonly entries: Map<string, ModelEntry>;
   private readonly chatEngines = new Map<string, Promise<ChatEngine>>();
+  private readonly probedFeatures = new Map<string, Promise<ProbedChatFeatures | null>>();
 
   constructor(
     config: ModelsConfig,
@@ -39,6 +40,23 @@ export class ModelManager {
       this.chatEngines.set(id, engine);
     }
     return engine;
+  }
+
+  /**
+   * A text model's chat features, read from the model file without loading it (cached);
+   * null when the file cannot be read (GET /models then shows the registry's values).
+   */
+  chatFeatures(id: string): Promise<ProbedChatFeatures | null> {
+    const entry = this.get(id, "text");
+    let features = this.probedFeatures.get(id);
+    if (!features) {
+      features = chatFeatureProbes[entry.backend](entry).catch(() => {
+        this.probedFeatures.delete(id);
+        return null;
+      });
+      this.probedFeatures.set(id, features);
+    }
+    return features;
   }
 
   /** Engines that finished loading, with their queue state. */

@@ -23,7 +23,7 @@ export function setModelHeaders(res: Response, entry: ModelEntry, router: string
 }
 
 export function chatRouter(deps: AppDeps): Router {
-  const service = new ChatService(deps.models, deps.config.requestTimeoutMs);
+  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs);
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
     requireJson(req);
@@ -31,6 +31,7 @@ export function chatRouter(deps: AppDeps): Router {
     const ctx = res.locals.ctx;
     const chat = await service.prepare(body, ctx.requestId);
     setModelHeaders(res, chat.entry, chat.engine.router);
+    res.set(chat.headers);
 
     let result: ChatGenerateResult | undefined;
     let status = 200;

@@ -1,12 +1,31 @@
 import { Router } from "express";
 import { basename } from "node:path";
 import type { ModelEntry } from "../../config.js";
+import type { ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../app.js";
 import { ListModelsQuery, type ModelRecord } from "./schema.js";
 
+const EFFORTS = ["minimal", "low", "medium", "high", "xhigh", "max"] as const;
+
+/**
+ * What the chat path can do with this model, as the reference's capability flags: derived
+ * from the model's own template (tool-call syntax, thought blocks, enable_thinking), not
+ * claimed by configuration. The registry supplies the flags Hearth cannot derive.
+ */
+function derivedCapabilities(features: ProbedChatFeatures): Record<string, unknown> {
+  return {
+    supportsFunctionCalling: features.functionCalling,
+    supportsResponseSchema: features.responseSchema,
+    supportsLogProbs: features.logprobs,
+    supportsReasoning: features.reasoning,
+    supportsReasoningEffort: features.reasoning,
+    ...(features.reasoning ? { reasoningEffortOptions: features.reasoningToggle ? ["none", ...EFFORTS] : [...EFFORTS] } : {}),
+  };
+}
+
 /** The registry entry in the reference's model record shape. */
-export function toModelRecord(entry: ModelEntry, startedAt: number): ModelRecord {
+export function toModelRecord(entry: ModelEntry, startedAt: number, features: ProbedChatFeatures | null = null): ModelRecord {
   const isText = entry.type === "text";
   const record: ModelRecord = {
     id: entry.id,
@@ -22,7 +41,7 @@ export function toModelRecord(entry: ModelEntry, startedAt: number): ModelRecord
       offline: entry.offline,
       modelSource: entry.file ? basename(entry.file) : entry.backend,
       traits: entry.traits,
-      capabilities: entry.capabilities,
+      capabilities: features ? { ...entry.capabilities, ...derivedCapabilities(features) } : entry.capabilities,
       constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
@@ -38,16 +57,16 @@ export function toModelRecord(entry: ModelEntry, startedAt: number): ModelRecord
 
 export function modelsRouter(deps: AppDeps): Router {
   const router = Router();
-  router.get("/models", (req, res) => {
+  const featuresOf = (entry: ModelEntry) => (entry.type === "text" ? deps.models.chatFeatures(entry.id) : Promise.resolve(null));
+  router.get("/models", async (req, res) => {
     const { type } = parse(ListModelsQuery, req.query);
-    const data = deps.models
-      .list()
-      .filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type))
-      .map((m) => toModelRecord(m, deps.startedAt));
+    const entries = deps.models.list().filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type));
+    const data = await Promise.all(entries.map(async (m) => toModelRecord(m, deps.startedAt, await featuresOf(m))));
     res.json({ object: "list", type, data });
   });
-  router.get("/models/:id", (req, res) => {
-    res.json(toModelRecord(deps.models.get(req.params.id), deps.startedAt));
+  router.get("/models/:id", async (req, res) => {
+    const entry = deps.models.get(String(req.params.id));
+    res.json(toModelRecord(entry, deps.startedAt, await featuresOf(entry)));
   });
   return router;
 }
