@@ -33,6 +33,18 @@ interface Waiter {
 const MIN_USEFUL_PREFIX = 16;
 
 /**
+ * Reusing a sequence overwrites what it holds past the shared prefix. That is worth it when
+ * the prefix is most of what the sequence holds (a conversation going on, a document asked
+ * about again) or covers its pinned prefix (a system prompt or breakpoint); a few shared
+ * template tokens are not worth another request's cache.
+ */
+function isWorthReusing(slot: Slot, shared: number): boolean {
+  if (shared < MIN_USEFUL_PREFIX) return false;
+  const held = slot.sequence.nextTokenIndex;
+  return shared * 2 >= held || (slot.pinnedTokens > 0 && shared >= slot.pinnedTokens);
+}
+
+/**
  * Hands out the sequences of one context (continuous batching: node-llama-cpp evaluates
  * busy sequences together) with a bounded FIFO wait queue. The KV cache each sequence
  * holds is the prompt cache, so choosing a sequence is choosing what to reuse and what to
@@ -128,7 +140,7 @@ export class SequencePool {
       let best: { slot: Slot; shared: number; score: number[] } | undefined;
       for (const slot of this.free) {
         const shared = slot.sequence.compareContextTokens(request.prompt as Token[]).firstDifferentIndex;
-        const useful = shared >= MIN_USEFUL_PREFIX ? shared : 0;
+        const useful = isWorthReusing(slot, shared) ? shared : 0;
         const ownedByOther = slot.cacheKey !== undefined && slot.cacheKey !== request.cacheKey ? 1 : 0;
         // Higher is better, compared element by element.
         const score = [useful, -ownedByOther, -slot.pinnedTokens, -slot.lastUsedAt];
