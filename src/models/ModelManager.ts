@@ -10,6 +10,8 @@ import type { ChatEngine } from "../engines/types.js";
 export class ModelManager {
   private readonly entries: Map<string, ModelEntry>;
   private readonly chatEngines = new Map<string, Promise<ChatEngine>>();
+  /** Engines that finished loading (the same engines as chatEngines, without waiting). */
+  private readonly readyEngines = new Map<string, ChatEngine>();
   private readonly probedFeatures = new Map<string, Promise<ProbedChatFeatures | null>>();
 
   constructor(
@@ -33,28 +35,38 @@ export class ModelManager {
     const entry = this.get(id, "text");
     let engine = this.chatEngines.get(id);
     if (!engine) {
-      engine = chatEngineFactories[entry.backend](entry, this.options).catch((error: unknown) => {
-        this.chatEngines.delete(id);
-        throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
-      });
+      engine = chatEngineFactories[entry.backend](entry, this.options).then(
+        (ready) => {
+          this.readyEngines.set(id, ready);
+          return ready;
+        },
+        (error: unknown) => {
+          this.chatEngines.delete(id);
+          throw error instanceof ApiError ? error : new ModelUnavailableError(id, (error as Error).message);
+        },
+      );
       this.chatEngines.set(id, engine);
     }
     return engine;
   }
 
   /**
-   * A text model's chat features, read from the model file without loading it (cached);
-   * null when the file cannot be read (GET /models then shows the registry's values).
+   * A text model's chat features without loading it: a loaded engine's own, else read from
+   * the model file's template (cached per file: analysing a Jinja template takes seconds).
+   * Null when the file cannot be read (GET /models then shows the registry's values).
    */
-  chatFeatures(id: string): Promise<ProbedChatFeatures | null> {
+  async chatFeatures(id: string): Promise<ProbedChatFeatures | null> {
     const entry = this.get(id, "text");
-    let features = this.probedFeatures.get(id);
+    const loaded = this.readyEngines.get(id);
+    if (loaded) return loaded.features;
+    const key = `${entry.backend}:${entry.file}`;
+    let features = this.probedFeatures.get(key);
     if (!features) {
       features = chatFeatureProbes[entry.backend](entry).catch(() => {
-        this.probedFeatures.delete(id);
+        this.probedFeatures.delete(key);
         return null;
       });
-      this.probedFeatures.set(id, features);
+      this.probedFeatures.set(key, features);
     }
     return features;
   }
@@ -72,6 +84,8 @@ export class ModelManager {
   async dispose(): Promise<void> {
     const engines = [...this.chatEngines.values()];
     this.chatEngines.clear();
+    this.readyEngines.clear();
     await Promise.all(engines.map(async (p) => (await p.catch(() => undefined))?.dispose()));
   }
 }
+
