@@ -1,9 +1,10 @@
+import type { z } from "zod";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
 import { CharacterCatalog } from "./characters/CharacterCatalog.js";
-import { charactersPathFor, fromDefinition, loadCharactersFile, type CharacterDefinition } from "./characters/charactersFile.js";
+import { CharacterDefinition, charactersPathFor, fromDefinition, loadCharactersFile } from "./characters/charactersFile.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
 import { createLogger, type Logger } from "./logger.js";
 import { ModelManager } from "./models/ModelManager.js";
@@ -24,7 +25,7 @@ export interface StartOptions {
   /** Overrides reading models.config.json (tests build their own registry). */
   modelsConfig?: ModelsConfig;
   /** Overrides reading characters.json next to the registry. */
-  characters?: CharacterDefinition[];
+  characters?: z.input<typeof CharacterDefinition>[];
   logger?: Logger;
   gpu?: "auto" | false;
 }
@@ -37,7 +38,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   const textModels = new Set(modelsConfig.models.filter((m) => m.type === "text").map((m) => m.id));
   const fileCharacters = options.characters
-    ? options.characters.map((c) => fromDefinition(c, Date.now()))
+    ? options.characters.map((c) => fromDefinition(CharacterDefinition.parse(c), Date.now()))
     : loadCharactersFile(charactersPathFor(config.configPath), textModels);
 
   const db = openStore(databasePath(config.dataDir));

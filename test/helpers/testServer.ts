@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { inject } from "vitest";
+import type { z } from "zod";
 import type { CharacterDefinition } from "../../src/characters/charactersFile.js";
 import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
@@ -44,7 +45,7 @@ export interface TestServer extends RunningServer {
 
 /** A real server on an ephemeral port with its own SQLite file, on CPU. */
 export async function startTestServer(
-  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; characters?: CharacterDefinition[] } = {},
+  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; characters?: z.input<typeof CharacterDefinition>[] } = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
