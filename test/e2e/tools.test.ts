@@ -14,7 +14,12 @@ beforeAll(async () => {
   // A model whose template has no tool-call syntax, as models without tool training ship.
   const plainPath = join(mkdtempSync(join(tmpdir(), "hearth-plain-")), "plain.gguf");
   await writeChatModel(plainPath, { ...TINY_CHAT, chatTemplate: CHATML_PLAIN_TEMPLATE });
-  server = await startTestServer({ models: [tinyChatEntry(), tinyChatEntry({ id: "plain-chat", file: plainPath })] });
+  // A model steered to open tool calls by itself (a random model never would), for tool_choice auto.
+  const eagerPath = join(mkdtempSync(join(tmpdir(), "hearth-eager-")), "eager.gguf");
+  await writeChatModel(eagerPath, { ...TINY_CHAT, tokenBiases: { "<tool_call>": 8 } });
+  server = await startTestServer({
+    models: [tinyChatEntry(), tinyChatEntry({ id: "plain-chat", file: plainPath }), tinyChatEntry({ id: "eager-caller", file: eagerPath })],
+  });
 });
 afterAll(() => server.stop());
 
@@ -147,6 +152,19 @@ describe("tool calls with the official openai client", () => {
     expect(long.usage!.prompt_tokens - short.usage!.prompt_tokens).toBeGreaterThan(40);
   });
 
+  it("tool_choice auto: a call the model starts on its own is detected, held to the grammar and returned", async () => {
+    const one = await server.openai().chat.completions.create({ model: "eager-caller", messages: ask, tools, parallel_tool_calls: false, max_tokens: 200, temperature: 0 });
+    expect(one.choices[0]!.finish_reason).toBe("tool_calls");
+    const [call] = one.choices[0]!.message.tool_calls! as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    expect(argsSchema[call!.function.name]!.parse(JSON.parse(call!.function.arguments))).toBeTruthy();
+    // With parallel calls allowed, the model goes on to call again after the first.
+    const several = await server.openai().chat.completions.create({ model: "eager-caller", messages: ask, tools, max_tokens: 400, temperature: 0 });
+    const calls = several.choices[0]!.message.tool_calls! as OpenAI.ChatCompletionMessageFunctionToolCall[];
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(calls.map((c) => c.id)).size).toBe(calls.length);
+    for (const c of calls.slice(0, 2)) expect(argsSchema[c.function.name]!.parse(JSON.parse(c.function.arguments))).toBeTruthy();
+  });
+
   it("parallel_tool_calls false stops after one call; tool_choice none answers in text", async () => {
     const single = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, tools, tool_choice: "required", parallel_tool_calls: false, seed: 4, ...room });
     expect(single.choices[0]!.message.tool_calls).toHaveLength(1);
@@ -158,7 +176,7 @@ describe("tool calls with the official openai client", () => {
   it("GET /models advertises function calling only where the template has a tool-call syntax", async () => {
     const records = (await (await fetch(`${server.baseUrl}/models`)).json()) as { data: { id: string; model_spec: { capabilities: Record<string, unknown> } }[] };
     const capabilities = Object.fromEntries(records.data.map((m) => [m.id, m.model_spec.capabilities.supportsFunctionCalling]));
-    expect(capabilities).toEqual({ "tiny-chat": true, "plain-chat": false });
+    expect(capabilities).toEqual({ "tiny-chat": true, "plain-chat": false, "eager-caller": true });
   });
 
   it.each([
