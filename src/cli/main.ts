@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, PACKAGE_ROOT } from "../config.js";
+import { registerCharactersCommand } from "./characters.js";
 import { registerFixturesCommand } from "./fixtures.js";
 import { registerKeysCommand } from "./keys.js";
 import { registerModelsCommand } from "./models.js";
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerKeysCommand(program);
   registerFixturesCommand(program);
   registerModelsCommand(program);
+  registerCharactersCommand(program);
   return program;
 }
 
