@@ -122,6 +122,12 @@ export interface ChatGenerateOptions {
   reasoning?: ReasoningOptions;
   cache?: PromptCacheOptions;
   signal?: AbortSignal;
+  /**
+   * Called once the request is accepted (prompt rendered and within the context, sequences
+   * assigned) and generation begins: failures before it are the request's fault or the
+   * model's capacity, and a stream should not have started yet.
+   */
+  onStart?: () => void;
   /** Called as soon as a piece of a choice is safe to emit. */
   onDelta?: (choice: number, delta: ChatDelta) => void;
 }

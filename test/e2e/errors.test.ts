@@ -56,10 +56,12 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect((await fetch(`${server.baseUrl}/models/no-such-model`)).status).toBe(404);
   });
 
-  it("a prompt longer than the context is a 400 that says so", async () => {
-    const res = await post(server, "/chat/completions", { ...valid, messages: [{ role: "user", content: "word ".repeat(5000) }] });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toMatch(/context holds 2048/);
+  it("a prompt longer than the context is a 400 that says so, streaming or not", async () => {
+    for (const stream of [false, true]) {
+      const res = await post(server, "/chat/completions", { ...valid, stream, messages: [{ role: "user", content: "word ".repeat(5000) }] });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/context holds 2048/);
+    }
   });
 
   it("a missing key, a malformed header and an unknown key are 401s", async () => {

@@ -156,10 +156,13 @@ export class ChatService {
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
     const queue = new AsyncQueue<ChatCompletionChunk["choices"][number]>();
     const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
     const generation = chat.engine
       .generate({
         ...chat.options,
         signal,
+        onStart: () => markStarted(),
         onDelta: (index, delta) => {
           const choice = toChunkChoice(index, delta, shown);
           if (choice) queue.push(choice);
@@ -168,6 +171,8 @@ export class ChatService {
       .finally(() => queue.close());
     // Surface a failure of the generation through the loop below instead of as an unhandled rejection.
     generation.catch((error: unknown) => queue.fail(error));
+    // Nothing is sent before the engine accepts the request, so its refusals keep their status codes.
+    await Promise.race([started, generation]);
 
     const count = chat.options.choices ?? 1;
     const indexes = Array.from({ length: count }, (_, i) => i);

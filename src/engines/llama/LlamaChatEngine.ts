@@ -126,6 +126,7 @@ export class LlamaChatEngine implements ChatEngine {
     const queuedAt = performance.now();
     const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: options.cache?.key, signal: options.signal });
     const queueMs = performance.now() - queuedAt;
+    options.onStart?.();
     const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer };
     let settled: PromiseSettledResult<ChoiceOutcome>[];
     try {
