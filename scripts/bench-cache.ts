@@ -9,6 +9,7 @@
  * whose prompt evaluation costs what a real 0.5B model's does.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -71,37 +72,43 @@ interface Measure {
   promptTokens: number;
   cachedTokens: number;
 }
-async function timeToFirstToken(documentSeed: number, question: string): Promise<Measure> {
-  const started = performance.now();
-  const res = await fetch(`${server.baseUrl}/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
-    body: JSON.stringify({
-      model: "bench",
-      messages: [
-        { role: "system", content: documentText(documentSeed, prefixTokens) },
-        { role: "user", content: question },
-      ],
-      max_tokens: 2,
-      temperature: 0,
-      stream: true,
-      stream_options: { include_usage: true },
-    }),
+/** Streams one request over node:http (no body timeout: a slow CPU may take minutes over a long prompt). */
+function timeToFirstToken(documentSeed: number, question: string): Promise<Measure> {
+  const body = JSON.stringify({
+    model: "bench",
+    messages: [
+      { role: "system", content: documentText(documentSeed, prefixTokens) },
+      { role: "user", content: question },
+    ],
+    max_tokens: 2,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
   });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let ttftMs = NaN;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-    if (Number.isNaN(ttftMs) && /"content":"[^"]/.test(text)) ttftMs = performance.now() - started;
-  }
-  const events = text.split("\n").filter((line) => line.startsWith("data: {")).map((line) => JSON.parse(line.slice(6)));
-  const usage = events.find((e) => e.usage)?.usage;
-  if (!usage) throw new Error(`no usage in the stream (status ${res.status}): ${text.slice(0, 300)}`);
-  return { ttftMs, promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details.cached_tokens };
+  return new Promise((resolvePromise, reject) => {
+    const started = performance.now();
+    let ttftMs = NaN;
+    let text = "";
+    const req = request(`${server.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+    });
+    req.on("response", (res) => {
+      res.setEncoding("utf8");
+      res.on("data", (piece: string) => {
+        text += piece;
+        if (Number.isNaN(ttftMs) && /"content":"[^"]/.test(text)) ttftMs = performance.now() - started;
+      });
+      res.on("end", () => {
+        const events = text.split("\n").filter((line) => line.startsWith("data: {")).map((line) => JSON.parse(line.slice(6)));
+        const usage = events.find((e) => e.usage)?.usage;
+        if (!usage) return reject(new Error(`no usage in the stream (status ${res.statusCode}): ${text.slice(0, 300)}`));
+        resolvePromise({ ttftMs, promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details.cached_tokens });
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
