@@ -2,7 +2,7 @@
  * Prompt-cache benchmark: time to first token for a long shared prefix, with and without a
  * cache hit, through the real HTTP server and streaming API.
  *
- *   npm run bench:cache -- [--model tiny|qwen05b] [--prefix-tokens 2000] [--runs 5]
+ *   npm run bench:cache -- [--model tiny|qwen05b] [--prefix-tokens 2000] [--runs 5] [--threads 1]
  *
  * tiny: the 1 MB demo model (fast everywhere; shows the mechanism). qwen05b: random weights
  * in the Qwen2.5-0.5B shape (about 506 MB Q8_0, generated once into data/bench-models),
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     model: { type: "string", default: "tiny" },
     "prefix-tokens": { type: "string", default: "2000" },
     runs: { type: "string", default: "5" },
+    threads: { type: "string", default: "1" },
   },
 });
 const shapes = { tiny: TINY_CHAT, qwen05b: QWEN25_05B_SHAPE } as const;
@@ -48,7 +49,8 @@ const entry = ModelEntry.parse({
   type: "text",
   backend: "llama",
   file,
-  llama: { contextSize: Math.ceil(prefixTokens * 1.25) + 256, sequences: 2, threads: shapeName === "tiny" ? 1 : 0 },
+  // One thread by default: llama.cpp's threads spin-wait on each other, which collapses on a busy shared CPU.
+  llama: { contextSize: Math.ceil(prefixTokens * 1.25) + 256, sequences: 2, threads: Number(values.threads) },
 });
 const server = await startServer(config, { modelsConfig: { models: [entry] }, characters: [], logger: createLogger("warn") });
 const account = createAccount(server.db, "bench");
@@ -124,7 +126,7 @@ try {
     `${label.padEnd(10)} ttft median ${median(ms.map((m) => m.ttftMs)).toFixed(1).padStart(8)} ms   min ${Math.min(...ms.map((m) => m.ttftMs)).toFixed(1).padStart(8)} ms   prompt ${median(ms.map((m) => m.promptTokens))} tokens, cached ${median(ms.map((m) => m.cachedTokens))}`;
   process.stdout.write(
     [
-      `model ${shapeName} (${file}), ${runs} runs each, ${server.models.list()[0]!.llama.contextSize}-token context`,
+      `model ${shapeName} (${file}), ${runs} runs each, ${server.models.list()[0]!.llama.contextSize}-token context, ${values.threads} thread(s)`,
       row("cache miss", misses),
       row("cache hit", hits),
       `speed-up of the first token: ${(median(misses.map((m) => m.ttftMs)) / median(hits.map((m) => m.ttftMs))).toFixed(1)}x`,
