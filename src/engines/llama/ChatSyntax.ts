@@ -35,10 +35,10 @@ export interface ToolCallSyntax {
   prefixTokens: Token[];
   /** Sampling this token (a dedicated tag such as `<tool_call>`) means the model starts a call. */
   trigger: Token | null;
-  /** Between the name and the arguments' JSON. */
-  paramsPrefixTokens: Token[];
+  /** Between the name and the arguments' JSON (some syntaxes repeat the name here). */
+  paramsPrefixTokens(name: string): Token[];
   /** After the arguments' JSON. */
-  suffixTokens: Token[];
+  suffixTokens(name: string): Token[];
 }
 
 export interface ThoughtSyntax {
@@ -75,11 +75,13 @@ export class ChatSyntax {
     if (features.functionCalling && prefixTokens.length > 0) {
       const first = prefixTokens[0]!;
       const tagLike = model.isSpecialToken(first) || model.detokenize([first], true).trim().length >= 3;
+      const named = (text: LlamaText, name: string) =>
+        LlamaText(text.values.map((value) => (typeof value === "string" ? value.replaceAll("{{functionName}}", name) : value)));
       toolCall = {
         prefixTokens,
         trigger: tagLike ? first : null,
-        paramsPrefixTokens: tokenize(LlamaText(call.paramsPrefix)),
-        suffixTokens: tokenize(LlamaText(call.suffix)),
+        paramsPrefixTokens: (name) => tokenize(named(LlamaText(call.paramsPrefix), name)),
+        suffixTokens: (name) => tokenize(named(LlamaText(call.suffix), name)),
       };
     }
     const segment = wrapper.settings.segments?.thought;

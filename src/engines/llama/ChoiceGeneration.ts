@@ -245,7 +245,7 @@ export class ChoiceGeneration {
         return this.keepSilently(syntax.prefixTokens);
       }
       const nameTokens = this.runtime.model.tokenize(answer.name, false);
-      const inject = [...syntax.prefixTokens, ...nameTokens, ...syntax.paramsPrefixTokens];
+      const inject = [...syntax.prefixTokens, ...nameTokens, ...syntax.paramsPrefixTokens(answer.name)];
       this.startCall(answer.name);
       this.enter("callArguments", tools!.argumentsGrammar(answer.name));
       return this.keepSilently(inject);
@@ -309,7 +309,7 @@ export class ChoiceGeneration {
           const name = (this.callName + this.raw.flush()).trim();
           this.startCall(name);
           this.enter("callArguments", tools!.argumentsGrammar(name));
-          return { evaluate: this.keepSilently(tools!.syntax.paramsPrefixTokens) };
+          return { evaluate: this.keepSilently(tools!.syntax.paramsPrefixTokens(name)) };
         }
         this.output.push(token);
         this.callName += this.raw.push(token).delta;
@@ -320,7 +320,7 @@ export class ChoiceGeneration {
           this.emitArguments(this.raw.flush());
           if (!tools!.parallel) return { finish: "stop" };
           this.enter("afterCall");
-          return { evaluate: this.keepSilently(tools!.syntax.suffixTokens) };
+          return { evaluate: this.keepSilently(tools!.syntax.suffixTokens(this.toolCalls.at(-1)!.name)) };
         }
         this.output.push(token);
         this.emitArguments(this.raw.push(token).delta);
