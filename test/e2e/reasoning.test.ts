@@ -107,6 +107,28 @@ describe("reasoning models: thought blocks", () => {
     expect(none.usage.prompt_tokens).toBe(disabled.usage.prompt_tokens);
   });
 
+  it("thinks first, then answers under the JSON grammar or with the forced tool call", async () => {
+    const json = await complete({
+      reasoning_effort: "low",
+      max_tokens: 120,
+      response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object", properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["ok", "n"], additionalProperties: false } } },
+    });
+    expect(json.choices[0]!.message.reasoning_content!.length).toBeGreaterThan(0);
+    expect(Object.keys(JSON.parse(json.choices[0]!.message.content!))).toEqual(["ok", "n"]);
+    const call = (await complete({
+      reasoning_effort: "low",
+      max_tokens: 200,
+      tools: [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: { q: { enum: ["sky", "sea"] } }, required: ["q"] } } }],
+      tool_choice: "required",
+    })) as Completion & { choices: { message: { tool_calls: { function: { name: string; arguments: string } }[] } }[] };
+    expect(call.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(call.choices[0]!.message.reasoning_content!.length).toBeGreaterThan(0);
+    expect(JSON.parse(call.choices[0]!.message.tool_calls[0]!.function.arguments).q).toMatch(/^(sky|sea)$/);
+    // Without asking to think, a schema-held answer switches thinking off up front.
+    const plain = await complete({ max_tokens: 60, response_format: { type: "json_object" } });
+    expect(plain.choices[0]!.message.reasoning_content).toBeNull();
+  });
+
   it("takes the settings from a model feature suffix", async () => {
     const completion = await complete({ model: "tiny-reasoning:strip_thinking_response=true", reasoning_effort: "low" });
     expect(completion.model).toBe("tiny-reasoning");
