@@ -221,7 +221,7 @@ export class ChoiceGeneration {
 
   /** Sets the first phase; returns the tokens the answer is forced to open with (null: no room). */
   private start(): Token[] | null {
-    const { thinking, answer } = this.plan;
+    const { thinking } = this.plan;
     const opening: Token[] = [];
     if (thinking.open && !thinking.startsInReasoning) {
       opening.push(...this.runtime.thought.openTokens);

@@ -78,19 +78,20 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
         const n = pairs.length;
         const tails: string[] = new Array(n + 1);
         tails[n] = "";
-        for (let i = n - 1; i >= 0; i--) {
+        // tail(0) is never needed: the first written property is the head's.
+        for (let i = n - 1; i >= 1; i--) {
           const item = `"," ${pairs[i]}`;
           const rest = tails[i + 1];
           const body = shape.properties[i]!.required ? `${item} ${rest}` : `(${item})? ${rest}`;
           tails[i] = define("tail", body.trim() || `""`);
         }
-        const heads: string[] = new Array(n + 1);
-        heads[n] = `""`;
-        for (let i = n - 1; i >= 0; i--) {
+        // Only the heads reachable from the first property are written.
+        const head = (i: number): string => {
+          if (i === n) return `""`;
           const withThis = `${pairs[i]} ${i + 1 < n ? tails[i + 1] : ""}`.trim();
-          heads[i] = define("head", shape.properties[i]!.required ? withThis : `${withThis} | ${heads[i + 1]}`);
-        }
-        return `"{" ${n > 0 ? heads[0] : ""} "}"`;
+          return shape.properties[i]!.required ? define("head", withThis) : define("head", `${withThis} | ${head(i + 1)}`);
+        };
+        return `"{" ${n > 0 ? head(0) : ""} "}"`;
       }
     }
   };
