@@ -3,6 +3,8 @@ import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
 import { billingRouter } from "./api/billing/route.js";
 import { audioRouter } from "./api/audio/route.js";
+import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
+import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
@@ -28,6 +30,7 @@ export interface AppDeps {
   config: ServerConfig;
   db: Db;
   models: ModelManager;
+  characters: CharacterCatalog;
   logger: Logger;
   startedAt: number;
   credits: Credits;
@@ -51,7 +54,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import type { z } from "zod";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
@@ -7,6 +8,8 @@ import { VIDEO_JOB } from "./api/video/service.js";
 import { videoJobHandler } from "./api/video/videoJob.js";
 import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
 import { Credits } from "./billing/credits.js";
+import { CharacterCatalog } from "./characters/CharacterCatalog.js";
+import { CharacterDefinition, charactersPathFor, fromDefinition, loadCharactersFile } from "./characters/charactersFile.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
 import { JobQueue } from "./jobs/JobQueue.js";
 import { Limits } from "./limits/Limits.js";
@@ -33,6 +36,8 @@ export interface RunningServer {
 export interface StartOptions {
   /** Overrides reading models.config.json (tests build their own registry). */
   modelsConfig?: ModelsConfig;
+  /** Overrides reading characters.json next to the registry. */
+  characters?: z.input<typeof CharacterDefinition>[];
   logger?: Logger;
   gpu?: "auto" | false;
   /** Clock for billing epochs, rate-limit windows and abuse blocks (tests inject one). */
@@ -44,6 +49,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
   const generated = await ensureDemoModels(modelsConfig);
   for (const path of generated) logger.info({ path }, "generated demo model");
+
+  const textModels = new Set(modelsConfig.models.filter((m) => m.type === "text").map((m) => m.id));
+  const fileCharacters = options.characters
+    ? options.characters.map((c) => fromDefinition(CharacterDefinition.parse(c), Date.now()))
+    : loadCharactersFile(charactersPathFor(config.configPath), textModels);
 
   const db = openStore(databasePath(config.dataDir));
   const now = options.now ?? Date.now;
@@ -67,7 +77,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     logger,
   }).register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")));
   jobs.recover();
-  const app = createApp({ config, db, models, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet });
+  const characters = new CharacterCatalog(db, fileCharacters);
+  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, PACKAGE_ROOT } from "../config.js";
 import { registerCreditsCommands } from "./credits.js";
+import { registerCharactersCommand } from "./characters.js";
 import { registerFixturesCommand } from "./fixtures.js";
 import { registerKeysCommand } from "./keys.js";
 import { registerModelsCommand } from "./models.js";
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerCreditsCommands(program);
   registerFixturesCommand(program);
   registerModelsCommand(program);
+  registerCharactersCommand(program);
   return program;
 }
 

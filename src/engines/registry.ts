@@ -9,6 +9,7 @@ import type { Engine } from "./types.js";
 import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
 import { VitsEngine, vitsVoices } from "./vits/VitsEngine.js";
 import { WhisperEngine } from "./whisper/WhisperEngine.js";
+import { probeChatFeatures } from "./llama/probeChatFeatures.js";
 
 export interface EngineFactoryOptions {
   gpu: "auto" | false;
@@ -42,3 +43,11 @@ export const speechVoiceListers = Object.freeze({
   vits: (entry) => vitsVoices(entry),
   upstream: (entry) => entry.speech.voices ?? [],
 } as const satisfies Partial<Record<Backend, (entry: ModelEntry) => string[]>>);
+
+/** What a model's chat features are before it is loaded (for GET /models). */
+export type ProbedChatFeatures = { functionCalling: boolean; reasoning: boolean; reasoningToggle: boolean; responseSchema: boolean; logprobs: boolean };
+
+/** Chat backend name -> how to learn a model's chat features without loading it. */
+export const chatFeatureProbes = Object.freeze({
+  llama: async (entry: ModelEntry): Promise<ProbedChatFeatures> => ({ ...(await probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
+} as const satisfies Partial<Record<Backend, (entry: ModelEntry) => Promise<ProbedChatFeatures>>>);

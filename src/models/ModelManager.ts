@@ -1,6 +1,6 @@
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, InferenceError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { engineFactories, speechVoiceListers, type EngineFactoryOptions } from "../engines/registry.js";
+import { chatFeatureProbes, engineFactories, speechVoiceListers, type EngineFactoryOptions, type ProbedChatFeatures } from "../engines/registry.js";
 import { isServable } from "./isServable.js";
 import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
@@ -20,6 +20,7 @@ export class ModelManager {
   private readonly ready = new Map<string, Engine>();
   /** Configured models that cannot run here (an upstream without a base URL): absent from every listing. */
   readonly skipped: { id: string; reason: string }[] = [];
+  private readonly probedFeatures = new Map<string, Promise<ProbedChatFeatures | null>>();
 
   constructor(
     config: ModelsConfig,
@@ -103,6 +104,29 @@ export class ModelManager {
     return candidates.find((m) => m.traits.includes("default")) ?? candidates[0];
   }
 
+  /**
+   * A text model's chat features without loading it: a loaded engine's own, else read from
+   * the model file's template (cached per file: analysing a Jinja template takes seconds).
+   * Null when the file cannot be read (GET /models then shows the registry's values).
+   */
+  async chatFeatures(id: string): Promise<ProbedChatFeatures | null> {
+    const entry = this.get(id, "text");
+    const loaded = this.ready.get(id);
+    if (loaded?.kind === "chat") return loaded.features;
+    const probe = chatFeatureProbes[entry.backend as keyof typeof chatFeatureProbes] as ((e: ModelEntry) => Promise<ProbedChatFeatures>) | undefined;
+    if (!probe) return null;
+    const key = `${entry.backend}:${entry.file}`;
+    let features = this.probedFeatures.get(key);
+    if (!features) {
+      features = probe(entry).catch(() => {
+        this.probedFeatures.delete(key);
+        return null;
+      });
+      this.probedFeatures.set(key, features);
+    }
+    return features;
+  }
+
   /** Engines that finished loading, with their queue state. */
   async loaded(): Promise<{ id: string; kind: string; stats?: EngineStats }[]> {
     const result: { id: string; kind: string; stats?: EngineStats }[] = [];
@@ -120,3 +144,4 @@ export class ModelManager {
     await Promise.all(engines.map(async (p) => (await p.catch(() => undefined))?.dispose()));
   }
 }
+

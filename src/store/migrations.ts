@@ -144,6 +144,31 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     `,
   },
   {
+    // Numbered 100 so the billing migrations (2, 3 ...) can land independently.
+    version: 100,
+    name: "characters created by admins",
+    sql: `
+      CREATE TABLE characters (
+        id                TEXT PRIMARY KEY,
+        slug              TEXT NOT NULL UNIQUE,
+        name              TEXT NOT NULL,
+        description       TEXT,
+        model_id          TEXT NOT NULL,
+        system_prompt     TEXT NOT NULL,
+        example_messages  TEXT NOT NULL DEFAULT '[]',
+        tags              TEXT NOT NULL DEFAULT '[]',
+        categories        TEXT NOT NULL DEFAULT '[]',
+        adult             INTEGER NOT NULL DEFAULT 0,
+        featured          INTEGER NOT NULL DEFAULT 0,
+        web_enabled       INTEGER NOT NULL DEFAULT 0,
+        photo_url         TEXT,
+        author            TEXT NOT NULL,
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL
+      );
+    `,
+  },
+  {
     version: 200,
     name: "audio: cloned voices, characters and audio seconds in usage",
     sql: `

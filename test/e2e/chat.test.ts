@@ -107,7 +107,8 @@ describe("chat completions with the official openai client", () => {
     expect(ids).toEqual(["tiny-chat", "old-chat"]);
     const record = (await (await fetch(`${server.baseUrl}/models/tiny-chat`)).json()) as Record<string, any>;
     expect(record).toMatchObject({ id: "tiny-chat", object: "model", type: "text", owned_by: "hearth", context_length: 2048 });
-    expect(record.model_spec.capabilities.supportsFunctionCalling).toBe(false);
+    // Derived from the model's own template, which has a tool-call syntax and no thought block.
+    expect(record.model_spec.capabilities).toMatchObject({ supportsFunctionCalling: true, supportsReasoning: false, supportsResponseSchema: true, supportsLogProbs: true });
     expect(record.model_spec.availableContextTokens).toBe(2048);
     const tts = await (await fetch(`${server.baseUrl}/models?type=tts`)).json();
     expect(tts).toEqual({ object: "list", type: "tts", data: [] });

@@ -24,13 +24,16 @@ function writeRegistry(dir: string, extra: Record<string, unknown> = {}) {
 describe("the hearth CLI", () => {
   it("explains every option of every command in --help", async () => {
     const expectations: [string[], string[]][] = [
-      [["--help"], ["serve", "keys", "fixtures", "models"]],
+      [["--help"], ["serve", "keys", "fixtures", "models", "characters"]],
       [["serve", "--help"], ["--host", "HEARTH_HOST", "--port", "HEARTH_PORT", "--data-dir", "HEARTH_DATA_DIR", "--config", "HEARTH_CONFIG"]],
       [["keys", "create", "--help"], ["--name", "--admin", "--usd", "--diem", "--data-dir", "--account"]],
       [["keys", "list", "--help"], ["--json", "--data-dir"]],
       [["keys", "revoke", "--help"], ["<id>", "--data-dir"]],
       [["fixtures", "--help"], ["--out"]],
       [["models", "list", "--help"], ["--config", "--json"]],
+      [["characters", "add", "--help"], ["--slug", "--name", "--model", "--system-prompt", "--example", "--tags", "--data-dir", "--config"]],
+      [["characters", "list", "--help"], ["--json", "--data-dir"]],
+      [["characters", "remove", "--help"], ["<slug>", "--data-dir"]],
     ];
     for (const [args, words] of expectations) {
       const { status, stdout } = await hearth(args);
@@ -56,7 +59,8 @@ describe("the hearth CLI", () => {
     const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
     try {
       const client = new OpenAI({ apiKey: secret, baseURL: baseUrl, maxRetries: 0 });
-      const completion = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+      // Greedy: the random model never ends its turn on the first token (at temperature 0.8 it does about 1% of the time).
+      const completion = await client.chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3, temperature: 0 });
       expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
       // Revoking through the CLI while the server runs takes effect on the next request.
       expect((await hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir])).status).toBe(0);
@@ -78,6 +82,36 @@ describe("the hearth CLI", () => {
     const registry = writeRegistry(out);
     const listed = JSON.parse((await hearth(["models", "list", "--json", "--config", registry])).stdout);
     expect(listed.models[0]).toMatchObject({ id: "tiny-chat", type: "text", backend: "llama", state: "present" });
+  });
+
+  it("adds, lists and removes characters; a running server applies one on the next request", async () => {
+    const dataDir = tempDir();
+    const registry = writeRegistry(dataDir);
+    writeFileSync(join(dataDir, "characters.json"), JSON.stringify({ characters: [{ slug: "bard", name: "Bard", model: "tiny-chat", systemPrompt: "You sing." }] }));
+    const common = ["--data-dir", dataDir, "--config", registry];
+    const added = await hearth(["characters", "add", "--slug", "pirate", "--name", "Captain", "--model", "tiny-chat", "--system-prompt", "You are a pirate.", "--tags", "fun,sea", "--example", "user:Hi", "--example", "assistant:Ahoy!", ...common]);
+    expect(added.status, added.stderr).toBe(0);
+    expect((await hearth(["characters", "add", "--slug", "x", "--name", "X", "--model", "nope", "--system-prompt", "p", ...common])).stderr).toContain("no text model");
+    expect((await hearth(["characters", "add", "--slug", "bard", "--name", "X", "--model", "tiny-chat", "--system-prompt", "p", ...common])).stderr).toContain("characters.json");
+    expect((await hearth(["characters", "add", "--slug", "Bad Slug", "--name", "X", "--model", "tiny-chat", "--system-prompt", "p", ...common])).status).toBe(1);
+    const listed = JSON.parse((await hearth(["characters", "list", "--json", ...common])).stdout) as { slug: string; source: string; exampleMessages: unknown[]; tags: string[] }[];
+    expect(listed.map((c) => [c.slug, c.source])).toEqual([["bard", "file"], ["pirate", "store"]]);
+    expect(listed[1]).toMatchObject({ tags: ["fun", "sea"], exampleMessages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Ahoy!" }] });
+
+    const secret = (await hearth(["keys", "create", "--name", "c", "--data-dir", dataDir])).stdout.trim().split("\n").at(-1)!;
+    const { child, baseUrl } = await hearthServe(["--port", "0", ...common]);
+    try {
+      const get = (slug: string) => fetch(`${baseUrl}/characters/${slug}`, { headers: { authorization: `Bearer ${secret}` } });
+      expect((await get("bard")).status).toBe(200);
+      expect((await get("pirate")).status).toBe(200);
+      expect((await hearth(["characters", "remove", "pirate", "--data-dir", dataDir])).status).toBe(0);
+      // Removed while the server runs: gone on the next request.
+      expect((await get("pirate")).status).toBe(404);
+    } finally {
+      child.kill("SIGTERM");
+      await exited(child);
+    }
+    expect((await hearth(["characters", "remove", "pirate", "--data-dir", dataDir])).status).toBe(1);
   });
 
   it("stops start-up on a bad registry with a message naming the field", async () => {

@@ -1,5 +1,5 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../src/store/apiKeys.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
@@ -8,6 +8,11 @@ beforeAll(async () => {
   server = await startTestServer();
 });
 afterAll(() => server.stop());
+// This file sends many failing requests on purpose: a fresh key per test keeps each under the
+// abuse guard's 20-failures-in-30-seconds block (tested on its own in rate-limits.test.ts).
+beforeEach(() => {
+  server.adminKey = server.createKey({ admin: true, usd: 10 }).key;
+});
 
 const valid = { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
 
@@ -19,7 +24,7 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     ["a message with an unknown role", { ...valid, messages: [{ role: "robot", content: "x" }] }, ["messages", "0", "role"]],
     ["missing model", { messages: valid.messages }, ["model"]],
     ["max_tokens of zero", { ...valid, max_tokens: 0 }, ["max_tokens"]],
-    ["n above one (not supported yet)", { ...valid, n: 2 }, ["n"]],
+    ["n of zero", { ...valid, n: 0 }, ["n"]],
   ])("%s -> 400 with the zod issue tree naming the field", async (_name, body, path) => {
     const res = await post(server, "/chat/completions", body);
     expect(res.status).toBe(400);
@@ -56,10 +61,12 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect((await fetch(`${server.baseUrl}/models/no-such-model`)).status).toBe(404);
   });
 
-  it("a prompt longer than the context is a 400 that says so", async () => {
-    const res = await post(server, "/chat/completions", { ...valid, messages: [{ role: "user", content: "word ".repeat(5000) }] });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toMatch(/context holds 2048/);
+  it("a prompt longer than the context is a 400 that says so, streaming or not", async () => {
+    for (const stream of [false, true]) {
+      const res = await post(server, "/chat/completions", { ...valid, stream, messages: [{ role: "user", content: "word ".repeat(5000) }] });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/context holds 2048/);
+    }
   });
 
   it("no credentials at all is the x402 discovery 402; a malformed header and an unknown key are 401s", async () => {
@@ -81,14 +88,46 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect(await res.json()).toEqual({ error: "Authentication failed: invalid, revoked or expired API key" });
   });
 
-  it("content parts the model cannot read are a 400 naming the part", async () => {
+  it.each([
+    ["image_url", { image_url: { url: "data:image/png;base64,AAAA" } }, /does not support images/],
+    ["input_audio", { input_audio: { data: "AAAA", format: "wav" } }, /does not support audio input/],
+    ["video_url", { video_url: { url: "https://example.com/v.mp4" } }, /does not support video input/],
+    ["file", { file: { filename: "a.pdf", file_data: "AAAA" } }, /"file" are not supported/],
+  ])("a %s part the model cannot read is a 400 naming the part", async (type, payload, message) => {
     const res = await post(server, "/chat/completions", {
       ...valid,
-      messages: [{ role: "user", content: [{ type: "text", text: "look" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }],
+      messages: [{ role: "user", content: [{ type: "text", text: "look" }, { type, ...payload }] }],
     });
     expect(res.status).toBe(400);
     const json = (await res.json()) as { details: Record<string, any> };
-    expect(json.details.messages["0"].content["1"].type._errors[0]).toMatch(/image_url/);
+    expect(json.details.messages["0"].content["1"].type._errors[0]).toMatch(message);
+  });
+
+  it("model feature suffixes: a good one applies, a bad one is a 400 naming the parameter under model", async () => {
+    const ok = await post(server, "/chat/completions", { ...valid, model: "tiny-chat:include_service_system_prompt=false&strip_thinking_response=true" });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as any).service_parameters).toMatchObject({ include_service_system_prompt: false, strip_thinking_response: true });
+    for (const [model, field] of [["tiny-chat:warp_speed=true", "warp_speed"], ["tiny-chat:disable_thinking=sure", "disable_thinking"], ["tiny-chat:enable_web_search", null]] as const) {
+      const res = await post(server, "/chat/completions", { ...valid, model });
+      expect(res.status, model).toBe(400);
+      const json = (await res.json()) as { error: string; details: Record<string, any> };
+      const node = field ? json.details.model[field] : json.details.model;
+      expect(node._errors.length, model).toBe(1);
+      if (field) expect(json.error).toContain(field);
+    }
+    // The body's own service_parameters win over the suffix.
+    const both = await post(server, "/chat/completions", { ...valid, model: "tiny-chat:strip_thinking_response=true", service_parameters: { strip_thinking_response: false } });
+    expect(((await both.json()) as any).service_parameters.strip_thinking_response).toBe(false);
+    expect((await post(server, "/chat/completions", { ...valid, model: "no-such:strip_thinking_response=true" })).status).toBe(404);
+  });
+
+  it("enable_x_search is accepted, reported as unsupported here, and echoed as not applied", async () => {
+    const res = await post(server, "/chat/completions", { ...valid, service_parameters: { enable_x_search: true } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("enable_x_search");
+    expect(((await res.json()) as any).service_parameters.enable_x_search).toBe(false);
+    const plain = await post(server, "/chat/completions", valid);
+    expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
   it("web search switched on without a configured provider is a 400", async () => {

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { inject } from "vitest";
+import type { z } from "zod";
+import type { CharacterDefinition } from "../../src/characters/charactersFile.js";
 import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -12,6 +14,7 @@ import { grantCredits, toMicros } from "../../src/store/ledger.js";
 
 export const fixturesDir = () => inject("fixturesDir");
 export const tinyChatPath = () => join(fixturesDir(), "tiny-chat.gguf");
+export const tinyReasoningPath = () => join(fixturesDir(), "tiny-reasoning.gguf");
 
 /** A registry entry for the tiny chat model, with overrides. */
 export function tinyChatEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
@@ -48,6 +51,11 @@ export function tinyWhisperEntry(overrides: Partial<Record<string, unknown>> = {
   return ModelEntry.parse({ id: "tiny-whisper", type: "asr", backend: "whisper", file: join(fixturesDir(), "tiny-whisper"), onnx: { threads: 1 }, ...overrides });
 }
 
+/** A registry entry for the tiny reasoning model (Qwen3-style <think> template), with overrides. */
+export function tinyReasoningEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return tinyChatEntry({ id: "tiny-reasoning", name: "Tiny Reasoning", file: tinyReasoningPath(), ...overrides });
+}
+
 export interface TestServer extends RunningServer {
   dataDir: string;
   adminKey: string;
@@ -63,7 +71,7 @@ export interface TestServer extends RunningServer {
  * caller's to remove.
  */
 export async function startTestServer(
-  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string } = {},
+  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string; characters?: z.input<typeof CharacterDefinition>[] } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
@@ -75,25 +83,32 @@ export async function startTestServer(
     ...options.config,
   });
   const modelsConfig: ModelsConfig = { models: options.models ?? [tinyChatEntry()] };
-  const running = await startServer(config, { modelsConfig, gpu: false, now: options.now, logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent") });
+  const running = await startServer(config, {
+    modelsConfig,
+    characters: options.characters ?? [],
+    gpu: false,
+    now: options.now,
+    logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
+  });
   const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
     const account = createAccount(running.db, "test account");
     if (opts.usd) grantCredits(running.db, account.id, "USD", toMicros(opts.usd), "test grant");
     const { secret, record } = createApiKey(running.db, { accountId: account.id, description: "test", keyType: opts.admin ? "ADMIN" : "INFERENCE" });
     return { key: secret, accountId: account.id, keyId: record.id };
   };
-  const adminKey = createKey({ admin: true, usd: 100 }).key;
-  return {
+  const server: TestServer = {
     ...running,
     dataDir,
-    adminKey,
+    adminKey: createKey({ admin: true, usd: 100 }).key,
     createKey,
-    openai: (key = adminKey) => new OpenAI({ apiKey: key, baseURL: running.baseUrl, maxRetries: 0 }),
+    // The current admin key by default (a test may swap in a fresh one).
+    openai: (key) => new OpenAI({ apiKey: key ?? server.adminKey, baseURL: running.baseUrl, maxRetries: 0 }),
     stop: async () => {
       await running.close();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return server;
 }
 
 /** Raw fetch against the API with the admin key and a JSON body. */

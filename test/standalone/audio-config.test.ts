@@ -23,14 +23,14 @@ describe("audio models in models.config.json", () => {
     expect(plain.models.filter((m) => m.backend === "upstream").map((m) => m.id)).toEqual(relayedIds);
 
     const unset = new ModelManager(plain, { gpu: false });
-    expect(unset.list().map((m) => m.id)).toEqual(["hearth-tiny-chat", "hearth-tiny-sd", "hearth-tiny-video", "hearth-tiny-embedding", "hearth-tiny-embedding-gguf", "tts-kokoro", "tts-vits", "hearth-tiny-whisper"]);
+    expect(unset.list().map((m) => m.id)).toEqual(["hearth-tiny-chat", "hearth-tiny-reasoning", "hearth-tiny-sd", "hearth-tiny-video", "hearth-tiny-embedding", "hearth-tiny-embedding-gguf", "tts-kokoro", "tts-vits", "hearth-tiny-whisper"]);
     expect(unset.skipped.map((s) => s.id)).toEqual(relayedIds);
 
     const withUpstream = loadModelsConfig(path, "/var/hearth", { HEARTH_TTS_UPSTREAM_URL: "https://speech.example/api/v1", HEARTH_TTS_UPSTREAM_KEY: "sk-up" });
     const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
     expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
     expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
-    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(18);
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(19);
   });
 
   it.each([

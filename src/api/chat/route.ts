@@ -25,7 +25,7 @@ export function setModelHeaders(res: Response, entry: ModelEntry, router: string
 }
 
 export function chatRouter(deps: AppDeps): Router {
-  const service = new ChatService(deps.models, deps.config.requestTimeoutMs);
+  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs);
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
     requireJson(req);
@@ -33,6 +33,7 @@ export function chatRouter(deps: AppDeps): Router {
     const ctx = res.locals.ctx;
     const chat = await service.prepare(body, ctx.requestId, (entry) => new RequestMeter(deps.credits, ctx, entry.id));
     setModelHeaders(res, chat.entry, chat.engine.router);
+    res.set(chat.headers);
     res.set(deps.limits.admit(ctx, chat.entry, "chat"));
     if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
 

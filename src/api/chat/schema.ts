@@ -15,9 +15,10 @@ const TextPart = z.looseObject({
 });
 
 /** Part kinds the standard defines; which models accept them is decided by the service. */
-const OtherPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "video_url", "file"]) });
+const OtherPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "video_url", "file"]), cache_control: CacheControl.optional() });
 
 const ContentPart = z.discriminatedUnion("type", [TextPart, OtherPart]);
+export type ContentPart = z.infer<typeof ContentPart>;
 const Content = z.union([z.string(), z.array(ContentPart).min(1)]);
 
 const ToolCallWire = z.looseObject({
@@ -52,46 +53,121 @@ export const ChatMessageWire = z.discriminatedUnion("role", [
 ]);
 export type ChatMessageWire = z.infer<typeof ChatMessageWire>;
 
+/**
+ * service_parameters as sent: no defaults here, because a model feature suffix fills in
+ * what the body leaves out; SERVICE_PARAMETER_DEFAULTS completes the rest.
+ */
 export const ServiceParameters = z.looseObject({
-  character_slug: z.string().optional(),
-  strip_thinking_response: z.boolean().default(false),
-  disable_thinking: z.boolean().default(false),
-  enable_e2ee: z.boolean().default(false),
-  enable_web_search: z.enum(["off", "on", "auto"]).default("off"),
-  enable_web_scraping: z.boolean().default(false),
-  enable_web_citations: z.boolean().default(false),
-  enable_x_search: z.boolean().default(false),
-  include_search_results_in_stream: z.boolean().default(false),
-  return_search_results_as_documents: z.boolean().default(false),
-  include_service_system_prompt: z.boolean().default(true),
+  character_slug: z.string().min(1).optional(),
+  strip_thinking_response: z.boolean().optional(),
+  disable_thinking: z.boolean().optional(),
+  enable_e2ee: z.boolean().optional(),
+  enable_web_search: z.enum(["off", "on", "auto"]).optional(),
+  enable_web_scraping: z.boolean().optional(),
+  enable_web_citations: z.boolean().optional(),
+  enable_x_search: z.boolean().optional(),
+  include_search_results_in_stream: z.boolean().optional(),
+  return_search_results_as_documents: z.boolean().optional(),
+  include_service_system_prompt: z.boolean().optional(),
 });
 export type ServiceParameters = z.infer<typeof ServiceParameters>;
 
+export const SERVICE_PARAMETER_DEFAULTS = {
+  strip_thinking_response: false,
+  disable_thinking: false,
+  enable_e2ee: false,
+  enable_web_search: "off",
+  enable_web_scraping: false,
+  enable_web_citations: false,
+  enable_x_search: false,
+  include_search_results_in_stream: false,
+  return_search_results_as_documents: false,
+  include_service_system_prompt: true,
+} as const satisfies ServiceParameters;
+/** service_parameters once the suffix and the defaults are applied. */
+export type AppliedServiceParameters = {
+  -readonly [K in keyof typeof SERVICE_PARAMETER_DEFAULTS]-?: NonNullable<ServiceParameters[K]>;
+} & { character_slug?: string };
+
 const Stop = z.union([z.string(), z.array(z.string()).max(16)]).nullish();
 
-const ChatCompletionFields = z.looseObject({
-  model: z.string().min(1),
-  messages: z.array(ChatMessageWire).min(1, "messages must hold at least one message"),
-  stream: z.boolean().nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
-  max_completion_tokens: z.number().int().positive().nullish(),
-  max_tokens: z.number().int().positive().nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().min(0).max(1).nullish(),
-  top_k: z.number().int().min(0).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
-  stop: Stop,
-  seed: z.number().int().min(0).nullish(),
-  frequency_penalty: z.number().min(-2).max(2).nullish(),
-  presence_penalty: z.number().min(-2).max(2).nullish(),
-  repetition_penalty: z.number().min(0).nullish(),
-  n: z.number().int().min(1).max(1, "n above 1 is not supported yet").nullish(),
-  user: z.string().nullish(),
-  logprobs: z.literal(false, "logprobs are not supported yet").nullish(),
-  tools: z.array(z.unknown()).max(0, "tools are not supported yet").nullish(),
-  response_format: z.looseObject({ type: z.literal("text", "only response_format type 'text' is supported yet") }).nullish(),
-  service_parameters: ServiceParameters.default(ServiceParameters.parse({})),
+/** The standard's function names: letters, digits, underscores and dashes, up to 64. */
+const FunctionName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "function names use letters, digits, '_' and '-' (at most 64)");
+
+const FunctionTool = z.looseObject({
+  type: z.literal("function"),
+  function: z.looseObject({
+    name: FunctionName,
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
 });
+/** The provider's built-in search tools; web search is wired up with the search provider. */
+const BuiltInTool = z.looseObject({ type: z.enum(["web_search", "x_search"]) });
+const Tool = z.union([FunctionTool, BuiltInTool]);
+
+const ToolChoice = z.union([
+  z.enum(["auto", "none", "required"]),
+  z.looseObject({ type: z.literal("function").optional(), function: z.looseObject({ name: z.string().min(1) }) }),
+]);
+
+const ResponseFormat = z.discriminatedUnion("type", [
+  z.looseObject({ type: z.literal("text") }),
+  z.looseObject({ type: z.literal("json_object") }),
+  // The reference puts the schema itself here; the standard nests it as {name, schema, strict}. Both are accepted.
+  z.looseObject({ type: z.literal("json_schema"), json_schema: z.record(z.string(), z.unknown()) }),
+]);
+
+const ReasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+export type ReasoningEffort = z.infer<typeof ReasoningEffort>;
+
+const ChatCompletionFields = z
+  .looseObject({
+    /** Optional only when a character supplies the model. */
+    model: z.string().min(1).optional(),
+    messages: z.array(ChatMessageWire).min(1, "messages must hold at least one message"),
+    stream: z.boolean().nullish(),
+    stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+    max_completion_tokens: z.number().int().positive().nullish(),
+    max_tokens: z.number().int().positive().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    max_temp: z.number().min(0).max(2).nullish(),
+    min_temp: z.number().min(0).max(2).nullish(),
+    top_p: z.number().min(0).max(1).nullish(),
+    top_k: z.number().int().min(0).nullish(),
+    min_p: z.number().min(0).max(1).nullish(),
+    stop: Stop,
+    stop_token_ids: z.array(z.number().int().min(0)).max(64).nullish(),
+    seed: z.number().int().min(0).nullish(),
+    frequency_penalty: z.number().min(-2).max(2).nullish(),
+    presence_penalty: z.number().min(-2).max(2).nullish(),
+    repetition_penalty: z.number().min(0).nullish(),
+    n: z.number().int().min(1).max(128).nullish(),
+    user: z.string().nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    tools: z.array(Tool).max(128).nullish(),
+    tool_choice: ToolChoice.nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    response_format: ResponseFormat.nullish(),
+    reasoning_effort: ReasoningEffort.nullish(),
+    reasoning: z.looseObject({ effort: ReasoningEffort.optional(), summary: z.enum(["auto", "concise", "detailed"]).optional() }).nullish(),
+    prompt_cache_key: z.string().min(1).max(1024).nullish(),
+    prompt_cache_retention: z.enum(["default", "extended", "24h"]).nullish(),
+    service_parameters: ServiceParameters.default({}),
+  })
+  .superRefine((body, ctx) => {
+    if (body.model === undefined && body.service_parameters.character_slug === undefined) {
+      ctx.addIssue({ code: "custom", path: ["model"], message: "model is required (it may be left out only when service_parameters.character_slug names a character)" });
+    }
+    if (body.top_logprobs != null && body.top_logprobs > 0 && body.logprobs !== true) {
+      ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs needs logprobs: true" });
+    }
+    if (body.min_temp != null && body.max_temp != null && body.min_temp > body.max_temp) {
+      ctx.addIssue({ code: "custom", path: ["min_temp"], message: "min_temp is above max_temp" });
+    }
+  });
 
 /** Accepts the provider's spellings as input aliases of the neutral wire names. */
 function acceptProviderAliases(input: unknown): unknown {
@@ -130,6 +206,7 @@ export const ServiceParametersEcho = z.object({
   enable_web_search: z.enum(["auto", "off", "on"]),
   enable_web_citations: z.boolean(),
   enable_web_scraping: z.boolean(),
+  enable_x_search: z.boolean(),
   include_service_system_prompt: z.boolean(),
   include_search_results_in_stream: z.boolean(),
   return_search_results_as_documents: z.boolean(),
@@ -138,6 +215,33 @@ export const ServiceParametersEcho = z.object({
   character_slug: z.string().optional(),
 });
 export type ServiceParametersEcho = z.infer<typeof ServiceParametersEcho>;
+
+const TopLogprobWire = z.object({ token: z.string(), logprob: z.number(), bytes: z.array(z.number()).nullable() });
+const TokenLogprobWire = TopLogprobWire.extend({ top_logprobs: z.array(TopLogprobWire) });
+export type TokenLogprobWire = z.infer<typeof TokenLogprobWire>;
+
+/**
+ * A choice's log probabilities in both shapes clients read: the standard's `content` list
+ * (one entry per token, what the openai client types and reassembles), and the reference's
+ * flat record, which here sums up the tokens in `content`: their text, their joint log
+ * probability, their bytes, and the alternatives when `content` holds a single token (as a
+ * stream chunk usually does).
+ */
+export const ChoiceLogprobs = z.object({
+  content: z.array(TokenLogprobWire),
+  refusal: z.null(),
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number()),
+  top_logprobs: z.array(TopLogprobWire),
+});
+export type ChoiceLogprobs = z.infer<typeof ChoiceLogprobs>;
+
+const ToolCallOut = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
 
 export const ChatCompletionResponse = z.object({
   id: z.string(),
@@ -149,12 +253,12 @@ export const ChatCompletionResponse = z.object({
       index: z.number().int(),
       finish_reason: z.enum(["stop", "length", "tool_calls"]),
       stop_reason: z.enum(["stop", "length"]).nullable(),
-      logprobs: z.null(),
+      logprobs: ChoiceLogprobs.nullable(),
       message: z.object({
         role: z.literal("assistant"),
         content: z.string().nullable(),
         reasoning_content: z.string().nullable(),
-        tool_calls: z.array(z.unknown()).nullable(),
+        tool_calls: z.array(ToolCallOut).nullable(),
       }),
     }),
   ),
@@ -165,6 +269,13 @@ export const ChatCompletionResponse = z.object({
 });
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponse>;
 
+const ToolCallDelta = z.object({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal("function").optional(),
+  function: z.object({ name: z.string().optional(), arguments: z.string() }),
+});
+
 export const ChatCompletionChunk = z.object({
   id: z.string(),
   object: z.literal("chat.completion.chunk"),
@@ -173,9 +284,14 @@ export const ChatCompletionChunk = z.object({
   choices: z.array(
     z.object({
       index: z.number().int(),
-      delta: z.object({ role: z.literal("assistant").optional(), content: z.string().optional() }),
+      delta: z.object({
+        role: z.literal("assistant").optional(),
+        content: z.string().optional(),
+        reasoning_content: z.string().optional(),
+        tool_calls: z.array(ToolCallDelta).optional(),
+      }),
       finish_reason: z.enum(["stop", "length", "tool_calls"]).nullable(),
-      logprobs: z.null(),
+      logprobs: ChoiceLogprobs.nullable(),
     }),
   ),
   usage: Usage.nullable().optional(),

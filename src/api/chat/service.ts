@@ -1,88 +1,131 @@
 import type { Cost } from "../../billing/credits.js";
 import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
+import type { Character } from "../../characters/Character.js";
+import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
-import type { ChatEngine, ChatGenerateResult, ChatMessage, SamplingOptions } from "../../engines/types.js";
+import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
 import type { ModelManager } from "../../models/ModelManager.js";
-import type {
-  ChatCompletionChunk,
-  ChatCompletionRequest,
-  ChatCompletionResponse,
-  ChatMessageWire,
-  ServiceParametersEcho,
-  Usage,
+import {
+  assembleConversation,
+  toChoiceCount,
+  toEngineMessages,
+  toLogprobs,
+  toPromptCache,
+  toReasoning,
+  toResponseFormat,
+  toSampling,
+  toToolOptions,
+} from "./fromChatRequest.js";
+import { parseModelSuffix } from "./modelSuffix.js";
+import {
+  SERVICE_PARAMETER_DEFAULTS,
+  type AppliedServiceParameters,
+  type ChatCompletionChunk,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
+  type ServiceParametersEcho,
 } from "./schema.js";
+import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
 
 export interface PreparedChat {
   id: string;
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
-  messages: ChatMessage[];
-  sampling: SamplingOptions;
-  maxTokens: number | undefined;
-  stop: string[];
+  /** What the engine is asked to do (the callbacks and the signal are added per call). */
+  options: Omit<ChatGenerateOptions, "signal" | "onDelta">;
   echo: ServiceParametersEcho;
   includeUsageChunk: boolean;
+  /** strip_thinking_response / disable_thinking: thoughts are not shown. */
+  stripReasoning: boolean;
+  logprobs: boolean;
+  /** Response headers this request adds (e.g. parameters accepted but not supported here). */
+  headers: Record<string, string>;
   meter: RequestMeter;
-}
-
-export interface ChatOutcome {
-  result: ChatGenerateResult;
 }
 
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
 export class ChatService {
   constructor(
     private readonly models: ModelManager,
+    private readonly characters: CharacterCatalog,
     private readonly requestTimeoutMs: number,
   ) {}
 
   async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
-    const entry = this.models.get(request.model, "text");
-    const params = request.service_parameters;
-    if (params.enable_web_search === "on") {
+    const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
+    // Explicit body fields win over the suffix, which wins over the defaults.
+    const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
+    const params = { ...SERVICE_PARAMETER_DEFAULTS, ...suffix?.parameters, ...explicit } as AppliedServiceParameters;
+
+    const character = this.character(params.character_slug, explicit.character_slug === undefined && suffix?.parameters.character_slug !== undefined);
+    const modelId = suffix?.modelId ?? character!.modelId;
+    const entry = this.models.get(modelId, "text");
+    if (params.enable_web_search === "on" || request.tools?.some((t) => t.type === "web_search")) {
       throw InvalidRequestError.forField(["service_parameters", "enable_web_search"], "web search is not configured on this node");
     }
-    const includeSystemPrompt = params.include_service_system_prompt;
-    const messages = toEngineMessages(request.messages);
-    if (includeSystemPrompt && entry.systemPrompt) messages.unshift({ role: "system", content: entry.systemPrompt });
+    const callerMessages = toEngineMessages(request.messages, entry.id);
+    const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const engine = await this.models.chat(entry.id);
+    const { features } = engine;
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+    const logprobs = toLogprobs(request, entry.id, features);
+    const headers: Record<string, string> = {};
+    // Accepted for compatibility; a local model has no native X search.
+    if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+    const meter = meterFor(entry);
     return {
       id: `chatcmpl-${requestId.replaceAll("-", "")}`,
       created: Math.floor(Date.now() / 1000),
       entry,
       engine,
-      messages,
-      sampling: {
-        temperature: request.temperature ?? entry.constraints.temperature.default,
-        topP: request.top_p ?? entry.constraints.top_p.default,
-        topK: request.top_k ?? undefined,
-        minP: request.min_p ?? undefined,
-        seed: request.seed ?? undefined,
-        repetitionPenalty: request.repetition_penalty ?? undefined,
-        frequencyPenalty: request.frequency_penalty ?? undefined,
-        presencePenalty: request.presence_penalty ?? undefined,
+      options: {
+        messages,
+        maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
+        sampling: toSampling(request, entry, features),
+        stop: stop.filter((s) => s.length > 0),
+        stopTokenIds: request.stop_token_ids ?? undefined,
+        choices: toChoiceCount(request, entry.id, features),
+        logprobs,
+        tools: toToolOptions(request, entry.id, features),
+        responseFormat: toResponseFormat(request, entry.id, features),
+        reasoning: toReasoning(request, params),
+        cache: toPromptCache(request, positionOf),
+        // Reserve the most this request can cost once its prompt is measured, before inference.
+        onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
       },
-      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
-      stop: stop.filter((s) => s.length > 0),
       echo: {
         enable_e2ee: false,
         enable_web_search: params.enable_web_search,
         enable_web_citations: false,
         enable_web_scraping: false,
-        include_service_system_prompt: includeSystemPrompt,
+        enable_x_search: false,
+        include_service_system_prompt: params.include_service_system_prompt,
         include_search_results_in_stream: false,
         return_search_results_as_documents: false,
-        strip_thinking_response: false,
-        disable_thinking: false,
+        strip_thinking_response: params.strip_thinking_response,
+        disable_thinking: params.disable_thinking,
+        ...(character ? { character_slug: character.slug } : {}),
       },
       includeUsageChunk: request.stream_options?.include_usage === true,
-      meter: meterFor(entry),
+      stripReasoning: params.strip_thinking_response || params.disable_thinking,
+      logprobs: logprobs !== undefined,
+      headers,
+      meter,
     };
+  }
+
+  private character(slug: string | undefined, fromSuffix: boolean): Character | undefined {
+    if (slug === undefined) return undefined;
+    const character = this.characters.get(slug);
+    if (!character) {
+      const path = fromSuffix ? ["model", "character_slug"] : ["service_parameters", "character_slug"];
+      throw InvalidRequestError.forField(path, `no character with slug "${slug}" on this node (GET /characters lists them)`);
+    }
+    return character;
   }
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
@@ -91,14 +134,13 @@ export class ChatService {
     const signal = AbortSignal.any([clientSignal, timeout]);
     let result: ChatGenerateResult;
     try {
-      result = await chat.engine.generate({ ...this.generateOptions(chat), signal });
+      result = await chat.engine.generate({ ...chat.options, signal });
     } catch (error) {
       if (timeout.aborted) throw new RequestTimeoutError();
       throw error;
     }
     if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
-    const cost = this.settle(chat, result);
-    const finishReason = result.finishReason === "length" ? "length" : "stop";
+    const cost = settle(chat, result);
     return {
       result,
       response: {
@@ -106,15 +148,7 @@ export class ChatService {
         object: "chat.completion",
         created: chat.created,
         model: chat.entry.id,
-        choices: [
-          {
-            index: 0,
-            finish_reason: finishReason,
-            stop_reason: finishReason,
-            logprobs: null,
-            message: { role: "assistant", content: result.text, reasoning_content: null, tool_calls: null },
-          },
-        ],
+        choices: result.choices.map((choice) => toChoice(choice, { stripReasoning: chat.stripReasoning })),
         usage: toUsage(result),
         prompt_logprobs: null,
         cost,
@@ -123,95 +157,65 @@ export class ChatService {
     };
   }
 
-  private generateOptions(chat: PreparedChat) {
-    return {
-      messages: chat.messages,
-      maxTokens: chat.maxTokens,
-      sampling: chat.sampling,
-      stop: chat.stop,
-      // Reserve the most this request can cost once its prompt is measured, before inference.
-      onPromptReady: (plan: { promptTokens: number; maxTokens: number }) => chat.meter.reserve(maxTextCost(chat.entry, plan.promptTokens, plan.maxTokens)),
-    };
-  }
-
-  /** Charges what was produced (a disconnected client pays for the tokens it was sent). */
-  private settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
-    return chat.meter.settle(
-      textCost(chat.entry, { promptTokens: result.promptTokens, cachedTokens: result.cachedTokens, cacheWriteTokens: 0, completionTokens: result.completionTokens }),
-    );
-  }
-
   /**
    * Streaming: yields chunks as tokens arrive; the last value returned is the engine result
-   * (for metering). Aborting `signal` stops generation at once and frees the sequence.
+   * (for metering). Aborting `signal` stops generation at once and frees the sequences.
    */
   async *stream(chat: PreparedChat, signal: AbortSignal): AsyncGenerator<ChatCompletionChunk, ChatGenerateResult | undefined> {
     const base = { id: chat.id, object: "chat.completion.chunk" as const, created: chat.created, model: chat.entry.id };
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
-    const queue = new AsyncQueue<string>();
+    const queue = new AsyncQueue<ChatCompletionChunk["choices"][number]>();
+    const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
     const generation = chat.engine
-      .generate({ ...this.generateOptions(chat), signal, onText: (t) => queue.push(t) })
+      .generate({
+        ...chat.options,
+        signal,
+        onStart: () => markStarted(),
+        onDelta: (index, delta) => {
+          const choice = toChunkChoice(index, delta, shown);
+          if (choice) queue.push(choice);
+        },
+      })
       .finally(() => queue.close());
     // Surface a failure of the generation through the loop below instead of as an unhandled rejection.
     generation.catch((error: unknown) => queue.fail(error));
+    // Nothing is sent before the engine accepts the request, so its refusals keep their status codes.
+    await Promise.race([started, generation]);
 
-    yield { ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null, logprobs: null }], ...usageField };
-    for await (const text of queue) {
-      yield { ...base, choices: [{ index: 0, delta: { content: text }, finish_reason: null, logprobs: null }], ...usageField };
-    }
+    const count = chat.options.choices ?? 1;
+    const indexes = Array.from({ length: count }, (_, i) => i);
+    yield { ...base, choices: indexes.map((index) => ({ index, delta: { role: "assistant" as const, content: "" }, finish_reason: null, logprobs: null })), ...usageField };
+    for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
     const result = await generation;
-    const cost = this.settle(chat, result);
+    // A client that went away pays for what was produced.
+    const cost = settle(chat, result);
     if (result.finishReason === "abort") return result;
-    const finishReason = result.finishReason === "length" ? "length" : "stop";
-    yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason, logprobs: null }], ...usageField, cost };
+    for (const [position, choice] of result.choices.entries()) {
+      const last = position === result.choices.length - 1;
+      yield {
+        ...base,
+        choices: [{ index: choice.index, delta: {}, finish_reason: toWireFinish(choice.finishReason), logprobs: null }],
+        ...usageField,
+        ...(last ? { cost } : {}),
+      };
+    }
     if (chat.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
     return result;
   }
 }
 
-function toUsage(result: ChatGenerateResult): Usage {
-  return {
-    prompt_tokens: result.promptTokens,
-    completion_tokens: result.completionTokens,
-    total_tokens: result.promptTokens + result.completionTokens,
-    prompt_tokens_details: { cached_tokens: result.cachedTokens },
-    completion_tokens_details: { reasoning_tokens: 0 },
-  };
-}
-
-/** Flattens wire messages to the engine's: text parts joined, developer treated as system. */
-export function toEngineMessages(messages: readonly ChatMessageWire[]): ChatMessage[] {
-  return messages.map((message, index): ChatMessage => {
-    const text = (content: unknown): string => {
-      if (content == null) return "";
-      if (typeof content === "string") return content;
-      return (content as { type: string; text?: string }[])
-        .map((part, partIndex) => {
-          if (part.type === "text") return part.text ?? "";
-          throw InvalidRequestError.forField(
-            ["messages", index, "content", partIndex, "type"],
-            `content parts of type "${part.type}" are not supported by this model`,
-          );
-        })
-        .join("\n");
-    };
-    switch (message.role) {
-      case "system":
-      case "developer":
-        return { role: "system", content: text(message.content) };
-      case "user":
-        return { role: "user", content: text(message.content) };
-      case "assistant":
-        return {
-          role: "assistant",
-          content: message.content == null ? null : text(message.content),
-          reasoning: message.reasoning_content ?? null,
-          toolCalls: message.tool_calls?.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
-        };
-      case "tool":
-        return { role: "tool", content: text(message.content), toolCallId: message.tool_call_id };
-    }
-  });
+/** Charges the produced tokens of every choice (settling is idempotent: the route settles again in `finally`). */
+function settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
+  return chat.meter.settle(
+    textCost(chat.entry, {
+      promptTokens: result.promptTokens,
+      cachedTokens: result.cachedTokens,
+      cacheWriteTokens: result.cacheWriteTokens,
+      completionTokens: result.completionTokens,
+    }),
+  );
 }
 
 /** A minimal push queue consumed with for-await; used to bridge engine callbacks to a generator. */

@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { basename, join } from "node:path";
 import type { ModelEntry } from "../../config.js";
+import type { ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../app.js";
 import type { Engine } from "../../engines/types.js";
@@ -58,8 +59,31 @@ function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine |
   }
 }
 
-/** The registry entry in the reference's model record shape; speech models list their voices. */
-export function toModelRecord(entry: ModelEntry, startedAt: number, voices: readonly string[] = [], engine?: Engine): ModelRecord {
+const EFFORTS = ["minimal", "low", "medium", "high", "xhigh", "max"] as const;
+
+/**
+ * What the chat path can do with this model, as the reference's capability flags: derived
+ * from the model's own template (tool-call syntax, thought blocks, enable_thinking), not
+ * claimed by configuration. The registry supplies the flags Hearth cannot derive.
+ */
+function derivedCapabilities(features: ProbedChatFeatures): Record<string, unknown> {
+  return {
+    supportsFunctionCalling: features.functionCalling,
+    supportsResponseSchema: features.responseSchema,
+    supportsLogProbs: features.logprobs,
+    supportsReasoning: features.reasoning,
+    supportsReasoningEffort: features.reasoning,
+    ...(features.reasoning ? { reasoningEffortOptions: features.reasoningToggle ? ["none", ...EFFORTS] : [...EFFORTS] } : {}),
+  };
+}
+
+/** The registry entry in the reference's model record shape; speech models list their voices, text models their derived chat capabilities. */
+export function toModelRecord(
+  entry: ModelEntry,
+  startedAt: number,
+  extra: { voices?: readonly string[]; engine?: Engine; features?: ProbedChatFeatures | null } = {},
+): ModelRecord {
+  const { voices = [], engine, features = null } = extra;
   const isText = entry.type === "text";
   const record: ModelRecord = {
     id: entry.id,
@@ -75,7 +99,7 @@ export function toModelRecord(entry: ModelEntry, startedAt: number, voices: read
       offline: entry.offline,
       modelSource: entry.file ? basename(entry.file) : entry.backend,
       traits: entry.traits,
-      capabilities: entry.capabilities,
+      capabilities: features ? { ...entry.capabilities, ...derivedCapabilities(features) } : entry.capabilities,
       constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
@@ -131,19 +155,22 @@ function speechSpec(entry: ModelEntry, voices: readonly string[]): Partial<Model
 
 export function modelsRouter(deps: AppDeps): Router {
   const router = Router();
-  router.get("/models", (req, res) => {
+  const extrasOf = async (entry: ModelEntry) => ({
+    voices: deps.models.voices(entry),
+    engine: deps.models.loadedEngine(entry.id),
+    features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
+  });
+  router.get("/models", async (req, res) => {
     const { type } = parse(ListModelsQuery, req.query);
-    const data = deps.models
-      .list()
-      .filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type))
-      .map((m) => toModelRecord(m, deps.startedAt, deps.models.voices(m), deps.models.loadedEngine(m.id)));
+    const entries = deps.models.list().filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type));
+    const data = await Promise.all(entries.map(async (m) => toModelRecord(m, deps.startedAt, await extrasOf(m))));
     res.json({ object: "list", type, data });
   });
   // Ids may hold '/' (openai/whisper-large-v3): the rest of the path is the id.
-  router.get("/models/*id", (req, res) => {
+  router.get("/models/*id", async (req, res) => {
     const id = (req.params as { id: string[] }).id.join("/");
     const entry = deps.models.get(id);
-    res.json(toModelRecord(entry, deps.startedAt, deps.models.voices(entry), deps.models.loadedEngine(id)));
+    res.json(toModelRecord(entry, deps.startedAt, await extrasOf(entry)));
   });
   return router;
 }

@@ -1,21 +1,27 @@
+import { randomInt } from "node:crypto";
 import {
   isLlamaText,
+  LlamaGrammar,
   LlamaText,
   resolveChatWrapper,
   type ChatHistoryItem,
   type ChatModelFunctionCall,
+  type ChatModelFunctions,
+  type ChatModelResponse,
   type ChatWrapper,
   type LlamaContext,
-  type LlamaContextSequence,
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config.js";
 import { InferenceError, InvalidRequestError } from "../../errors.js";
-import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FinishReason } from "../types.js";
+import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FunctionDefinition } from "../types.js";
+import { ChatSyntax } from "./ChatSyntax.js";
+import { ChoiceGeneration, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { getSharedLlama } from "./getSharedLlama.js";
+import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { SequencePool } from "./SequencePool.js";
-import { StreamingDetokenizer } from "./StreamingDetokenizer.js";
+import { TokenDescriber } from "./TokenDescriber.js";
 
 export interface LlamaChatEngineOptions {
   modelId: string;
@@ -27,23 +33,38 @@ export interface LlamaChatEngineOptions {
 
 /**
  * Chat on a GGUF model through node-llama-cpp. One context with N sequences serves
- * concurrent requests; the prompt is rendered by the chat wrapper resolved once from the
- * model's own template; generation is Hearth's own token loop over the sequence, so
- * streaming, stop strings and (later) token probabilities share one path.
+ * concurrent requests (and the `n` choices of one request); the prompt is rendered by the
+ * chat wrapper resolved once from the model's own template; generation is Hearth's own
+ * token loop (ChoiceGeneration), so streaming, stop handling, log probabilities, thought
+ * blocks, JSON grammars and tool calls share one path.
  */
 export class LlamaChatEngine implements ChatEngine {
   readonly kind = "chat" as const;
   readonly router: string;
+  readonly features: ChatFeatures;
+  private readonly describer: TokenDescriber;
 
   private constructor(
     private readonly modelId: string,
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly chatWrapper: ChatWrapper,
+    private readonly syntax: ChatSyntax,
     private readonly pool: SequencePool,
     gpu: string | false,
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
+    this.describer = new TokenDescriber(model);
+    this.features = {
+      functionCalling: syntax.toolCall !== null,
+      reasoning: syntax.features.reasoning,
+      reasoningToggle: syntax.features.reasoningToggle,
+      responseSchema: true,
+      logprobs: true,
+      dynamicTemperature: true,
+      maxChoices: pool.total,
+      vocabularySize: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0,
+    };
   }
 
   static async load(options: LlamaChatEngineOptions): Promise<LlamaChatEngine> {
@@ -60,8 +81,9 @@ export class LlamaChatEngine implements ChatEngine {
       });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
+      const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(options.modelId, model, context, chatWrapper, pool, llama.gpu);
+      return new LlamaChatEngine(options.modelId, model, context, chatWrapper, syntax, pool, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;
@@ -76,9 +98,11 @@ export class LlamaChatEngine implements ChatEngine {
     return this.pool.stats();
   }
 
-  /** Renders the conversation with the model's template and tokenizes it. */
-  renderPrompt(messages: readonly ChatMessage[]): { tokens: Token[]; stopStrings: string[]; stopTokens: Set<Token> } {
-    const state = this.chatWrapper.generateContextState({ chatHistory: [...toChatHistory(messages), { type: "model", response: [] }] });
+  /** Renders the conversation with the model's template (and the callable functions) and tokenizes it. */
+  renderPrompt(messages: readonly ChatMessage[], functions?: readonly FunctionDefinition[], endWithModelTurn = true) {
+    const chatHistory: ChatHistoryItem[] = toChatHistory(messages);
+    if (endWithModelTurn) chatHistory.push({ type: "model", response: [] });
+    const state = this.chatWrapper.generateContextState({ chatHistory, availableFunctions: toAvailableFunctions(functions) });
     const tokens = state.contextText.tokenize(this.model.tokenizer);
     const stopStrings: string[] = [];
     const stopTokens = new Set<Token>();
@@ -90,111 +114,155 @@ export class LlamaChatEngine implements ChatEngine {
         if (triggerTokens.length === 1) stopTokens.add(triggerTokens[0]!);
       }
     }
-    return { tokens, stopStrings: stopStrings.filter((s) => s.length > 0), stopTokens };
+    return { tokens, text: state.contextText.toString(), stopStrings: stopStrings.filter((s) => s.length > 0), stopTokens };
   }
 
   async generate(options: ChatGenerateOptions): Promise<ChatGenerateResult> {
-    const prompt = this.renderPrompt(options.messages);
-    if (prompt.tokens.length >= this.contextSize) {
+    const { plan, pinnedTokens } = this.plan(options);
+    const count = options.choices ?? 1;
+    if (count > this.pool.total) {
+      throw InvalidRequestError.forField(["n"], `this model generates at most ${this.pool.total} choices at once`);
+    }
+    const queuedAt = performance.now();
+    const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: options.cache?.key, signal: options.signal });
+    const queueMs = performance.now() - queuedAt;
+    options.onStart?.();
+    const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer };
+    let settled: PromiseSettledResult<ChoiceOutcome>[];
+    try {
+      settled = await Promise.allSettled(sequences.map((sequence, index) => new ChoiceGeneration(runtime, plan, index, options.onDelta).run(sequence, options.signal)));
+    } finally {
+      for (const sequence of sequences) this.pool.release(sequence, { cacheKey: options.cache?.key, pinnedTokens });
+    }
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const choices = settled.map((s) => (s as PromiseFulfilledResult<ChoiceOutcome>).value);
+    const first = choices[0]!;
+    const aborted = choices.some((c) => c.finishReason === "abort");
+    return {
+      choices: choices.map(({ cachedTokens: _cached, timeToFirstTokenMs: _ttft, ...choice }) => choice),
+      finishReason: aborted ? "abort" : first.finishReason,
+      promptTokens: plan.promptTokens.length,
+      completionTokens: sum(choices.map((c) => c.completionTokens)),
+      reasoningTokens: sum(choices.map((c) => c.reasoningTokens)),
+      // The prompt is counted once, as the first choice's sequence read and wrote it.
+      cachedTokens: first.cachedTokens,
+      cacheWriteTokens: plan.promptTokens.length - first.cachedTokens,
+      queueMs,
+      timeToFirstTokenMs: first.timeToFirstTokenMs,
+    };
+  }
+
+  /** Turns the request into a generation plan: prompt, stops, grammars, thinking, limits. */
+  private plan(options: ChatGenerateOptions): { plan: GenerationPlan; pinnedTokens: number } {
+    const { tools, responseFormat } = options;
+    const toolsActive = tools !== undefined && tools.functions.length > 0 && tools.choice !== "none";
+    if (toolsActive && !this.syntax.toolCall) {
+      throw InvalidRequestError.forField(["tools"], `the model "${this.modelId}" does not support function calling`);
+    }
+    const functions = toolsActive ? tools.functions : undefined;
+    const prompt = this.renderPrompt(options.messages, functions);
+
+    const forcedCall = toolsActive && tools.choice !== "auto";
+    const answer: GenerationPlan["answer"] = forcedCall
+      ? { kind: "call", name: typeof tools.choice === "object" ? tools.choice.name : null }
+      : responseFormat
+        ? { kind: "json", grammar: this.grammar(jsonGrammar(responseFormat.type === "json_schema" ? responseFormat.schema : ANY_OBJECT)) }
+        : { kind: "text" };
+
+    const thought = this.syntax.thought;
+    const requested = options.reasoning?.mode ?? "auto";
+    const thinks = this.features.reasoning;
+    // A JSON or call answer cannot hold a thought block; unless thinking was asked for, switch it off up front.
+    const mode = requested === "auto" && answer.kind !== "text" && this.features.reasoningToggle ? "off" : requested;
+    const promptTokens = mode === "off" && this.features.reasoningToggle ? [...prompt.tokens, ...thought.disabledTokens] : prompt.tokens;
+    const startsInReasoning = thinks && thought.openedByTemplate && mode !== "off";
+
+    if (promptTokens.length >= this.contextSize) {
       throw InvalidRequestError.forField(
         ["messages"],
-        `the prompt is ${prompt.tokens.length} tokens but this model's context holds ${this.contextSize}; shorten the conversation`,
+        `the prompt is ${promptTokens.length} tokens but this model's context holds ${this.contextSize}; shorten the conversation`,
       );
     }
-    const room = this.contextSize - prompt.tokens.length;
-    const maxTokens = Math.min(options.maxTokens ?? room, room);
-    options.onPromptReady?.({ promptTokens: prompt.tokens.length, maxTokens });
+    const room = this.contextSize - promptTokens.length;
+    const vocabulary = this.features.vocabularySize;
+    for (const [index, id] of (options.stopTokenIds ?? []).entries()) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
+        throw InvalidRequestError.forField(["stop_token_ids", index], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+      }
+    }
 
-    const queuedAt = performance.now();
-    const sequence = await this.pool.acquire(prompt.tokens, options.signal);
-    const queueMs = performance.now() - queuedAt;
+    const maxTokens = Math.min(options.maxTokens ?? room, room);
+    // Every choice may use the whole budget: the most this request can produce.
+    options.onPromptReady?.({ promptTokens: promptTokens.length, maxTokens: maxTokens * (options.choices ?? 1) });
+    const share = options.reasoning?.budgetShare;
+    const budget = thinks && mode === "on" && share !== undefined && share < 1 ? Math.max(1, Math.floor(share * maxTokens)) : null;
+    const plan: GenerationPlan = {
+      promptTokens,
+      stopStrings: [...(options.stop ?? []), ...prompt.stopStrings],
+      stopTokens: prompt.stopTokens,
+      userStopTokens: new Set((options.stopTokenIds ?? []) as Token[]),
+      maxTokens,
+      sampling: options.sampling,
+      seed: options.sampling.seed ?? randomInt(2 ** 31),
+      logprobs: options.logprobs ?? null,
+      answer,
+      tools: toolsActive ? this.toolPlan(tools.functions, tools.choice === "auto", tools.parallel) : null,
+      thinking: {
+        startsInReasoning,
+        open: thinks && mode === "on" && !startsInReasoning,
+        budget,
+      },
+    };
+    return { plan, pinnedTokens: this.pinnedPrefix(options, promptTokens, functions) };
+  }
+
+  private toolPlan(functions: FunctionDefinition[], detect: boolean, parallel: boolean): ToolPlan {
+    const syntax = this.syntax.toolCall!;
+    const argumentGrammars = new Map<string, LlamaGrammar>();
+    return {
+      syntax,
+      nameGrammar: this.grammar(`root ::= ${functions.map((f) => literal(f.name)).join(" | ")}`),
+      argumentsGrammar: (name) => {
+        let grammar = argumentGrammars.get(name);
+        if (!grammar) {
+          const definition = functions.find((f) => f.name === name);
+          if (!definition) throw new InferenceError(`the model called an unknown function "${name}"`);
+          grammar = this.grammar(jsonGrammar(definition.parameters));
+          argumentGrammars.set(name, grammar);
+        }
+        return grammar;
+      },
+      detect: detect && syntax.trigger !== null,
+      parallel,
+    };
+  }
+
+  private grammar(gbnf: string): LlamaGrammar {
     try {
-      return await this.runOnSequence(sequence, prompt, maxTokens, options, queueMs);
-    } finally {
-      this.pool.release(sequence);
+      return new LlamaGrammar(this.model.llama, { grammar: gbnf });
+    } catch (error) {
+      throw new InferenceError(`Could not build the output grammar: ${(error as Error).message}`);
     }
   }
 
-  private async runOnSequence(
-    sequence: LlamaContextSequence,
-    prompt: ReturnType<LlamaChatEngine["renderPrompt"]>,
-    maxTokens: number,
-    options: ChatGenerateOptions,
-    queueMs: number,
-  ): Promise<ChatGenerateResult> {
-    // Keep the longest cached prefix (at least one prompt token must be evaluated to get logits).
-    const reusable = Math.min(sequence.compareContextTokens(prompt.tokens).firstDifferentIndex, prompt.tokens.length - 1);
-    if (sequence.nextTokenIndex > reusable) {
-      await sequence.eraseContextTokenRanges([{ start: reusable, end: sequence.nextTokenIndex }]);
+  /**
+   * How many leading prompt tokens are worth keeping in the sequence after this request:
+   * up to the last cache breakpoint (cache_control) or, without one, the system prompt
+   * (cached automatically). Found by rendering the conversation up to there.
+   */
+  private pinnedPrefix(options: ChatGenerateOptions, promptTokens: Token[], functions?: FunctionDefinition[]): number {
+    const leadingSystem = options.messages.findIndex((m) => m.role !== "system") - 1;
+    const last = Math.max(options.cache?.breakpointMessage ?? -1, leadingSystem === -2 ? options.messages.length - 1 : leadingSystem);
+    if (last < 0) return 0;
+    try {
+      const { tokens } = this.renderPrompt(options.messages.slice(0, last + 1), functions, false);
+      let shared = 0;
+      while (shared < tokens.length && shared < promptTokens.length && tokens[shared] === promptTokens[shared]) shared++;
+      return shared;
+    } catch {
+      return 0;
     }
-    const cachedTokens = sequence.nextTokenIndex;
-
-    const detokenizer = new StreamingDetokenizer(this.model, [...(options.stop ?? []), ...prompt.stopStrings]);
-    const generated: Token[] = [];
-    const { sampling } = options;
-    const startedAt = performance.now();
-    let firstTokenAt: number | null = null;
-    let finishReason: FinishReason = "length";
-
-    if (maxTokens <= 0) finishReason = "length";
-    else {
-      try {
-        const iterator = sequence.evaluate(prompt.tokens.slice(cachedTokens), {
-          temperature: sampling.temperature,
-          topK: sampling.topK,
-          topP: sampling.topP,
-          minP: sampling.minP,
-          seed: sampling.seed,
-          yieldEogToken: true,
-          repeatPenalty: hasRepeatPenalty(sampling)
-            ? {
-                punishTokens: () => generated,
-                penalty: sampling.repetitionPenalty,
-                frequencyPenalty: sampling.frequencyPenalty || undefined,
-                presencePenalty: sampling.presencePenalty || undefined,
-              }
-            : undefined,
-        });
-        for await (const token of iterator) {
-          if (options.signal?.aborted) {
-            finishReason = "abort";
-            break;
-          }
-          firstTokenAt ??= performance.now();
-          if (this.model.isEogToken(token) || prompt.stopTokens.has(token)) {
-            finishReason = "stop";
-            break;
-          }
-          generated.push(token);
-          const { delta, stopped } = detokenizer.push(token);
-          if (delta) options.onText?.(delta);
-          if (stopped) {
-            finishReason = "stop";
-            break;
-          }
-          if (generated.length >= maxTokens) {
-            finishReason = "length";
-            break;
-          }
-        }
-      } catch (error) {
-        if (options.signal?.aborted) finishReason = "abort";
-        else throw new InferenceError(`Inference failed: ${(error as Error).message}`);
-      }
-    }
-    if (finishReason !== "stop" || detokenizer.text.length === 0) {
-      const rest = detokenizer.flush();
-      if (rest && finishReason !== "abort") options.onText?.(rest);
-    }
-    return {
-      text: detokenizer.text,
-      finishReason,
-      promptTokens: prompt.tokens.length,
-      completionTokens: generated.length,
-      cachedTokens,
-      queueMs,
-      timeToFirstTokenMs: firstTokenAt === null ? null : firstTokenAt - startedAt,
-    };
   }
 
   async dispose(): Promise<void> {
@@ -204,8 +272,15 @@ export class LlamaChatEngine implements ChatEngine {
   }
 }
 
-function hasRepeatPenalty(s: ChatGenerateOptions["sampling"]): boolean {
-  return (s.repetitionPenalty !== undefined && s.repetitionPenalty !== 1) || !!s.frequencyPenalty || !!s.presencePenalty;
+const ANY_OBJECT = { root: { kind: "object" as const, properties: [], open: true }, defs: {} };
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+function toAvailableFunctions(functions?: readonly FunctionDefinition[]): ChatModelFunctions | undefined {
+  if (!functions || functions.length === 0) return undefined;
+  return Object.fromEntries(functions.map((f) => [f.name, { description: f.description, params: f.parametersSchema as never }]));
 }
 
 /** The standard's messages as node-llama-cpp chat history; tool results attach to the call they answer. */
@@ -221,7 +296,9 @@ export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem
         history.push({ type: "user", text: message.content });
         break;
       case "assistant": {
-        const response: (string | ChatModelFunctionCall)[] = [];
+        const response: ChatModelResponse["response"] = [];
+        // The thought travels with the message so templates that show earlier thinking can.
+        if (message.reasoning) response.push({ type: "segment", segmentType: "thought", text: message.reasoning, ended: true });
         if (message.content) response.push(message.content);
         for (const call of message.toolCalls ?? []) {
           const functionCall: ChatModelFunctionCall = { type: "functionCall", name: call.name, params: parseJsonOr(call.arguments), result: undefined };

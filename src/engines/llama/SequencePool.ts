@@ -1,46 +1,98 @@
 import type { LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
 import { ModelAtCapacityError } from "../../errors.js";
 
-interface Waiter {
+export interface SequenceRequest {
   prompt: readonly Token[];
-  resolve: (sequence: LlamaContextSequence) => void;
+  /** Sequences wanted at once (a request for `n` choices takes `n`). */
+  count: number;
+  /** A prompt_cache_key: the sequence last used with this key is preferred while free. */
+  cacheKey?: string;
+  signal?: AbortSignal;
+}
+
+export interface SequenceRelease {
+  cacheKey?: string;
+  /** Leading prompt tokens worth keeping (cache breakpoints, system prompt). */
+  pinnedTokens: number;
+}
+
+interface Slot {
+  sequence: LlamaContextSequence;
+  cacheKey: string | undefined;
+  pinnedTokens: number;
+  lastUsedAt: number;
+}
+
+interface Waiter {
+  request: SequenceRequest;
+  resolve: (sequences: LlamaContextSequence[]) => void;
   reject: (error: unknown) => void;
+}
+
+/** A shared prefix shorter than this (a chat template's opening tokens) is not worth keeping a sequence for. */
+const MIN_USEFUL_PREFIX = 16;
+
+/**
+ * Reusing a sequence overwrites what it holds past the shared prefix. That is worth it when
+ * the prefix is most of what the sequence holds (a conversation going on, a document asked
+ * about again) or covers its pinned prefix (a system prompt or breakpoint); a few shared
+ * template tokens are not worth another request's cache.
+ */
+function isWorthReusing(slot: Slot, shared: number): boolean {
+  if (shared < MIN_USEFUL_PREFIX) return false;
+  const held = slot.sequence.nextTokenIndex;
+  return shared * 2 >= held || (slot.pinnedTokens > 0 && shared >= slot.pinnedTokens);
 }
 
 /**
  * Hands out the sequences of one context (continuous batching: node-llama-cpp evaluates
- * busy sequences together) with a bounded FIFO wait queue. Among free sequences it picks
- * the one whose cached tokens share the longest prefix with the prompt, so repeated
- * system prompts and multi-turn conversations reuse their KV cache.
+ * busy sequences together) with a bounded FIFO wait queue. The KV cache each sequence
+ * holds is the prompt cache, so choosing a sequence is choosing what to reuse and what to
+ * overwrite: a request goes to the sequence its prompt_cache_key used last, else to the
+ * one sharing the longest prefix with its prompt; when nothing useful is shared it
+ * overwrites the least valuable cache: an empty one, else one no key owns, with the
+ * fewest pinned tokens, used longest ago.
  */
 export class SequencePool {
-  private readonly free: LlamaContextSequence[] = [];
+  private readonly slots: Slot[] = [];
+  private readonly free = new Set<Slot>();
+  private readonly bySequence = new Map<LlamaContextSequence, Slot>();
+  private readonly byKey = new Map<string, Slot>();
   private readonly waiters: Waiter[] = [];
-  private readonly total: number;
 
   constructor(
     context: LlamaContext,
     private readonly modelId: string,
     private readonly maxWaiting: number,
   ) {
-    this.total = context.totalSequences;
-    for (let i = 0; i < this.total; i++) this.free.push(context.getSequence());
+    for (let i = 0; i < context.totalSequences; i++) {
+      const slot: Slot = { sequence: context.getSequence(), cacheKey: undefined, pinnedTokens: 0, lastUsedAt: 0 };
+      this.slots.push(slot);
+      this.free.add(slot);
+      this.bySequence.set(slot.sequence, slot);
+    }
   }
 
-  acquire(prompt: readonly Token[], signal?: AbortSignal): Promise<LlamaContextSequence> {
-    signal?.throwIfAborted();
-    if (this.free.length > 0) return Promise.resolve(this.takeBestFor(prompt));
+  get total(): number {
+    return this.slots.length;
+  }
+
+  acquire(request: SequenceRequest): Promise<LlamaContextSequence[]> {
+    request.signal?.throwIfAborted();
+    if (request.count > this.total) throw new RangeError(`asked for ${request.count} sequences of ${this.total}`);
+    if (this.waiters.length === 0 && this.free.size >= request.count) return Promise.resolve(this.take(request));
     if (this.waiters.length >= this.maxWaiting) return Promise.reject(new ModelAtCapacityError(this.modelId));
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { prompt, resolve, reject };
+      const waiter: Waiter = { request, resolve, reject };
       this.waiters.push(waiter);
-      signal?.addEventListener(
+      request.signal?.addEventListener(
         "abort",
         () => {
           const index = this.waiters.indexOf(waiter);
           if (index >= 0) {
             this.waiters.splice(index, 1);
-            reject(signal.reason);
+            reject(request.signal!.reason);
+            this.serveWaiters();
           }
         },
         { once: true },
@@ -48,10 +100,19 @@ export class SequencePool {
     });
   }
 
-  release(sequence: LlamaContextSequence): void {
-    const next = this.waiters.shift();
-    if (next) next.resolve(sequence);
-    else this.free.push(sequence);
+  release(sequence: LlamaContextSequence, info: SequenceRelease): void {
+    const slot = this.bySequence.get(sequence)!;
+    slot.lastUsedAt = performance.now();
+    slot.pinnedTokens = Math.min(info.pinnedTokens, sequence.nextTokenIndex);
+    if (info.cacheKey !== undefined) {
+      const previous = this.byKey.get(info.cacheKey);
+      if (previous && previous !== slot) previous.cacheKey = undefined;
+      if (slot.cacheKey !== undefined && slot.cacheKey !== info.cacheKey) this.byKey.delete(slot.cacheKey);
+      slot.cacheKey = info.cacheKey;
+      this.byKey.set(info.cacheKey, slot);
+    }
+    this.free.add(slot);
+    this.serveWaiters();
   }
 
   /** Fails every waiter (used on shutdown). */
@@ -60,19 +121,51 @@ export class SequencePool {
   }
 
   stats() {
-    return { sequences: this.total, busy: this.total - this.free.length, waiting: this.waiters.length };
+    return { sequences: this.total, busy: this.total - this.free.size, waiting: this.waiters.length };
   }
 
-  private takeBestFor(prompt: readonly Token[]): LlamaContextSequence {
-    let bestIndex = 0;
-    let bestShared = -1;
-    for (const [index, sequence] of this.free.entries()) {
-      const shared = sequence.compareContextTokens(prompt as Token[]).firstDifferentIndex;
-      if (shared > bestShared) {
-        bestShared = shared;
-        bestIndex = index;
-      }
+  private serveWaiters(): void {
+    // FIFO: the head of the queue is served first, even if a later, smaller request would fit.
+    while (this.waiters.length > 0 && this.free.size >= this.waiters[0]!.request.count) {
+      const waiter = this.waiters.shift()!;
+      waiter.resolve(this.take(waiter.request));
     }
-    return this.free.splice(bestIndex, 1)[0]!;
   }
+
+  private take(request: SequenceRequest): LlamaContextSequence[] {
+    const taken: LlamaContextSequence[] = [];
+    const keyed = request.cacheKey !== undefined ? this.byKey.get(request.cacheKey) : undefined;
+    if (keyed && this.free.has(keyed)) taken.push(this.claim(keyed, request, keyed.sequence.compareContextTokens(request.prompt as Token[]).firstDifferentIndex));
+    while (taken.length < request.count) {
+      let best: { slot: Slot; shared: number; score: number[] } | undefined;
+      for (const slot of this.free) {
+        const shared = slot.sequence.compareContextTokens(request.prompt as Token[]).firstDifferentIndex;
+        const useful = isWorthReusing(slot, shared) ? shared : 0;
+        const ownedByOther = slot.cacheKey !== undefined && slot.cacheKey !== request.cacheKey ? 1 : 0;
+        // Higher is better, compared element by element.
+        const score = [useful, -ownedByOther, -slot.pinnedTokens, -slot.lastUsedAt];
+        if (!best || isBetter(score, best.score)) best = { slot, shared, score };
+      }
+      taken.push(this.claim(best!.slot, request, best!.shared));
+    }
+    return taken;
+  }
+
+  private claim(slot: Slot, request: SequenceRequest, shared: number): LlamaContextSequence {
+    this.free.delete(slot);
+    // Overwriting what a key or a breakpoint kept means the sequence no longer holds it.
+    if (shared < slot.pinnedTokens || (slot.cacheKey !== undefined && slot.cacheKey !== request.cacheKey && shared < MIN_USEFUL_PREFIX)) {
+      if (slot.cacheKey !== undefined && this.byKey.get(slot.cacheKey) === slot) this.byKey.delete(slot.cacheKey);
+      slot.cacheKey = undefined;
+      slot.pinnedTokens = Math.min(slot.pinnedTokens, shared);
+    }
+    return slot.sequence;
+  }
+}
+
+function isBetter(a: number[], b: number[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! !== b[i]!) return a[i]! > b[i]!;
+  }
+  return false;
 }

@@ -15,6 +15,8 @@ export class StreamingDetokenizer {
   constructor(
     private readonly model: LlamaModel,
     private readonly stopStrings: readonly string[],
+    /** Grammar-held text is matched against special tokens' text too, so it is shown with it. */
+    private readonly specialTokens = false,
   ) {
     this.maxStopLength = Math.max(0, ...stopStrings.map((s) => s.length));
   }
@@ -24,7 +26,7 @@ export class StreamingDetokenizer {
     this.tokens.push(token);
     const fresh = this.tokens.slice(this.decodedUpTo);
     const context = this.tokens.slice(Math.max(0, this.decodedUpTo - 4), this.decodedUpTo);
-    const text = this.model.detokenize(fresh, false, context);
+    const text = this.model.detokenize(fresh, this.specialTokens, context);
     // An incomplete UTF-8 sequence decodes to U+FFFD; wait for the rest of the character.
     if (text.endsWith("\uFFFD") && fresh.length < 4) return { delta: "", stopped: false };
     this.decodedUpTo = this.tokens.length;

@@ -1,0 +1,54 @@
+import { z } from "zod";
+
+/** GET /characters and GET /characters/{slug}: the reference's listing shapes and filters. */
+
+/** A repeated query parameter arrives as an array, a comma-separated one as a string: both become a list. */
+const List = (maxLength: number) =>
+  z.preprocess(
+    (value) => (value === undefined ? undefined : (Array.isArray(value) ? value : [value]).flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter(Boolean)),
+    z.array(z.string().max(maxLength)).max(20).optional(),
+  );
+const Flag = z.enum(["true", "false"]).optional();
+
+export const ListCharactersQuery = z.looseObject({
+  categories: List(100),
+  tags: List(100),
+  modelId: List(200),
+  isAdult: Flag,
+  isPro: Flag,
+  isWebEnabled: Flag,
+  search: z.string().max(200).optional(),
+  limit: z.coerce.number().int().positive().max(100).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+  sortBy: z.enum(["featured", "highestRating", "highlyRated", "highlyRatedAndRecent", "imports", "mostRecent", "ratingCount"]).optional(),
+  sortOrder: z.enum(["asc", "desc"]).default("desc"),
+});
+export type ListCharactersQuery = z.infer<typeof ListCharactersQuery>;
+
+export const CharacterRecord = z.object({
+  adult: z.boolean(),
+  author: z.string(),
+  createdAt: z.string(),
+  description: z.string().nullable(),
+  featured: z.boolean(),
+  id: z.string(),
+  name: z.string(),
+  shareUrl: z.string().nullable(),
+  photoUrl: z.string().nullable(),
+  slug: z.string(),
+  stats: z.object({
+    averageRating: z.number(),
+    imports: z.number(),
+    ratingCount: z.number(),
+    ratingSum: z.number(),
+    userRating: z.number().nullable(),
+  }),
+  tags: z.array(z.string()),
+  updatedAt: z.string(),
+  webEnabled: z.boolean(),
+  modelId: z.string(),
+});
+export type CharacterRecord = z.infer<typeof CharacterRecord>;
+
+export const CharacterList = z.object({ object: z.literal("list"), data: z.array(CharacterRecord) });
+export const CharacterResponse = z.object({ object: z.literal("character"), data: CharacterRecord });

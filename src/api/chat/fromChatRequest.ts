@@ -1,0 +1,193 @@
+import type { Character } from "../../characters/Character.js";
+import type { ModelEntry } from "../../config.js";
+import { InvalidRequestError } from "../../errors.js";
+import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
+import type {
+  ChatFeatures,
+  ChatMessage,
+  PromptCacheOptions,
+  ReasoningOptions,
+  ResponseFormat,
+  SamplingOptions,
+  ToolOptions,
+} from "../../engines/types.js";
+import { CONTENT_PART_READERS } from "./contentParts.js";
+import type { AppliedServiceParameters, ChatCompletionRequest, ChatMessageWire, ContentPart, ReasoningEffort } from "./schema.js";
+
+/**
+ * Pure translations from the wire request to the engine's options. Each throws a 400 that
+ * names the offending field when the request asks for something the model cannot do.
+ */
+
+/** Flattens wire messages to the engine's: text parts joined, developer treated as system. */
+export function toEngineMessages(messages: readonly ChatMessageWire[], modelId: string): ChatMessage[] {
+  return messages.map((message, index): ChatMessage => {
+    const text = (content: unknown): string => {
+      if (content == null) return "";
+      if (typeof content === "string") return content;
+      return (content as ContentPart[])
+        .map((part, partIndex) => CONTENT_PART_READERS[part.type](part, { modelId, path: ["messages", index, "content", partIndex] }))
+        .join("\n");
+    };
+    switch (message.role) {
+      case "system":
+      case "developer":
+        return { role: "system", content: text(message.content) };
+      case "user":
+        return { role: "user", content: text(message.content) };
+      case "assistant": {
+        const fromDetails = message.reasoning_details?.map((d) => d.text ?? "").join("") || null;
+        return {
+          role: "assistant",
+          content: message.content == null ? null : text(message.content),
+          reasoning: message.reasoning_content ?? fromDetails,
+          toolCalls: message.tool_calls?.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
+          reasoningDetails: message.reasoning_details ?? undefined,
+          thoughtSignature: message.thought_signature ?? undefined,
+        };
+      }
+      case "tool":
+        return { role: "tool", content: text(message.content), toolCallId: message.tool_call_id };
+    }
+  });
+}
+
+/**
+ * The conversation the model sees: the node's default system prompt (unless the caller
+ * opts out), the character's persona, the caller's own system prompts, the character's
+ * example exchange, then the conversation.
+ */
+export function assembleConversation(
+  caller: ChatMessage[],
+  entry: ModelEntry,
+  params: AppliedServiceParameters,
+  character: Character | undefined,
+): { messages: ChatMessage[]; positionOf: (callerIndex: number) => number } {
+  const leading: ChatMessage[] = [];
+  if (params.include_service_system_prompt && entry.systemPrompt) leading.push({ role: "system", content: entry.systemPrompt });
+  if (character) leading.push({ role: "system", content: character.systemPrompt });
+  const firstTurn = caller.findIndex((m) => m.role !== "system");
+  const split = firstTurn < 0 ? caller.length : firstTurn;
+  const examples: ChatMessage[] = (character?.exampleMessages ?? []).map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
+  return {
+    messages: [...leading, ...caller.slice(0, split), ...examples, ...caller.slice(split)],
+    positionOf: (i) => leading.length + i + (i < split ? 0 : examples.length),
+  };
+}
+
+/** The prompt_cache_key and the last message carrying a cache_control mark (a cache breakpoint). */
+export function toPromptCache(request: ChatCompletionRequest, positionOf: (callerIndex: number) => number): PromptCacheOptions {
+  let breakpoint: number | undefined;
+  request.messages.forEach((message, index) => {
+    const marked =
+      (message as { cache_control?: unknown }).cache_control !== undefined ||
+      (Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined));
+    if (marked) breakpoint = positionOf(index);
+  });
+  return { key: request.prompt_cache_key ?? undefined, breakpointMessage: breakpoint };
+}
+
+export function toSampling(request: ChatCompletionRequest, entry: ModelEntry, features: ChatFeatures): SamplingOptions {
+  const temperature = request.temperature ?? entry.constraints.temperature.default;
+  let dynamicTemperature: SamplingOptions["dynamicTemperature"];
+  if (request.max_temp != null || request.min_temp != null) {
+    const field = request.max_temp != null ? "max_temp" : "min_temp";
+    if (!features.dynamicTemperature) throw InvalidRequestError.forField([field], `the model "${entry.id}" does not support dynamic temperature`);
+    const min = request.min_temp ?? 0;
+    dynamicTemperature = { min, max: request.max_temp ?? Math.max(temperature, min) };
+  }
+  return {
+    temperature,
+    topP: request.top_p ?? entry.constraints.top_p.default,
+    topK: request.top_k ?? undefined,
+    minP: request.min_p ?? undefined,
+    seed: request.seed ?? undefined,
+    repetitionPenalty: request.repetition_penalty ?? undefined,
+    frequencyPenalty: request.frequency_penalty ?? undefined,
+    presencePenalty: request.presence_penalty ?? undefined,
+    dynamicTemperature,
+  };
+}
+
+export function toLogprobs(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): { top: number } | undefined {
+  if (!request.logprobs) return undefined;
+  if (!features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${modelId}" does not report log probabilities`);
+  return { top: request.top_logprobs ?? 0 };
+}
+
+export function toChoiceCount(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): number {
+  const n = request.n ?? 1;
+  if (n > features.maxChoices) {
+    throw InvalidRequestError.forField(["n"], `the model "${modelId}" generates at most ${features.maxChoices} choices per request (its parallel sequences)`);
+  }
+  return n;
+}
+
+export function toToolOptions(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): ToolOptions | undefined {
+  const choice = request.tool_choice ?? undefined;
+  const functions: ToolOptions["functions"] = [];
+  const seen = new Set<string>();
+  (request.tools ?? []).forEach((tool, index) => {
+    if (tool.type !== "function") return; // built-in search tools are the search provider's business
+    const fn = (tool as { function: { name: string; description?: string; parameters?: Record<string, unknown> } }).function;
+    if (seen.has(fn.name)) throw InvalidRequestError.forField(["tools", index, "function", "name"], `the function "${fn.name}" is defined twice`);
+    seen.add(fn.name);
+    const parametersSchema = fn.parameters ?? { type: "object", properties: {} };
+    functions.push({ name: fn.name, description: fn.description, parametersSchema, parameters: schemaSubset(parametersSchema, ["tools", index, "function", "parameters"]) });
+  });
+  if (functions.length === 0) {
+    if (choice === "required" || (typeof choice === "object" && choice !== null)) {
+      throw InvalidRequestError.forField(["tool_choice"], "tool_choice asks for a function call but tools defines no functions");
+    }
+    return undefined;
+  }
+  let toolChoice: ToolOptions["choice"] = "auto";
+  if (typeof choice === "string") toolChoice = choice;
+  else if (choice) {
+    if (!seen.has(choice.function.name)) {
+      throw InvalidRequestError.forField(["tool_choice", "function", "name"], `"${choice.function.name}" is not one of the functions in tools`);
+    }
+    toolChoice = { name: choice.function.name };
+  }
+  if (toolChoice !== "none" && !features.functionCalling) {
+    throw InvalidRequestError.forField(["tools"], `the model "${modelId}" does not support function calling (its chat template has no tool-call syntax)`);
+  }
+  return { functions, choice: toolChoice, parallel: request.parallel_tool_calls ?? true };
+}
+
+export function toResponseFormat(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): ResponseFormat | undefined {
+  const format = request.response_format;
+  if (!format || format.type === "text") return undefined;
+  if (!features.responseSchema) throw InvalidRequestError.forField(["response_format"], `the model "${modelId}" does not support structured output`);
+  if (format.type === "json_object") return { type: "json_object" };
+  const wrapper = format.json_schema as Record<string, unknown>;
+  // The standard nests the schema as {name, schema, strict}; the reference sends the schema itself.
+  const nested = typeof wrapper.schema === "object" && wrapper.schema !== null && !Array.isArray(wrapper.schema);
+  const schema = nested ? wrapper.schema : wrapper;
+  return { type: "json_schema", schema: schemaSubset(schema, ["response_format", "json_schema", ...(nested ? ["schema"] : [])]) };
+}
+
+function schemaSubset(schema: unknown, path: (string | number)[]) {
+  try {
+    return toJsonSchemaSubset(schema);
+  } catch (error) {
+    if (error instanceof UnsupportedJsonSchemaError) {
+      const where = error.path.length ? ` (at ${error.path.join(".")})` : "";
+      throw InvalidRequestError.forField(path, `unsupported JSON schema${where}: ${error.reason}`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Effort maps to a share of the completion's token limit the thought block may use before
+ * Hearth closes it, so an answer always follows; "none" switches thinking off.
+ */
+const EFFORT_SHARE: Record<Exclude<ReasoningEffort, "none">, number> = { minimal: 1 / 8, low: 1 / 4, medium: 1 / 2, high: 3 / 4, xhigh: 7 / 8, max: 1 };
+
+export function toReasoning(request: ChatCompletionRequest, params: AppliedServiceParameters): ReasoningOptions {
+  const effort = request.reasoning_effort ?? request.reasoning?.effort;
+  if (params.disable_thinking || effort === "none") return { mode: "off" };
+  if (effort) return { mode: "on", budgetShare: EFFORT_SHARE[effort] };
+  return { mode: "auto" };
+}

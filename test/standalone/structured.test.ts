@@ -1,0 +1,145 @@
+import { getLlama, LlamaGrammar, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { describe, expect, it } from "vitest";
+import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../src/engines/jsonSchemaSubset.js";
+import { DynamicTemperatureSampler } from "../../src/engines/llama/DynamicTemperatureSampler.js";
+import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
+import { ReasoningSplitter } from "../../src/engines/llama/ReasoningSplitter.js";
+import { parseModelSuffix } from "../../src/api/chat/modelSuffix.js";
+import { InvalidRequestError } from "../../src/errors.js";
+
+describe("the JSON Schema subset held by grammar", () => {
+  it("normalizes types, required and optional properties, enums, refs and nullable", () => {
+    const subset = toJsonSchemaSubset({
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      title: "ignored annotation",
+      properties: {
+        name: { type: "string", maxLength: 12, description: "annotation" },
+        age: { type: "integer", minimum: 0, maximum: 120 },
+        tag: { anyOf: [{ $ref: "#/$defs/tag" }, { type: "null" }] },
+        kind: { type: ["string", "null"] },
+      },
+      required: ["name", "age"],
+      additionalProperties: false,
+      $defs: { tag: { enum: ["a", "b"] } },
+    });
+    expect(subset.root).toMatchObject({
+      kind: "object",
+      open: false,
+      properties: [
+        { name: "name", required: true, shape: { kind: "string", maxLength: 12 } },
+        { name: "age", required: true, shape: { kind: "integer", min: 0, max: 120 } },
+        { name: "tag", required: false, shape: { kind: "anyOf" } },
+        { name: "kind", required: false, shape: { kind: "anyOf", options: [{ kind: "string" }, { kind: "null" }] } },
+      ],
+    });
+    expect(subset.defs["$defs-tag"]).toEqual({ kind: "literal", values: ["a", "b"] });
+  });
+
+  it("accepts the safe-integer bounds schema generators write, and small integer ranges", () => {
+    expect(toJsonSchemaSubset({ type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 }).root).toEqual({ kind: "integer", min: null, max: null });
+    expect(toJsonSchemaSubset({ type: "integer", exclusiveMinimum: 0 }).root).toEqual({ kind: "integer", min: 1, max: null });
+  });
+
+  it.each([
+    [{ type: "string", pattern: "^a" }, "pattern"],
+    [{ type: "object", properties: { n: { type: "number", maximum: 3.5 } } }, "properties.n.maximum"],
+    [{ type: "integer", minimum: 5, maximum: 100000 }, "minimum"],
+    [{ allOf: [{ type: "string" }] }, "allOf"],
+    [{ type: "object", properties: {}, required: ["x"] }, "required"],
+    [{ type: "wat" }, "type"],
+    [{ $ref: "https://example.com/schema" }, "$ref"],
+  ])("refuses %j naming %s", (schema, where) => {
+    try {
+      toJsonSchemaSubset(schema);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(UnsupportedJsonSchemaError);
+      expect((error as UnsupportedJsonSchemaError).path.join(".")).toBe(where);
+    }
+  });
+
+  it("writes grammars llama.cpp accepts", async () => {
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const schemas = [
+      { type: "object", properties: { a: { type: "string" }, b: { type: "number" }, c: { type: "boolean" } }, required: ["a"] },
+      { type: "array", prefixItems: [{ type: "integer" }, { const: "x" }], items: { type: "null" }, minItems: 1, maxItems: 4 },
+      { type: "array", items: { type: "string", format: "date-time" }, minItems: 2 },
+      { type: "object", properties: { tree: { $ref: "#/$defs/node" } }, required: ["tree"], $defs: { node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } } } },
+      { type: "object" },
+      { enum: ['quote " and \\ backslash', 3, null, true] },
+    ];
+    for (const schema of schemas) {
+      const gbnf = jsonGrammar(toJsonSchemaSubset(schema));
+      expect(() => new LlamaGrammar(llama, { grammar: gbnf }), gbnf).not.toThrow();
+    }
+  });
+});
+
+describe("the thought splitter", () => {
+  const run = (pieces: string[], startInReasoning = false) => {
+    const splitter = new ReasoningSplitter("<think>", "</think>", startInReasoning);
+    const out = { content: "", reasoning: "" };
+    for (const piece of [...pieces.map((p) => splitter.push(p)), splitter.flush()]) {
+      out.content += piece.content;
+      out.reasoning += piece.reasoning;
+    }
+    return out;
+  };
+
+  it("splits a thought block from the answer, however the tags are cut", () => {
+    expect(run(["<think>\nplan", " it\n</think>\n\nAnswer"])).toEqual({ content: "Answer", reasoning: "plan it" });
+    expect(run(["<th", "ink>a", "b</thi", "nk>", "c"])).toEqual({ content: "c", reasoning: "ab" });
+  });
+
+  it("handles a block the template opened and text that only looks like a tag", () => {
+    expect(run(["thinking", "</think>", "done"], true)).toEqual({ content: "done", reasoning: "thinking" });
+    expect(run(["a <b> <thin", "g"])).toEqual({ content: "a <b> <thing", reasoning: "" });
+  });
+});
+
+describe("dynamic temperature", () => {
+  it("runs cool on a sure distribution and hot on a flat one", () => {
+    const sampler = new DynamicTemperatureSampler(0.1, 2, 42);
+    const sure = new Map([[1 as Token, 0.98], [2 as Token, 0.01], [3 as Token, 0.01]]);
+    const flat = new Map([[1 as Token, 0.34], [2 as Token, 0.33], [3 as Token, 0.33]]);
+    expect(sampler.sample(sure).temperature).toBeLessThan(0.4);
+    expect(sampler.sample(flat).temperature).toBeGreaterThan(1.9);
+  });
+
+  it("is reproducible for a seed", () => {
+    const dist = new Map([[1 as Token, 0.5], [2 as Token, 0.3], [3 as Token, 0.2]]);
+    const pick = (seed: number) => Array.from({ length: 20 }, ((s) => () => s.sample(dist).token)(new DynamicTemperatureSampler(0.5, 1.5, seed)));
+    expect(pick(7)).toEqual(pick(7));
+    expect(new Set(pick(7)).size).toBeGreaterThan(1);
+  });
+});
+
+describe("model feature suffixes", () => {
+  it("sets service_parameters from id:parameter=value&...", () => {
+    expect(parseModelSuffix("qwen")).toEqual({ modelId: "qwen", parameters: {} });
+    expect(parseModelSuffix("qwen:strip_thinking_response=true&enable_web_search=auto&include_venice_system_prompt=false")).toEqual({
+      modelId: "qwen",
+      parameters: { strip_thinking_response: true, enable_web_search: "auto", include_service_system_prompt: false },
+    });
+    expect(parseModelSuffix("m:character_slug=pirate%20cat").parameters).toEqual({ character_slug: "pirate cat" });
+  });
+
+  it.each([
+    ["m:", ["model"]],
+    ["m:flag", ["model"]],
+    ["m:nope=true", ["model", "nope"]],
+    ["m:disable_thinking=maybe", ["model", "disable_thinking"]],
+    ["m:enable_web_search=sometimes", ["model", "enable_web_search"]],
+  ])("refuses %s with details naming %j", (model, path) => {
+    try {
+      parseModelSuffix(model);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      let node = (error as InvalidRequestError).extra.details as Record<string, any>;
+      for (const key of path) node = node[key];
+      expect(node._errors.length).toBe(1);
+    }
+  });
+});
