@@ -171,7 +171,7 @@ const LlamaSettings = z.strictObject({
   sequences: z.number().int().min(1).max(64).default(4),
   /** "auto" offloads what fits on the GPU; 0 keeps everything on the CPU. */
   gpuLayers: z.union([z.literal("auto"), z.literal("max"), z.number().int().min(0)]).default("auto"),
-  /** CPU threads; 0 lets llama.cpp decide. Tiny models run best on one. */
+  /** CPU threads; 0: one per available core. Tiny models run best on one. */
   threads: z.number().int().min(0).default(0),
   batchSize: z.number().int().min(1).optional(),
   flashAttention: z.boolean().default(false),

@@ -18,7 +18,7 @@ import { InferenceError, InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FunctionDefinition } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
 import { ChoiceGeneration, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
-import { getSharedLlama } from "./getSharedLlama.js";
+import { contextThreads, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { SequencePool } from "./SequencePool.js";
 import { TokenDescriber } from "./TokenDescriber.js";
@@ -75,7 +75,7 @@ export class LlamaChatEngine implements ChatEngine {
       const context = await model.createContext({
         contextSize: settings.contextSize,
         sequences: settings.sequences,
-        threads: settings.threads || undefined,
+        threads: contextThreads(settings.threads),
         batchSize: settings.batchSize,
         flashAttention: settings.flashAttention,
       });

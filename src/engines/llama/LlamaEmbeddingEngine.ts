@@ -2,7 +2,7 @@ import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
 import type { ModelEntry } from "../../config.js";
 import { normalize } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
-import { getSharedLlama } from "./getSharedLlama.js";
+import { contextThreads, getSharedLlama } from "./getSharedLlama.js";
 
 /**
  * GGUF embedding models through node-llama-cpp. Pooling is the model's own (its
@@ -41,7 +41,7 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
             // One more than the input limit: the context must be longer than any input.
             contextSize: maxInputTokens + 1,
             batchSize: maxInputTokens + 1,
-            threads: entry.embedding.threads || undefined,
+            threads: contextThreads(entry.embedding.threads),
           }),
         );
       }

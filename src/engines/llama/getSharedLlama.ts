@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 
 let shared: Promise<Llama> | undefined;
@@ -11,4 +12,13 @@ let shared: Promise<Llama> | undefined;
 export function getSharedLlama(gpu: "auto" | false = "auto"): Promise<Llama> {
   shared ??= getLlama({ gpu, build: "never", logLevel: LlamaLogLevel.warn, progressLogs: false });
   return shared;
+}
+
+/**
+ * CPU threads for a context: the configured number, or one per core the process may use.
+ * node-llama-cpp's own default is max(4, cores): on a 2-core machine 4 threads spin-wait on
+ * each other and a 0.5B model falls from ~20 to under 1 token/s (measured, docs/bench.md).
+ */
+export function contextThreads(configured: number): number {
+  return configured > 0 ? configured : Math.max(1, availableParallelism());
 }

@@ -1,0 +1,153 @@
+import { resolveChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import type { LlamaSettings } from "../../src/config.js";
+import { getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
+import { LlamaChatEngine, toChatHistory } from "../../src/engines/llama/LlamaChatEngine.js";
+import type { RequestTrace } from "./metrics.js";
+import { SAMPLING, type BenchRequest, type RunRequest } from "./workload.js";
+
+export interface Target {
+  run: RunRequest;
+  dispose(): Promise<void>;
+}
+
+/** What a context actually got (node-llama-cpp resolves defaults such as threads), for the report. */
+export interface ContextInfo {
+  threads: number;
+  /** CPU cores llama.cpp counts as useful for math. */
+  cpuMathCores: number;
+  batchSize: number;
+  contextSize: number;
+  sequences: number;
+  backend: string;
+  /** "prebuilt" or "localBuild": whether a local `node-llama-cpp source build` is in use. */
+  build: string;
+}
+
+/**
+ * The floor: node-llama-cpp alone. The prompt is rendered and tokenized before timing
+ * starts; each request is a `sequence.evaluate` loop with the engine's greedy sampling over a
+ * context with the same settings, reusing the longest cached prompt prefix, and waiting in
+ * FIFO order when every sequence is busy (c > sequences).
+ */
+export async function loadLlamaTarget(file: string, settings: LlamaSettings, gpu: "auto" | false): Promise<Target & { info: ContextInfo }> {
+  // The server's binding, so the comparison isolates the layers above llama.cpp.
+  const llama = await getSharedLlama(gpu);
+  const model = await llama.loadModel({ modelPath: file, gpuLayers: settings.gpuLayers });
+  const context = await model.createContext({
+    contextSize: settings.contextSize,
+    sequences: settings.sequences,
+    threads: settings.threads || undefined,
+    batchSize: settings.batchSize,
+    flashAttention: settings.flashAttention,
+  });
+  const sequences = new SequenceQueue(context);
+  const render = promptRenderer(model);
+
+  const run = async (request: BenchRequest): Promise<RequestTrace> => {
+    const prompt = render(request);
+    const startedAt = performance.now();
+    const sequence = await sequences.acquire(prompt);
+    const outputTimes: number[] = [];
+    let finishReason = "length";
+    try {
+      const reusable = Math.min(sequence.compareContextTokens(prompt).firstDifferentIndex, prompt.length - 1);
+      if (sequence.nextTokenIndex > reusable) await sequence.eraseContextTokenRanges([{ start: reusable, end: sequence.nextTokenIndex }]);
+      const tokens = sequence.evaluate(prompt.slice(sequence.nextTokenIndex), { ...SAMPLING, yieldEogToken: true });
+      for await (const token of tokens) {
+        if (model.isEogToken(token)) {
+          finishReason = "stop";
+          break;
+        }
+        outputTimes.push(performance.now());
+        if (outputTimes.length >= request.maxTokens) break;
+      }
+    } finally {
+      sequences.release(sequence);
+    }
+    return { startedAt, outputTimes, endedAt: performance.now(), promptTokens: prompt.length, completionTokens: outputTimes.length, finishReason };
+  };
+
+  return {
+    run,
+    info: describeContext(context),
+    dispose: async () => {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
+}
+
+/** Hearth's chat engine in-process: the llama floor plus templating, planning, detokenizing and stop handling. */
+export async function loadEngineTarget(file: string, settings: LlamaSettings, maxWaiting: number, gpu: "auto" | false): Promise<Target> {
+  const engine = await LlamaChatEngine.load({ modelId: "bench", file, settings, maxWaiting, gpu });
+  const run = async (request: BenchRequest): Promise<RequestTrace> => {
+    const outputTimes: number[] = [];
+    const startedAt = performance.now();
+    const result = await engine.generate({
+      messages: request.messages,
+      maxTokens: request.maxTokens,
+      sampling: SAMPLING,
+      // What an SSE client sees as content or reasoning_content chunks.
+      onDelta: (_choice, delta) => {
+        if ((delta.kind === "content" || delta.kind === "reasoning") && delta.text) outputTimes.push(performance.now());
+      },
+    });
+    return {
+      startedAt,
+      outputTimes,
+      endedAt: performance.now(),
+      promptTokens: result.promptTokens,
+      completionTokens: result.completionTokens,
+      finishReason: result.finishReason,
+    };
+  };
+  return { run, dispose: () => engine.dispose() };
+}
+
+/**
+ * A context's sequences handed out in FIFO order; a free sequence sharing the longest prefix
+ * with the prompt is preferred, so a shared system prompt stays cached as it would in a server.
+ */
+class SequenceQueue {
+  private readonly free: LlamaContextSequence[];
+  private readonly waiting: ((sequence: LlamaContextSequence) => void)[] = [];
+
+  constructor(context: LlamaContext) {
+    this.free = Array.from({ length: context.totalSequences }, () => context.getSequence());
+  }
+
+  acquire(prompt: Token[]): Promise<LlamaContextSequence> {
+    if (this.free.length === 0) return new Promise((resolve) => this.waiting.push(resolve));
+    const shared = this.free.map((sequence) => sequence.compareContextTokens(prompt).firstDifferentIndex);
+    const best = shared.indexOf(Math.max(...shared));
+    return Promise.resolve(this.free.splice(best, 1)[0]!);
+  }
+
+  release(sequence: LlamaContextSequence): void {
+    const next = this.waiting.shift();
+    if (next) next(sequence);
+    else this.free.push(sequence);
+  }
+}
+
+/** The prompt tokens LlamaChatEngine.renderPrompt produces for the same messages (no tools). */
+function promptRenderer(model: LlamaModel): (request: BenchRequest) => Token[] {
+  const chatWrapper = resolveChatWrapper(model);
+  return (request) =>
+    chatWrapper
+      .generateContextState({ chatHistory: [...toChatHistory(request.messages), { type: "model", response: [] }] })
+      .contextText.tokenize(model.tokenizer);
+}
+
+function describeContext(context: LlamaContext): ContextInfo {
+  const llama = context.model.llama;
+  return {
+    threads: context.idealThreads,
+    cpuMathCores: llama.cpuMathCores,
+    batchSize: context.batchSize,
+    contextSize: context.contextSize,
+    sequences: context.totalSequences,
+    backend: `llama.cpp/${llama.gpu || "cpu"}`,
+    build: llama.buildType,
+  };
+}

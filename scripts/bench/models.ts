@@ -1,0 +1,51 @@
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../src/config.js";
+import { QWEN25_05B_SHAPE, TINY_CHAT, writeChatModel, type ChatModelShape } from "../../src/fixtures/gguf/chatModel.js";
+
+/** Generated models are cached here (under data/, which git ignores) and reused across runs. */
+export const BENCH_MODELS_DIR = join(PACKAGE_ROOT, "data", "bench-models");
+
+/** The random-weight models `--generate` can write; speed does not depend on weight values. */
+export const GENERATED_MODELS = {
+  tiny: { file: "tiny-chat.gguf", shape: TINY_CHAT },
+  "qwen-0.5b-q8": { file: "qwen2.5-0.5b-shape-q8_0.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "Q8_0" } },
+  "qwen-0.5b-f16": { file: "qwen2.5-0.5b-shape-f16.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "F16" } },
+} as const satisfies Record<string, { file: string; shape: ChatModelShape }>;
+export type GeneratedModelName = keyof typeof GENERATED_MODELS;
+
+export interface ModelFile {
+  path: string;
+  bytes: number;
+  /** Set when this run wrote the file: how long generating it took. */
+  generatedInMs?: number;
+}
+
+/** The cached file of a generated model, written first (atomically, with progress on stderr) if missing. */
+export async function ensureGeneratedModel(name: GeneratedModelName): Promise<ModelFile> {
+  const { file, shape } = GENERATED_MODELS[name];
+  const path = join(BENCH_MODELS_DIR, file);
+  if (existsSync(path)) return { path, bytes: statSync(path).size };
+
+  mkdirSync(BENCH_MODELS_DIR, { recursive: true });
+  const partial = `${path}.partial-${process.pid}`;
+  const startedAt = performance.now();
+  let lastDecile = -1;
+  const progress = (done: number, total: number) => {
+    const decile = Math.floor((done / total) * 10);
+    if (decile === lastDecile) return;
+    lastDecile = decile;
+    process.stderr.write(`\rgenerating ${file}: ${decile * 10}%`);
+  };
+  if (!process.stderr.isTTY) process.stderr.write(`generating ${path}\n`);
+  try {
+    await writeChatModel(partial, shape, process.stderr.isTTY ? progress : undefined);
+  } catch (error) {
+    rmSync(partial, { force: true });
+    throw error;
+  }
+  renameSync(partial, path);
+  const generatedInMs = performance.now() - startedAt;
+  process.stderr.write(`${process.stderr.isTTY ? "\r" : ""}generated ${path} in ${(generatedInMs / 1000).toFixed(1)} s\n`);
+  return { path, bytes: statSync(path).size, generatedInMs };
+}

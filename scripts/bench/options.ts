@@ -1,0 +1,82 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+import { resolve } from "node:path";
+import { GENERATED_MODELS, type GeneratedModelName } from "./models.js";
+
+/** The three ways the same workload is run; their ratios separate HTTP cost from engine cost. */
+export const MODES = ["llama", "engine", "http"] as const;
+export type Mode = (typeof MODES)[number];
+
+export const MODE_LABELS: Record<Mode, string> = { llama: "node-llama-cpp", engine: "LlamaChatEngine", http: "HTTP (SSE)" };
+
+export interface BenchOptions {
+  url?: string;
+  key?: string;
+  model?: string;
+  modelFile?: string;
+  generate: GeneratedModelName;
+  modes: Mode[];
+  concurrency: number[];
+  /** Requests per concurrency level; default max(4, 2 x concurrency). */
+  requests?: number;
+  /** Each scenario runs this many times, alternating targets; the fastest run is reported. */
+  rounds: number;
+  maxTokens: number;
+  threads?: number;
+  batchSize?: number;
+  sequences?: number;
+  contextSize: number;
+  json?: string;
+}
+
+const positiveInt = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("expected a positive integer");
+  return n;
+};
+const nonNegativeInt = (value: string) => (value === "0" ? 0 : positiveInt(value));
+const intList = (value: string) => value.split(",").map((part) => positiveInt(part.trim()));
+const modeList = (value: string): Mode[] =>
+  value.split(",").map((part) => {
+    const mode = part.trim() as Mode;
+    if (!MODES.includes(mode)) throw new InvalidArgumentError(`modes are ${MODES.join(", ")}`);
+    return mode;
+  });
+
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  const program = new Command("npm run bench --")
+    .description(
+      "Streaming chat load generator with vLLM's metrics (TTFT, TPOT, ITL, E2EL, output tok/s). Runs the same workload " +
+        "in-process on node-llama-cpp, through Hearth's LlamaChatEngine, and over HTTP against a Hearth server " +
+        "(its own, in-process, unless --url is given).",
+    )
+    .option("--url <url>", "bench an external server's API base (e.g. http://127.0.0.1:8080/api/v1) instead of starting one")
+    .option("--key <key>", "API key for --url (sent as Authorization: Bearer)")
+    .option("--model <id>", "model id to request (required with --url)")
+    .option("--model-file <path>", "GGUF to load (in-process modes, and the started server's model)")
+    .addOption(
+      new Option("--generate <name>", "generate (once, cached in data/bench-models) and bench a random-weight model")
+        .choices(Object.keys(GENERATED_MODELS))
+        .default("tiny"),
+    )
+    .option("--modes <list>", `which of ${MODES.join(",")} to run (default: all; only http with --url and no --model-file)`, modeList)
+    .option("--concurrency <list>", "concurrency levels", intList, [1, 4, 16])
+    .option("--requests <n>", "requests per concurrency level (default max(4, 2 x concurrency); at least the concurrency)", positiveInt)
+    .option("--rounds <n>", "run each scenario n times, alternating targets, and report the fastest (interference only slows runs down)", positiveInt, 1)
+    .option("--max-tokens <n>", "tokens generated per request (greedy decoding, so exactly this many)", positiveInt, 128)
+    .option("--threads <n>", "llama.cpp threads (0: node-llama-cpp's default; default 1 for the tiny model, else 0)", nonNegativeInt)
+    .option("--batch-size <n>", "llama.cpp batch size (default: node-llama-cpp's)", positiveInt)
+    .option("--sequences <n>", "parallel sequences of the context (default: Hearth's default)", positiveInt)
+    .option("--context-size <n>", "tokens per sequence", positiveInt, 2048)
+    .option("--json <file>", "also write the results as JSON")
+    .showHelpAfterError()
+    .parse(argv, { from: "user" });
+
+  const flags = program.opts<Omit<BenchOptions, "modes"> & { modes?: Mode[] }>();
+  if (flags.url && !flags.model) program.error("--model is required with --url");
+  const hasLocalModel = !flags.url || flags.modelFile !== undefined || program.getOptionValueSource("generate") === "cli";
+  const modes = flags.modes ?? (hasLocalModel ? [...MODES] : ["http"]);
+  if (!hasLocalModel && modes.some((mode) => mode !== "http")) {
+    program.error("in-process modes with --url need the same model locally: pass --model-file or --generate");
+  }
+  return { ...flags, modes, modelFile: flags.modelFile && resolve(flags.modelFile), json: flags.json && resolve(flags.json) };
+}

@@ -1,0 +1,60 @@
+import type { ChatMessage, SamplingOptions } from "../../src/engines/types.js";
+import type { RequestTrace } from "./metrics.js";
+
+/** One benchmark request, identical for every target. */
+export interface BenchRequest {
+  messages: ChatMessage[];
+  maxTokens: number;
+}
+
+/** Runs one request against a target and reports its timings. */
+export type RunRequest = (request: BenchRequest) => Promise<RequestTrace>;
+
+/**
+ * Greedy decoding: the random-weight models never pick the end-of-turn token under it, so
+ * every request generates exactly `maxTokens` tokens and all targets do the same work.
+ * top_p 1 is sent explicitly because the server's default (0.95) is not the engine's.
+ */
+export const SAMPLING: SamplingOptions = { temperature: 0, topP: 1 };
+
+const SYSTEM_PROMPT = "You are a concise assistant. Answer in plain prose.";
+const USER_PROMPT =
+  "Explain how a sourdough starter works, what the yeast and the bacteria each contribute, and how to keep one alive through a week of neglect.";
+
+/**
+ * The workload: a shared system prompt (cached across requests, as in real traffic) and a
+ * user message made unique by its number, so each request evaluates its own prompt suffix.
+ */
+export function buildRequests(count: number, maxTokens: number, offset = 0): BenchRequest[] {
+  return Array.from({ length: count }, (_, i) => ({
+    messages: [
+      { role: "system", content: SYSTEM_PROMPT },
+      { role: "user", content: `Request ${offset + i}. ${USER_PROMPT}` },
+    ],
+    maxTokens,
+  }));
+}
+
+export interface ScenarioRun {
+  /** In request order; the first `concurrency` were issued together at the start. */
+  traces: RequestTrace[];
+  durationMs: number;
+}
+
+/**
+ * Closed-loop load at a fixed concurrency (vLLM's --max-concurrency): `concurrency` clients
+ * each issue their next request as soon as their previous one completes.
+ */
+export async function runConcurrent(run: RunRequest, requests: readonly BenchRequest[], concurrency: number): Promise<ScenarioRun> {
+  const traces: RequestTrace[] = new Array(requests.length);
+  let next = 0;
+  const client = async () => {
+    while (next < requests.length) {
+      const index = next++;
+      traces[index] = await run(requests[index]!);
+    }
+  };
+  const startedAt = performance.now();
+  await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, client));
+  return { traces, durationMs: performance.now() - startedAt };
+}
