@@ -34,7 +34,7 @@ async function main(options: BenchOptions): Promise<void> {
       ? { path: options.modelFile, bytes: statSync(options.modelFile).size }
       : await ensureGeneratedModel(options.generate);
   // One thread for the tiny model: every extra llama.cpp thread costs a fixed sync delay per
-  // token, far above its compute. Other models get Hearth's default (0: node-llama-cpp decides).
+  // token, far above its compute. Other models get Hearth's default (0: one per core).
   const threads = options.threads ?? (modelFile && !options.modelFile && options.generate === "tiny" ? 1 : 0);
   const entry = ModelEntry.parse({
     id: options.model ?? "bench",

@@ -1,6 +1,6 @@
 import { resolveChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type { LlamaSettings } from "../../src/config.js";
-import { getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
+import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { LlamaChatEngine, toChatHistory } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { RequestTrace } from "./metrics.js";
 import { SAMPLING, type BenchRequest, type RunRequest } from "./workload.js";
@@ -36,7 +36,7 @@ export async function loadLlamaTarget(file: string, settings: LlamaSettings, gpu
   const context = await model.createContext({
     contextSize: settings.contextSize,
     sequences: settings.sequences,
-    threads: settings.threads || undefined,
+    threads: contextThreads(settings.threads),
     batchSize: settings.batchSize,
     flashAttention: settings.flashAttention,
   });

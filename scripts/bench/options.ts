@@ -63,7 +63,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option("--requests <n>", "requests per concurrency level (default max(4, 2 x concurrency); at least the concurrency)", positiveInt)
     .option("--rounds <n>", "run each scenario n times, alternating targets, and report the fastest (interference only slows runs down)", positiveInt, 1)
     .option("--max-tokens <n>", "tokens generated per request (greedy decoding, so exactly this many)", positiveInt, 128)
-    .option("--threads <n>", "llama.cpp threads (0: node-llama-cpp's default; default 1 for the tiny model, else 0)", nonNegativeInt)
+    .option("--threads <n>", "llama.cpp threads (0: one per core; default 1 for the tiny model, else 0)", nonNegativeInt)
     .option("--batch-size <n>", "llama.cpp batch size (default: node-llama-cpp's)", positiveInt)
     .option("--sequences <n>", "parallel sequences of the context (default: Hearth's default)", positiveInt)
     .option("--context-size <n>", "tokens per sequence", positiveInt, 2048)
