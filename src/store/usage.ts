@@ -28,6 +28,37 @@ export function recordUsage(db: Db, row: UsageRow): void {
   ).run({ characters: 0, audioSeconds: 0, ...row });
 }
 
+/** The request a usage row describes (a structural slice of the HTTP request context). */
+export interface UsageSubject {
+  requestId: string;
+  startedAt: number;
+  auth?: { accountId: string; apiKeyId: string | null };
+}
+
+/**
+ * Records the usage row of one request: identity and timing come from the request; the
+ * counts default to zero, as most endpoints measure only some of them.
+ */
+export function recordRequestUsage(
+  db: Db,
+  request: UsageSubject,
+  row: Pick<UsageRow, "endpoint" | "model" | "status"> & Partial<Omit<UsageRow, "requestId" | "accountId" | "apiKeyId" | "durationMs">>,
+  now = Date.now(),
+): void {
+  recordUsage(db, {
+    requestId: request.requestId,
+    accountId: request.auth?.accountId ?? null,
+    apiKeyId: request.auth?.apiKeyId ?? null,
+    promptTokens: 0,
+    completionTokens: 0,
+    cachedTokens: 0,
+    finishReason: null,
+    durationMs: now - request.startedAt,
+    createdAt: now,
+    ...row,
+  });
+}
+
 export function listUsage(db: Db, accountId?: string): UsageRow[] {
   const select = `SELECT request_id AS requestId, account_id AS accountId, api_key_id AS apiKeyId, endpoint, model,
     prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cached_tokens AS cachedTokens,

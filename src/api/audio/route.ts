@@ -7,7 +7,7 @@ import { toErrorResponse } from "../../errors.js";
 import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
 import type { RequestContext } from "../../http/requestContext.js";
-import { recordUsage, type UsageRow } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest } from "./schema.js";
 import { SpeechService, type PreparedSpeech } from "./SpeechService.js";
@@ -34,19 +34,7 @@ export function audioRouter(deps: AppDeps): Router {
   // The whole upload in memory (express answers 413 past the limit), split by Hearth's own multipart parser.
   const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
   const meterFor = (ctx: RequestContext) => (entry: { id: string }) => new RequestMeter(deps.credits, ctx, entry.id);
-  const usage = (ctx: RequestContext, row: Pick<UsageRow, "endpoint" | "model" | "status"> & Partial<UsageRow>) =>
-    recordUsage(deps.db, {
-      requestId: ctx.requestId,
-      accountId: ctx.auth?.accountId ?? null,
-      apiKeyId: ctx.auth?.apiKeyId ?? null,
-      promptTokens: 0,
-      completionTokens: 0,
-      cachedTokens: 0,
-      durationMs: Date.now() - ctx.startedAt,
-      finishReason: null,
-      createdAt: Date.now(),
-      ...row,
-    });
+  const usage = (ctx: RequestContext, row: Parameters<typeof recordRequestUsage>[2]) => recordRequestUsage(deps.db, ctx, row);
 
   const router = Router();
 

@@ -4,7 +4,7 @@ import type { ChatGenerateResult } from "../../engines/types.js";
 import { toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { SseStream } from "../../http/sse.js";
-import { recordUsage } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
@@ -71,19 +71,14 @@ export function chatRouter(deps: AppDeps): Router {
       // Releases the hold when the request failed before the service settled it.
       chat.meter.settle([]);
       deps.limits.recordTokens(ctx, chat.entry, (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0));
-      recordUsage(deps.db, {
-        requestId: ctx.requestId,
-        accountId: ctx.auth?.accountId ?? null,
-        apiKeyId: ctx.auth?.apiKeyId ?? null,
+      recordRequestUsage(deps.db, ctx, {
         endpoint: "/chat/completions",
         model: chat.entry.id,
         promptTokens: result?.promptTokens ?? 0,
         completionTokens: result?.completionTokens ?? 0,
         cachedTokens: result?.cachedTokens ?? 0,
-        durationMs: Date.now() - ctx.startedAt,
         status,
         finishReason: result?.finishReason ?? null,
-        createdAt: Date.now(),
       });
     }
   });

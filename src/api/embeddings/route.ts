@@ -5,7 +5,7 @@ import { embeddingCost } from "../../billing/pricing.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { InvalidRequestError, toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
-import { recordUsage } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { CreateEmbeddingRequest, isTokenArrayInput } from "./schema.js";
 import { EmbeddingService } from "./service.js";
@@ -45,19 +45,11 @@ export function embeddingsRouter(deps: AppDeps): Router {
       if (status !== CLIENT_CLOSED_REQUEST) throw error;
     } finally {
       meter.settle([]);
-      recordUsage(deps.db, {
-        requestId: ctx.requestId,
-        accountId: ctx.auth?.accountId ?? null,
-        apiKeyId: ctx.auth?.apiKeyId ?? null,
+      recordRequestUsage(deps.db, ctx, {
         endpoint: "/embeddings",
         model: entry.id,
         promptTokens: status === 200 ? tokens : 0,
-        completionTokens: 0,
-        cachedTokens: 0,
-        durationMs: Date.now() - ctx.startedAt,
         status,
-        finishReason: null,
-        createdAt: Date.now(),
       });
     }
   });

@@ -6,7 +6,7 @@ import { RequestMeter } from "../../billing/RequestMeter.js";
 import { NotFoundError, toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { IMAGE_FORMATS } from "../../media/image.js";
-import { recordUsage } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { GenerateImageRequest, SimpleGenerateImageRequest, UNAVAILABLE_IMAGE_OPERATIONS, type GenerateImageResponse, type SimpleGenerateImageResponse } from "./schema.js";
 import { ImageService, type ImageOutcome, type ImagePlan } from "./service.js";
@@ -64,19 +64,11 @@ export function imagesRouter(deps: AppDeps): Router {
       throw error;
     } finally {
       meter.settle([]);
-      recordUsage(deps.db, {
-        requestId: ctx.requestId,
-        accountId: ctx.auth?.accountId ?? null,
-        apiKeyId: ctx.auth?.apiKeyId ?? null,
+      recordRequestUsage(deps.db, ctx, {
         endpoint,
         model: plan.entry.id,
-        promptTokens: 0,
-        completionTokens: 0,
-        cachedTokens: 0,
-        durationMs: Date.now() - ctx.startedAt,
         status,
         finishReason: status === 200 ? `images:${images}` : null,
-        createdAt: Date.now(),
       });
     }
   }

@@ -4,7 +4,7 @@ import type { AppDeps } from "../../app.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { RateLimitError } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
-import { recordUsage } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import { IdempotencyStore } from "./IdempotencyStore.js";
 import { RPC_CREDIT_SKU, RpcProxy } from "./RpcProxy.js";
 import { IdempotencyKey, JsonRpcBody, type JsonRpcResponseItem, type RpcNetworksResponse } from "./schema.js";
@@ -71,20 +71,11 @@ export function rpcRouter(deps: AppDeps): Router {
     } finally {
       // Releases the hold when the call failed before it was settled (nothing is charged then).
       meter.settle([]);
-      recordUsage(deps.db, {
-        requestId: ctx.requestId,
-        accountId: auth.accountId,
-        apiKeyId: auth.apiKeyId,
+      recordRequestUsage(deps.db, ctx, {
         endpoint: "/crypto/rpc",
         model: network.slug,
-        promptTokens: 0,
-        completionTokens: 0,
-        cachedTokens: 0,
-        durationMs: Date.now() - ctx.startedAt,
         status,
-        finishReason: null,
-        createdAt: deps.now(),
-      });
+      }, deps.now());
     }
   });
 

@@ -3,7 +3,7 @@ import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
 import { toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
-import { recordUsage } from "../../store/usage.js";
+import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { CompleteVideoRequest, QueueVideoRequest, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { VideoFailedError, VideoService } from "./service.js";
@@ -33,19 +33,10 @@ export function videoRouter(deps: AppDeps): Router {
       status = toErrorResponse(error).status;
       throw error;
     } finally {
-      recordUsage(deps.db, {
-        requestId: ctx.requestId,
-        accountId: ctx.auth?.accountId ?? null,
-        apiKeyId: ctx.auth?.apiKeyId ?? null,
+      recordRequestUsage(deps.db, ctx, {
         endpoint: "/video/queue",
         model: entry.id,
-        promptTokens: 0,
-        completionTokens: 0,
-        cachedTokens: 0,
-        durationMs: Date.now() - ctx.startedAt,
         status,
-        finishReason: null,
-        createdAt: Date.now(),
       });
     }
   });

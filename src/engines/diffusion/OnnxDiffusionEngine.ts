@@ -28,16 +28,28 @@ async function startPool(entry: ModelEntry): Promise<{ pool: WorkerPool; info: P
   return { pool, info: pool.info as PipelineInfo };
 }
 
-export class OnnxImageEngine implements ImageEngine {
-  readonly kind = "image" as const;
+/** What the image and video engines share: one worker pool running the pipeline of one model. */
+abstract class DiffusionPoolEngine {
   readonly router: string;
 
-  private constructor(
-    private readonly pool: WorkerPool,
+  protected constructor(
+    protected readonly pool: WorkerPool,
     readonly info: PipelineInfo,
   ) {
     this.router = `onnxruntime/${info.executionProviders[0] ?? "cpu"}`;
   }
+
+  stats() {
+    return this.pool.stats();
+  }
+
+  dispose(): Promise<void> {
+    return this.pool.dispose();
+  }
+}
+
+export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine {
+  readonly kind = "image" as const;
 
   static async load(entry: ModelEntry): Promise<OnnxImageEngine> {
     const { pool, info } = await startPool(entry);
@@ -71,25 +83,10 @@ export class OnnxImageEngine implements ImageEngine {
     };
   }
 
-  stats() {
-    return this.pool.stats();
-  }
-
-  dispose(): Promise<void> {
-    return this.pool.dispose();
-  }
 }
 
-export class OnnxVideoEngine implements VideoEngine {
+export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine {
   readonly kind = "video" as const;
-  readonly router: string;
-
-  private constructor(
-    private readonly pool: WorkerPool,
-    readonly info: PipelineInfo,
-  ) {
-    this.router = `onnxruntime/${info.executionProviders[0] ?? "cpu"}`;
-  }
 
   static async load(entry: ModelEntry): Promise<OnnxVideoEngine> {
     const { pool, info } = await startPool(entry);
@@ -130,13 +127,5 @@ export class OnnxVideoEngine implements VideoEngine {
     });
     await chain;
     if (failure !== undefined) throw failure;
-  }
-
-  stats() {
-    return this.pool.stats();
-  }
-
-  dispose(): Promise<void> {
-    return this.pool.dispose();
   }
 }
