@@ -39,6 +39,14 @@ export const SERVER_SETTINGS = {
     default: "",
     description: "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config",
   },
+  searchUrl: {
+    flag: "--search-url <url>",
+    env: "HEARTH_SEARCH_URL",
+    default: "",
+    description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search; empty: web search off",
+  },
+  searchPriceUsd: { flag: "--search-price <usd>", env: "HEARTH_SEARCH_PRICE", default: "0.01", description: "charge per web search a chat request runs (USD, or the same amount of DIEM)" },
+  scrapePriceUsd: { flag: "--scrape-price <usd>", env: "HEARTH_SCRAPE_PRICE", default: "0.01", description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)" },
 } as const;
 
 /** Secrets read from the environment only (never flags: they would show in the process list). */
@@ -72,6 +80,13 @@ export const ServerConfig = z.object({
   videoRetentionMs: z.number().int().positive().default(24 * 3600_000),
   /** A job interrupted by this many restarts fails (and is refunded) instead of starting again. */
   jobMaxAttempts: z.number().int().min(1).default(3),
+  /** SearxNG base URL for chat web search; unset: no search provider. */
+  searchUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Per web search and per successfully scraped page, in whole USD (DIEM at the same amount). */
+  searchPriceUsd: z.coerce.number().nonnegative().default(0.01),
+  scrapePriceUsd: z.coerce.number().nonnegative().default(0.01),
+  /** How long a search or a page fetch may take. */
+  searchTimeoutMs: z.number().int().positive().default(10_000),
 });
 export type ServerConfig = z.infer<typeof ServerConfig>;
 
@@ -87,6 +102,7 @@ export function loadServerConfig(flags: Partial<Record<ServerSettingName, string
     raw.configPath = resolve(PACKAGE_ROOT, "models.config.json");
   }
   raw.publicUrl = raw.publicUrl || undefined;
+  raw.searchUrl = raw.searchUrl || undefined;
   raw.wallet = loadWalletConfig(String(raw.walletConfigPath ?? ""), String(raw.x402Settlement ?? ""), env);
   delete raw.walletConfigPath;
   delete raw.x402Settlement;

@@ -10,6 +10,7 @@ import { balanceHeaders } from "../../billing/balanceHeaders.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { ChatCompletionRequest } from "./schema.js";
 import { ChatService } from "./service.js";
+import { WebAugmenter } from "./webSearch.js";
 
 /** Status recorded for requests whose client went away before the response ended (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -25,7 +26,7 @@ export function setModelHeaders(res: Response, entry: ModelEntry, router: string
 }
 
 export function chatRouter(deps: AppDeps): Router {
-  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs);
+  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs, WebAugmenter.fromConfig(deps.config, deps.logger));
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
     requireJson(req);

@@ -201,6 +201,10 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** A source the answer may cite (the reference's web_search_citations entry); `[REF]i[/REF]` cites entry i. */
+export const WebSearchCitation = z.object({ title: z.string(), url: z.string(), content: z.string().optional(), date: z.string().optional() });
+export type WebSearchCitation = z.infer<typeof WebSearchCitation>;
+
 export const ServiceParametersEcho = z.object({
   enable_e2ee: z.boolean(),
   enable_web_search: z.enum(["auto", "off", "on"]),
@@ -213,6 +217,8 @@ export const ServiceParametersEcho = z.object({
   strip_thinking_response: z.boolean(),
   disable_thinking: z.boolean(),
   character_slug: z.string().optional(),
+  /** Present when a web search or scrape ran: the sources the model was given, in the order it numbers them. */
+  web_search_citations: z.array(WebSearchCitation).optional(),
 });
 export type ServiceParametersEcho = z.infer<typeof ServiceParametersEcho>;
 
@@ -296,5 +302,9 @@ export const ChatCompletionChunk = z.object({
   ),
   usage: Usage.nullable().optional(),
   cost: Cost.optional(),
+  /** The role chunk opening the answer carries the applied settings (with the citations) when web sources were used. */
+  service_parameters: ServiceParametersEcho.optional(),
+  /** include_search_results_in_stream: the first chunk emitted (no choices) carries the sources. */
+  service_search_results: z.array(WebSearchCitation).optional(),
 });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunk>;

@@ -28,6 +28,7 @@ import {
   type ServiceParametersEcho,
 } from "./schema.js";
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
+import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
 
 export interface PreparedChat {
   id: string;
@@ -44,6 +45,8 @@ export interface PreparedChat {
   /** Response headers this request adds (e.g. parameters accepted but not supported here). */
   headers: Record<string, string>;
   meter: RequestMeter;
+  /** Web search / scraping: the sources, their billing and how the response shows them. */
+  web: WebAugmentation;
 }
 
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
@@ -52,6 +55,7 @@ export class ChatService {
     private readonly models: ModelManager,
     private readonly characters: CharacterCatalog,
     private readonly requestTimeoutMs: number,
+    private readonly web: WebAugmenter,
   ) {}
 
   async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
@@ -63,14 +67,14 @@ export class ChatService {
     const character = this.character(params.character_slug, explicit.character_slug === undefined && suffix?.parameters.character_slug !== undefined);
     const modelId = suffix?.modelId ?? character!.modelId;
     const entry = this.models.get(modelId, "text");
-    if (params.enable_web_search === "on" || request.tools?.some((t) => t.type === "web_search")) {
-      throw InvalidRequestError.forField(["service_parameters", "enable_web_search"], "web search is not configured on this node");
-    }
+    this.web.mode(request, params); // `on` without a search provider: 400 before any work
     const callerMessages = toEngineMessages(request.messages, entry.id);
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const engine = await this.models.chat(entry.id);
     const { features } = engine;
+    const web = await this.web.gather(request, params, requestId);
+    const conversation = placeWebContext(messages, positionOf, web);
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
     const logprobs = toLogprobs(request, entry.id, features);
     const headers: Record<string, string> = {};
@@ -83,7 +87,7 @@ export class ChatService {
       entry,
       engine,
       options: {
-        messages,
+        messages: conversation.messages,
         maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
         sampling: toSampling(request, entry, features),
         stop: stop.filter((s) => s.length > 0),
@@ -93,28 +97,30 @@ export class ChatService {
         tools: toToolOptions(request, entry.id, features),
         responseFormat: toResponseFormat(request, entry.id, features),
         reasoning: toReasoning(request, params),
-        cache: toPromptCache(request, positionOf),
+        cache: toPromptCache(request, conversation.positionOf),
         // Reserve the most this request can cost once its prompt is measured, before inference.
-        onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
+        onPromptReady: (plan) => meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]),
       },
       echo: {
         enable_e2ee: false,
-        enable_web_search: params.enable_web_search,
-        enable_web_citations: false,
-        enable_web_scraping: false,
+        enable_web_search: web.mode,
+        enable_web_citations: params.enable_web_citations,
+        enable_web_scraping: params.enable_web_scraping,
         enable_x_search: false,
         include_service_system_prompt: params.include_service_system_prompt,
-        include_search_results_in_stream: false,
-        return_search_results_as_documents: false,
+        include_search_results_in_stream: params.include_search_results_in_stream,
+        return_search_results_as_documents: params.return_search_results_as_documents,
         strip_thinking_response: params.strip_thinking_response,
         disable_thinking: params.disable_thinking,
         ...(character ? { character_slug: character.slug } : {}),
+        ...(web.sources ? { web_search_citations: web.sources } : {}),
       },
       includeUsageChunk: request.stream_options?.include_usage === true,
       stripReasoning: params.strip_thinking_response || params.disable_thinking,
       logprobs: logprobs !== undefined,
       headers,
       meter,
+      web,
     };
   }
 
@@ -148,7 +154,7 @@ export class ChatService {
         object: "chat.completion",
         created: chat.created,
         model: chat.entry.id,
-        choices: result.choices.map((choice) => toChoice(choice, { stripReasoning: chat.stripReasoning })),
+        choices: result.choices.map((choice) => withDocuments(chat, toChoice(choice, { stripReasoning: chat.stripReasoning }))),
         usage: toUsage(result),
         prompt_logprobs: null,
         cost,
@@ -186,12 +192,21 @@ export class ChatService {
 
     const count = chat.options.choices ?? 1;
     const indexes = Array.from({ length: count }, (_, i) => i);
-    yield { ...base, choices: indexes.map((index) => ({ index, delta: { role: "assistant" as const, content: "" }, finish_reason: null, logprobs: null })), ...usageField };
+    if (chat.web.sourcesInStream) yield { ...base, choices: [], service_search_results: chat.web.sources, ...usageField };
+    const echo = chat.web.sources ? { service_parameters: chat.echo } : {};
+    yield { ...base, choices: indexes.map((index) => ({ index, delta: { role: "assistant" as const, content: "" }, finish_reason: null, logprobs: null })), ...usageField, ...echo };
     for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
     const result = await generation;
     // A client that went away pays for what was produced.
     const cost = settle(chat, result);
     if (result.finishReason === "abort") return result;
+    if (chat.web.sourcesAsDocuments) {
+      for (const choice of result.choices) {
+        const call = documentsToolCall(chat.web, chat.id, choice.index);
+        const delta = { tool_calls: [{ index: choice.toolCalls.length, ...call }] };
+        yield { ...base, choices: [{ index: choice.index, delta, finish_reason: null, logprobs: null }], ...usageField };
+      }
+    }
     for (const [position, choice] of result.choices.entries()) {
       const last = position === result.choices.length - 1;
       yield {
@@ -206,6 +221,13 @@ export class ChatService {
   }
 }
 
+/** return_search_results_as_documents: the sources as one more tool call of the answer. */
+function withDocuments(chat: PreparedChat, choice: ChatCompletionResponse["choices"][number]): ChatCompletionResponse["choices"][number] {
+  if (!chat.web.sourcesAsDocuments) return choice;
+  const calls = choice.message.tool_calls ?? [];
+  return { ...choice, message: { ...choice.message, tool_calls: [...calls, documentsToolCall(chat.web, chat.id, choice.index)] } };
+}
+
 /** Charges the produced tokens of every choice (settling is idempotent: the route settles again in `finally`). */
 function settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
   return chat.meter.settle(
@@ -214,7 +236,7 @@ function settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
       cachedTokens: result.cachedTokens,
       cacheWriteTokens: result.cacheWriteTokens,
       completionTokens: result.completionTokens,
-    }),
+    }).concat(chat.web.costLines),
   );
 }
 

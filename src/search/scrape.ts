@@ -1,0 +1,141 @@
+import { Readability } from "@mozilla/readability";
+import { parseHTML } from "linkedom";
+
+/**
+ * Web scraping for chat requests: the http(s) URLs of a message, fetched and reduced to their
+ * readable text. There is deliberately no block on private or loopback addresses: a LAN node
+ * scrapes intranet pages, so whoever may call the chat endpoint may make the node fetch any
+ * URL it can reach (see the README's web search section).
+ */
+
+/** The reference's limit: up to 5 URLs per request. */
+export const MAX_SCRAPED_URLS = 5;
+
+export interface ScrapeOptions {
+  timeoutMs: number;
+  /** Bytes read from a response body at most; a larger page is cut there. */
+  maxBytes: number;
+  /** Characters of extracted text kept per page. */
+  maxChars: number;
+}
+
+export interface ScrapedPage {
+  url: string;
+  title: string;
+  content: string;
+}
+
+export type ScrapeOutcome = { ok: true; page: ScrapedPage } | { ok: false; url: string; reason: string };
+
+/** Distinct http(s) URLs in `text`, in order of appearance, at most `limit`. Trailing punctuation is not part of a URL. */
+export function findUrls(text: string, limit = MAX_SCRAPED_URLS): string[] {
+  const urls: string[] = [];
+  for (const match of text.matchAll(/\bhttps?:\/\/[^\s<>"'`]+/gi)) {
+    const candidate = trimUrl(match[0]);
+    let url: URL;
+    try {
+      url = new URL(candidate);
+    } catch {
+      continue;
+    }
+    url.hash = "";
+    const href = url.href;
+    if (!urls.includes(href)) urls.push(href);
+    if (urls.length >= limit) break;
+  }
+  return urls;
+}
+
+/** Drops trailing punctuation, and a closing bracket the URL did not open (Wikipedia-style links keep theirs). */
+function trimUrl(candidate: string): string {
+  for (;;) {
+    const trimmed = candidate.replace(/[.,;:!?]+$/, "");
+    const last = trimmed.at(-1) ?? "";
+    const opener = last === ")" ? "(" : last === "]" ? "[" : undefined;
+    if (opener === undefined || count(trimmed, opener) >= count(trimmed, last)) return trimmed;
+    candidate = trimmed.slice(0, -1);
+  }
+}
+
+const count = (s: string, ch: string) => s.split(ch).length - 1;
+
+/** Fetches one page and extracts its readable text; every failure is an outcome, never a throw. */
+export async function scrapeUrl(url: string, options: ScrapeOptions, signal?: AbortSignal): Promise<ScrapeOutcome> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const fail = (reason: string): ScrapeOutcome => ({ ok: false, url, reason });
+  try {
+    const response = await fetch(url, {
+      headers: { accept: "text/html,application/xhtml+xml,text/plain;q=0.9", "user-agent": "Hearth web scraper" },
+      redirect: "follow",
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    if (!response.ok) {
+      await response.body?.cancel();
+      return fail(`HTTP ${response.status}`);
+    }
+    const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    const html = type === "text/html" || type === "application/xhtml+xml";
+    if (!html && type !== "text/plain") {
+      await response.body?.cancel();
+      return fail(`unsupported content type "${type || "none"}"`);
+    }
+    const body = await readCapped(response, options.maxBytes);
+    const page = html ? extractReadable(body) : { title: "", content: collapse(body) };
+    if (!page.content) return fail("no readable text");
+    return { ok: true, page: { url, title: page.title || url, content: page.content.slice(0, options.maxChars) } };
+  } catch (error) {
+    return fail(timeout.aborted ? `no answer within ${options.timeoutMs} ms` : (error as Error).message);
+  }
+}
+
+/** Readability's article text, or the whole body's text when Readability finds no article. */
+export function extractReadable(html: string): { title: string; content: string } {
+  const { document } = parseHTML(html);
+  const title = collapse(document.querySelector("title")?.textContent ?? "");
+  let article: { title?: string | null; content?: string | null } | null = null;
+  try {
+    // Readability mutates the document it reads, so it gets its own parse.
+    article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 100 }).parse();
+  } catch {
+    article = null;
+  }
+  const fromArticle = article?.content ? blockText(parseHTML(`<html><body>${article.content}</body></html>`).document.body) : "";
+  if (fromArticle) return { title: collapse(article?.title ?? "") || title, content: fromArticle };
+  for (const element of document.querySelectorAll("script, style, noscript, template")) element.remove();
+  return { title, content: document.body ? blockText(document.body) : "" };
+}
+
+const BLOCKS = "p, div, section, article, header, footer, li, tr, h1, h2, h3, h4, h5, h6, blockquote, pre, br, hr, table, ul, ol, dl, dt, dd";
+
+/** An element's text with paragraph breaks where block elements end (textContent alone runs blocks together). */
+function blockText(root: { querySelectorAll(selector: string): Iterable<{ after(...nodes: string[]): void }>; textContent: string | null }): string {
+  for (const element of root.querySelectorAll(BLOCKS)) element.after("\n\n");
+  return collapse(root.textContent ?? "");
+}
+
+/** Whitespace runs to one space, paragraph breaks kept. */
+function collapse(text: string): string {
+  return text
+    .split(/\n\s*\n/)
+    .map((block) => block.replace(/\s+/g, " ").trim())
+    .filter(Boolean)
+    .join("\n\n");
+}
+
+async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+    if (size >= maxBytes) {
+      await reader.cancel();
+      break;
+    }
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, maxBytes));
+}
