@@ -108,3 +108,14 @@ export function videoCost(entry: ModelEntry, usage: { seconds: number; resolutio
   }
   return [];
 }
+
+/**
+ * Chat web augmentation, priced per use by the node's settings (--search-price, --scrape-price):
+ * one line per search run and one per page scraped successfully, the same amount in USD or DIEM.
+ */
+export function webSearchCost(searches: number, priceUsd: number): CostLine[] {
+  return searches > 0 ? [costLine("web-search", searches, 1, { usd: priceUsd, diem: priceUsd })] : [];
+}
+export function webScrapeCost(pages: number, priceUsd: number): CostLine[] {
+  return pages > 0 ? [costLine("web-scrape", pages, 1, { usd: priceUsd, diem: priceUsd })] : [];
+}

@@ -50,6 +50,10 @@ beforeAll(async () => {
       return;
     }
     searx.queries.push(url.searchParams.get("q") ?? "");
+    if (searx.failWith < 0) {
+      req.socket.destroy(); // the provider is down: the connection drops
+      return;
+    }
     if (searx.failWith) {
       res.writeHead(searx.failWith, { "content-type": "text/plain" }).end("engine overloaded");
       return;
@@ -167,6 +171,10 @@ describe("enable_web_search", () => {
       const auto = await chat(withSearch, { messages: ask("latest Freedonia news"), service_parameters: { enable_web_search: "auto" } }, key);
       expect(auto.service_parameters.web_search_citations).toBeUndefined();
       expect(charges(withSearch, accountId)["web-search"]).toBeUndefined();
+      searx.failWith = -1;
+      const down = await post(withSearch, "/chat/completions", { model: "tiny-chat", messages: ask(), stream: true, service_parameters: { enable_web_search: "on" } }, { key });
+      expect(down.status).toBe(502);
+      expect(((await down.json()) as { error: string }).error).toMatch(/web search failed: the search provider could not be reached/i);
     } finally {
       searx.failWith = 0;
     }

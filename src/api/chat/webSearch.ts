@@ -1,4 +1,5 @@
-import { costLine, type CostLine } from "../../billing/money.js";
+import type { CostLine } from "../../billing/money.js";
+import { webScrapeCost, webSearchCost } from "../../billing/pricing.js";
 import type { ServerConfig } from "../../config.js";
 import type { ChatMessage } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
@@ -134,7 +135,7 @@ export class WebAugmenter {
       const pages = outcomes.flatMap((o) => (o.ok ? [o.page] : []));
       for (const failed of outcomes) if (!failed.ok) logger.warn({ requestId, url: failed.url, reason: failed.reason }, "web scraping skipped a URL");
       if (pages.length > 0) {
-        costLines.push(costLine("web-scrape", pages.length, 1, { usd: this.options.scrapePrice, diem: this.options.scrapePrice }));
+        costLines.push(...webScrapeCost(pages.length, this.options.scrapePrice));
         sources = pages.map((p) => ({ title: p.title, url: p.url, content: p.content }));
         heading = "The following web pages, linked in the user's latest message, were fetched";
       }
@@ -152,7 +153,7 @@ export class WebAugmenter {
         logger.warn({ requestId, err: error.message }, "web search failed; answering without it (enable_web_search auto)");
       }
       if (results) {
-        costLines.push(costLine("web-search", 1, 1, { usd: this.options.searchPrice, diem: this.options.searchPrice }));
+        costLines.push(...webSearchCost(1, this.options.searchPrice));
         sources = results.map((r) => ({ title: r.title, url: r.url, content: r.content.slice(0, MAX_SNIPPET_CHARS), ...(r.date ? { date: r.date } : {}) }));
         heading = `The following web search results were found for "${query}"`;
       }
