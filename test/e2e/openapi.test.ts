@@ -224,7 +224,7 @@ describe("real responses match their documented schemas", () => {
   });
 
   it("a drifted reply fails its schema (the checks can fail)", async () => {
-    const body = await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).json();
+    const body = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).json()) as Json;
     expect(() => expectMatches("post", "/chat/completions", 200, { ...body, surprise: 1 })).toThrow(/surprise|additional/);
     const { usage: _dropped, ...withoutUsage } = body;
     expect(() => expectMatches("post", "/chat/completions", 200, withoutUsage)).toThrow(/usage/);

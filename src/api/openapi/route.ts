@@ -41,8 +41,15 @@ const DOCS_PAGE = `<!doctype html>
     <div id="app"></div>
     <script src="${SCALAR_BUNDLE_PATH}"></script>
     <script>
-      // No default fonts (a CDN), no request proxy, telemetry or AI agent (scalar.com): the page must work air-gapped.
-      Scalar.createApiReference("#app", { url: "/api/v1/openapi.json", withDefaultFonts: false, proxyUrl: "", telemetry: false, agent: { disabled: true } });
+      // Nothing from scalar.com: no CDN fonts, request proxy, telemetry, AI agent or share/deploy toolbar (the page must work air-gapped).
+      Scalar.createApiReference("#app", {
+        url: "/api/v1/openapi.json",
+        withDefaultFonts: false,
+        proxyUrl: "",
+        telemetry: false,
+        agent: { disabled: true },
+        showDeveloperTools: "never",
+      });
     </script>
   </body>
 </html>
