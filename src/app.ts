@@ -10,6 +10,7 @@ import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
 import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
+import { docsRouter, openapiRouter } from "./api/openapi/route.js";
 import { rpcRouter } from "./api/rpc/route.js";
 import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
@@ -54,7 +55,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, openapiRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({
@@ -83,6 +84,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   });
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
+  app.use(docsRouter());
   app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger, walletPaymentError(deps.wallet.requirements, deps.credits)));
   return app;

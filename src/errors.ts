@@ -126,12 +126,23 @@ export class RequestTimeoutError extends ApiError {
   }
 }
 
-export interface ErrorBody {
-  error: string;
-  code?: string;
-  details?: unknown;
-  [key: string]: unknown;
-}
+/**
+ * The reference's standard error body: `error` says what went wrong, `code` is set where the
+ * brief names one (INSUFFICIENT_BALANCE, PAYLOAD_TOO_LARGE, X402_*). Some errors add fields of
+ * their own (the x402 shapes), so unknown fields are allowed.
+ */
+export const ErrorResponse = z.looseObject({
+  error: z.string(),
+  code: z.string().optional(),
+  details: z.unknown().optional(),
+});
+export type ErrorBody = z.infer<typeof ErrorResponse>;
+
+/** The detailed 400: `details` is zod's format() tree, `_errors` at each level, naming the offending field. */
+export const DetailedErrorResponse = z.looseObject({
+  error: z.string(),
+  details: z.record(z.string(), z.unknown()),
+});
 
 /** Maps anything thrown to a status and a body of the reference's shape. Unknown errors are 500s with a generic message. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { z } from "zod";
+import type { Express } from "express";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
@@ -21,6 +22,8 @@ import { createWalletServices, type WalletServices } from "./x402/WalletServices
 
 export interface RunningServer {
   url: string;
+  /** The Express app (tests walk its routes). */
+  app: Express;
   credits: Credits;
   baseUrl: string;
   db: Db;
@@ -116,7 +119,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       await models.dispose();
       db.close();
     })());
-  return { url, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, close };
+  return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

@@ -10,30 +10,9 @@ import type { PublicOrigin, PublicOrigins } from "./PublicOrigins.js";
 const API_PREFIX = "/api/v1";
 const DESCRIPTION = "Hearth API";
 
-/** One x402 v2 PaymentRequirements entry. */
-export interface PaymentOption {
-  scheme: "exact";
-  network: string;
-  amount: string;
-  asset: string;
-  payTo: string;
-  maxTimeoutSeconds: number;
-  extra: Record<string, string>;
-}
-
-export interface SiwxChallenge {
-  info: { domain: string; uri: string; version: "1"; nonce: string; issuedAt: string; expirationTime: string; statement: string };
-  supportedChains: { chainId: string; type: "eip191" | "ed25519" }[];
-}
-
-/** x402 v2 PaymentRequired: what the top-up 402, the discovery 402 and the PAYMENT-REQUIRED header carry. */
-export interface PaymentRequired {
-  x402Version: 2;
-  error: string;
-  resource: { url: string; description: string; mimeType: string };
-  accepts: PaymentOption[];
-  extensions: { "sign-in-with-x": SiwxChallenge & { schema: Record<string, unknown> } };
-}
+/** The wire shapes are zod schemas in the x402 endpoint group (they are documented in the OpenAPI document). */
+export type { PaymentOption, PaymentRequired, SiwxChallenge } from "../api/x402/schema.js";
+import type { PaymentOption, PaymentRequired, SiwxChallenge } from "../api/x402/schema.js";
 
 /** The JSON Schema of a sign-in proof, as the x402 sign-in-with-x extension advertises it. */
 const SIWX_PROOF_SCHEMA = {

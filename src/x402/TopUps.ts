@@ -7,6 +7,7 @@ import { applyEntry } from "../store/ledger.js";
 import type { Db } from "../store/Store.js";
 import { ensureWalletAccount } from "../store/wallets.js";
 import type { EvmRail, SolanaRail, X402Config } from "../walletConfig.js";
+import type { X402TopUpResponse } from "../api/x402/schema.js";
 import { decodeJsonHeader, encodeJsonHeader } from "./encoding.js";
 import { normalizeNetwork } from "./networks.js";
 import type { PaymentLimits, VerifiedPayment } from "./payments/types.js";
@@ -17,7 +18,7 @@ import { SettlementError } from "./settlement/SettlementError.js";
 import { SolanaSettler } from "./settlement/SolanaSettler.js";
 
 export interface TopUpResponse {
-  body: { success: true; data: { walletAddress: string; amountCredited: number; newBalance: number; paymentId: string } };
+  body: X402TopUpResponse;
   headers: Record<string, string>;
 }
 

@@ -1,3 +1,5 @@
+import type { z } from "zod";
+import type { TranscriptionResponse, VerboseTranscriptionResponse } from "./schema.js";
 import type { Cost } from "../../billing/credits.js";
 import { transcriptionCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
@@ -24,7 +26,9 @@ export interface PreparedTranscription {
 }
 
 /** A finished transcription in the requested response format. */
-export type TranscriptionBody = { kind: "json"; body: Record<string, unknown> } | { kind: "text"; contentType: string; body: string };
+export type TranscriptionBody =
+  | { kind: "json"; body: z.infer<typeof TranscriptionResponse> | z.infer<typeof VerboseTranscriptionResponse> }
+   | { kind: "text"; contentType: string; body: string };
 
 /** Wire transcription request -> decoded audio -> engine -> the five response formats. */
 export class TranscriptionService {
@@ -131,7 +135,7 @@ export function formatTranscription(job: PreparedTranscription, result: Transcri
         },
       };
     case "json": {
-      const timestamps: Record<string, unknown> = {};
+      const timestamps: NonNullable<z.infer<typeof TranscriptionResponse>["timestamps"]> = {};
       if (job.granularities.includes("segment")) timestamps.segment = segments;
       if (job.granularities.includes("word")) timestamps.word = words ?? [];
       return { kind: "json", body: { text: result.text, duration, ...(Object.keys(timestamps).length ? { timestamps } : {}), usage, cost } };

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SPEECH_FORMATS, type SpeechFormat } from "../../config.js";
+import { Cost } from "../chat/schema.js";
 
 /**
  * The audio endpoints: POST /audio/speech (JSON), POST /audio/transcriptions and
@@ -107,7 +108,6 @@ export const VoiceRecord = z.object({
 });
 export type VoiceRecord = z.infer<typeof VoiceRecord>;
 
-export const Cost = z.object({ usd: z.number().min(0), diem: z.number().min(0) });
 
 const Segment = z.object({ text: z.string(), start: z.number(), end: z.number() });
 const Word = z.object({ word: z.string(), start: z.number(), end: z.number() });
@@ -132,3 +132,6 @@ export const VerboseTranscriptionResponse = z.object({
   usage: z.object({ type: z.literal("duration"), seconds: z.number() }),
   cost: Cost,
 });
+
+export const VoiceList = z.object({ object: z.literal("list"), data: z.array(VoiceRecord) });
+export const DeleteVoiceResponse = z.object({ id: z.string(), object: z.literal("voice"), deleted: z.literal(true) });

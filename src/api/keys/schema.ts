@@ -138,3 +138,8 @@ export const RateLimitLogResponse = z.object({
   ),
 });
 export type RateLimitLogResponse = z.infer<typeof RateLimitLogResponse>;
+
+export const GetApiKeyResponse = z.object({ data: ApiKeyWire });
+export const UpdateApiKeyResponse = z.object({ success: z.literal(true), data: ApiKeyWire });
+export type UpdateApiKeyResponse = z.infer<typeof UpdateApiKeyResponse>;
+export const DeleteApiKeyResponse = z.object({ success: z.literal(true) });

@@ -21,6 +21,7 @@ import type {
   RateLimitLogResponse,
   RateLimitsResponse,
   UpdateApiKeyRequest,
+  UpdateApiKeyResponse,
 } from "./schema.js";
 
 const DAY_MS = 86_400_000;
@@ -126,7 +127,7 @@ export class ApiKeyService {
     };
   }
 
-  update(accountId: string, request: UpdateApiKeyRequest): { success: true; data: ApiKeyWire } {
+  update(accountId: string, request: UpdateApiKeyRequest): UpdateApiKeyResponse {
     const { db } = this.options;
     const key = this.ownKey(accountId, request.id);
     const settings = this.settingsFrom(request);

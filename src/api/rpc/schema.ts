@@ -15,13 +15,13 @@ export const JsonRpcBody = z.union([JsonRpcCall, z.array(JsonRpcCall).min(1, "a 
 
 export const IdempotencyKey = z.string().regex(/^[A-Za-z0-9_-]{1,255}$/, "Idempotency-Key must match [A-Za-z0-9_-]{1,255}");
 
-export interface JsonRpcResponseItem {
-  jsonrpc: "2.0";
-  id: number | string | null;
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
+export const JsonRpcResponseItem = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: z.union([z.number(), z.string(), z.null()]),
+  result: z.unknown().optional(),
+  error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
+});
+export type JsonRpcResponseItem = z.infer<typeof JsonRpcResponseItem>;
 
-export interface RpcNetworksResponse {
-  networks: string[];
-}
+export const RpcNetworksResponse = z.object({ networks: z.array(z.string()) });
+export type RpcNetworksResponse = z.infer<typeof RpcNetworksResponse>;

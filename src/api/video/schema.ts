@@ -60,3 +60,6 @@ export type VideoStatusResponse = z.infer<typeof VideoStatusResponse>;
 
 export const CompleteVideoRequest = z.looseObject({ model: z.string().min(1), queue_id: z.string().min(1) });
 export type CompleteVideoRequest = z.infer<typeof CompleteVideoRequest>;
+
+export const QuoteVideoResponse = z.object({ quote: z.number() });
+export const CompleteVideoResponse = z.object({ success: z.literal(true) });

@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, text } from "../openapi/Operation.js";
+import * as schemas from "./schema.js";
+
+const audioBytes = Object.fromEntries(
+  [...new Set(Object.values(schemas.SPEECH_CONTENT_TYPES))].map((type) => [type, binary(type === "audio/pcm" ? `16-bit little-endian mono PCM at ${schemas.PCM_SAMPLE_RATE} Hz` : "The audio")]),
+);
+
+export const audioApi = defineApiGroup({
+  tag: "Audio",
+  description: "Text to speech, speech to text, and cloned voices.",
+  schemas,
+  operations: [
+    {
+      method: "post",
+      path: "/audio/speech",
+      operationId: "createSpeech",
+      summary: "Synthesise speech",
+      description:
+        "Answers the audio bytes in `response_format`. `streaming: true` (or the standard's `stream_format: \"audio\"`) sends the audio as it is synthesised, chunked, with the charged cost as HTTP trailers. `instructions` is accepted as an alias of `prompt`.",
+      access: "paid",
+      body: { content: { "application/json": schemas.SpeechRequest } },
+      responses: { 200: { description: "The audio", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: audioBytes } },
+      errors: INFERENCE_ERRORS,
+    },
+    {
+      method: "post",
+      path: "/audio/transcriptions",
+      operationId: "createTranscription",
+      summary: "Transcribe audio",
+      description: "`response_format` json and verbose_json answer JSON; text and srt answer text/plain, vtt text/vtt.",
+      access: "paid",
+      body: { content: { "multipart/form-data": { fields: schemas.TranscriptionRequest, files: { file: "The audio (any format ffmpeg decodes)" } } } },
+      responses: {
+        200: {
+          description: "The transcription",
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
+          content: {
+            "application/json": z.union([schemas.TranscriptionResponse, schemas.VerboseTranscriptionResponse]),
+            "text/plain": text("response_format text (the transcript) or srt (SubRip subtitles)"),
+            "text/vtt": text("response_format vtt (WebVTT subtitles)"),
+          },
+        },
+      },
+      errors: { ...INFERENCE_ERRORS, 415: "The upload is not audio ffmpeg can decode" },
+    },
+    {
+      method: "post",
+      path: "/audio/voices",
+      operationId: "createVoice",
+      summary: "Clone a voice",
+      description: "Derives a voice from a sample; use the returned id as `voice` in /audio/speech with the same model.",
+      access: "paid",
+      body: { content: { "multipart/form-data": { fields: schemas.CreateVoiceRequest, files: { file: "A voice sample (a few seconds of clean speech)" } } } },
+      responses: { 200: { description: "The voice handle", content: { "application/json": schemas.CreateVoiceResponse } } },
+      errors: { ...INFERENCE_ERRORS, 415: "The upload is not audio ffmpeg can decode" },
+    },
+    {
+      method: "get",
+      path: "/audio/voices",
+      operationId: "listVoices",
+      summary: "List the caller's cloned voices",
+      access: "paid",
+      responses: { 200: { description: "The voices", content: { "application/json": schemas.VoiceList } } },
+    },
+    {
+      method: "delete",
+      path: "/audio/voices/{id}",
+      operationId: "deleteVoice",
+      summary: "Delete a cloned voice",
+      access: "paid",
+      params: z.object({ id: z.string() }),
+      responses: { 200: { description: "Deleted", content: { "application/json": schemas.DeleteVoiceResponse } } },
+      errors: { 404: "No such voice" },
+    },
+  ],
+});

@@ -1,0 +1,34 @@
+import { defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
+import * as schemas from "./schema.js";
+
+export const chatApi = defineApiGroup({
+  tag: "Chat",
+  description: "Chat completions in the chat-completions standard, with the service's extensions (`service_parameters`, characters, reasoning).",
+  schemas,
+  operations: [
+    {
+      method: "post",
+      path: "/chat/completions",
+      operationId: "createChatCompletion",
+      summary: "Create a chat completion",
+      description:
+        "`stream: true` answers a server-sent event stream of chunks ending with `data: [DONE]`. `service_parameters` is the wire name; `venice_parameters` (and `include_venice_system_prompt` inside it) are accepted as aliases. A model id may carry feature suffixes (`model:disable_thinking=true`).",
+      access: "paid",
+      body: { content: { "application/json": schemas.ChatCompletionRequest } },
+      responses: {
+        200: {
+          description: "The completion, or with `stream: true` its chunks",
+          headers: INFERENCE_HEADERS,
+          content: {
+            "application/json": schemas.ChatCompletionResponse,
+            "text/event-stream": {
+              sse: schemas.ChatCompletionChunk,
+              description: "`data: <ChatCompletionChunk JSON>` events, then `data: [DONE]`. An error after the first event arrives as `data: {\"error\": ...}` before `[DONE]`.",
+            },
+          },
+        },
+      },
+      errors: INFERENCE_ERRORS,
+    },
+  ],
+});

@@ -1,0 +1,67 @@
+import { IMAGE_FORMATS } from "../../media/image.js";
+import { binary, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, type Operation } from "../openapi/Operation.js";
+import * as schemas from "./schema.js";
+
+const SAFETY_HEADERS = {
+  "x-service-is-blurred": "Whether safe mode blurred an image",
+  "x-service-is-content-violation": "Whether the safety classifier flagged an image",
+  "x-service-safe-mode": '"unavailable" when safe mode was asked for but the model has no safety classifier',
+};
+
+const imageBytes = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The image (return_binary: true)")]));
+
+/** The reference's image operations this node does not offer: each answers 404 naming itself. */
+const unavailable: Operation[] = Object.entries(schemas.UNAVAILABLE_IMAGE_OPERATIONS).map(([path, operation]) => ({
+  method: "post",
+  path,
+  operationId: `unavailable${path.replace(/[^A-Za-z]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+  summary: `${operation} (not available)`,
+  description: `${operation} is not offered by this node; the route exists so clients get a 404 that says so.`,
+  access: "public",
+  responses: {},
+  errors: { 404: `${operation} is not available on this node` },
+}));
+
+export const imagesApi = defineApiGroup({
+  tag: "Images",
+  description: "Text-to-image generation, in the reference's shape (/image/generate) and the chat-completions standard's (/images/generations).",
+  schemas,
+  operations: [
+    {
+      method: "post",
+      path: "/image/generate",
+      operationId: "generateImage",
+      summary: "Generate images",
+      access: "paid",
+      body: { content: { "application/json": schemas.GenerateImageRequest } },
+      responses: {
+        200: {
+          description: "Base64 images, or with `return_binary: true` the image itself",
+          headers: { ...INFERENCE_HEADERS, ...SAFETY_HEADERS },
+          content: { "application/json": schemas.GenerateImageResponse, ...imageBytes },
+        },
+      },
+      errors: INFERENCE_ERRORS,
+    },
+    {
+      method: "post",
+      path: "/images/generations",
+      operationId: "createImage",
+      summary: "Generate an image (chat-completions standard)",
+      description: "A model this node does not have (an OpenAI model name, say) means the default image model. `url` results are data URLs.",
+      access: "paid",
+      body: { content: { "application/json": schemas.SimpleGenerateImageRequest } },
+      responses: { 200: { description: "The image", headers: { ...INFERENCE_HEADERS, ...SAFETY_HEADERS }, content: { "application/json": schemas.SimpleGenerateImageResponse } } },
+      errors: INFERENCE_ERRORS,
+    },
+    {
+      method: "get",
+      path: "/image/styles",
+      operationId: "listImageStyles",
+      summary: "List image style presets",
+      access: "public",
+      responses: { 200: { description: "Style preset names for `style_preset`", content: { "application/json": schemas.ImageStylesResponse } } },
+    },
+    ...unavailable,
+  ],
+});

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { defineApiGroup, RATE_LIMIT_HEADERS } from "../openapi/Operation.js";
+import * as schemas from "./schema.js";
+
+export const keysApi = defineApiGroup({
+  tag: "API Keys",
+  description: "Managing API keys (admin keys) and reading rate limits (any key).",
+  schemas,
+  operations: [
+    {
+      method: "get",
+      path: "/api_keys/rate_limits",
+      operationId: "getRateLimits",
+      summary: "The calling key's rate limits and balances",
+      access: "apiKey",
+      responses: { 200: { description: "Limits per model", content: { "application/json": schemas.RateLimitsResponse } } },
+    },
+    ...(["/api_keys/rate_limits/log", "/api_keys/rate_limit_logs"] as const).map((path, i) => ({
+      method: "get" as const,
+      path,
+      operationId: i === 0 ? "getRateLimitLog" : "getRateLimitLogs",
+      summary: i === 0 ? "Recent rate-limit refusals of the account" : "Recent rate-limit refusals (alias of /api_keys/rate_limits/log)",
+      access: "apiKey" as const,
+      responses: { 200: { description: "The most recent refusals", content: { "application/json": schemas.RateLimitLogResponse } } },
+    })),
+    {
+      method: "get",
+      path: "/api_keys",
+      operationId: "listApiKeys",
+      summary: "List the account's API keys",
+      access: "adminKey",
+      responses: { 200: { description: "The keys (never their secrets)", content: { "application/json": schemas.ApiKeyList } } },
+    },
+    {
+      method: "get",
+      path: "/api_keys/{id}",
+      operationId: "getApiKey",
+      summary: "Get one API key",
+      access: "adminKey",
+      params: z.object({ id: z.string() }),
+      responses: { 200: { description: "The key", content: { "application/json": schemas.GetApiKeyResponse } } },
+      errors: { 404: "No such key in this account" },
+    },
+    {
+      method: "post",
+      path: "/api_keys",
+      operationId: "createApiKey",
+      summary: "Create an API key",
+      description: "The secret is in the response, once. At most 20 keys may be created per minute.",
+      access: "adminKey",
+      body: { content: { "application/json": schemas.CreateApiKeyRequest } },
+      responses: { 200: { description: "The new key and its secret", headers: RATE_LIMIT_HEADERS, content: { "application/json": schemas.CreateApiKeyResponse } } },
+      errors: { 429: "More than 20 keys created in a minute" },
+    },
+    {
+      method: "patch",
+      path: "/api_keys",
+      operationId: "updateApiKey",
+      summary: "Update an API key",
+      access: "adminKey",
+      body: { content: { "application/json": schemas.UpdateApiKeyRequest } },
+      responses: { 200: { description: "The updated key", content: { "application/json": schemas.UpdateApiKeyResponse } } },
+      errors: { 404: "No such key in this account" },
+    },
+    {
+      method: "delete",
+      path: "/api_keys",
+      operationId: "deleteApiKey",
+      summary: "Revoke an API key",
+      access: "adminKey",
+      query: schemas.DeleteApiKeyQuery,
+      responses: { 200: { description: "Revoked", content: { "application/json": schemas.DeleteApiKeyResponse } } },
+      errors: { 404: "No such key in this account" },
+    },
+  ],
+});

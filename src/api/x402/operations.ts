@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { defineApiGroup } from "../openapi/Operation.js";
+import * as schemas from "./schema.js";
+
+const wallet = z.object({ walletAddress: schemas.WalletAddressParam });
+
+export const x402Api = defineApiGroup({
+  tag: "x402",
+  description: "Wallet credit: top-ups paid with x402 (USDC), balances and transactions of a signed-in wallet.",
+  schemas,
+  operations: [
+    {
+      method: "post",
+      path: "/x402/top-up",
+      operationId: "topUpWallet",
+      summary: "Top up a wallet's credit",
+      description: "Without a PAYMENT-SIGNATURE header: 402 with the payment requirements (also in the PAYMENT-REQUIRED header). With one: verifies and settles the payment and credits the paying wallet.",
+      access: "public",
+      headers: { "PAYMENT-SIGNATURE": { description: "The x402 payment payload, base64 JSON (X-PAYMENT is accepted too)" } },
+      responses: {
+        200: { description: "Credited", headers: { "PAYMENT-RESPONSE": "The settlement receipt, base64 JSON" }, content: { "application/json": schemas.X402TopUpResponse } },
+        400: { description: "The payment does not verify (`error` X402_INVALID_PAYMENT, `message`, `details.reason`)", content: { "application/json": z.looseObject({ error: z.string() }) } },
+        402: { description: "The payment requirements", headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" }, content: { "application/json": schemas.PaymentRequiredResponse } },
+      },
+      errors: { 404: "Top-ups are not enabled on this node", 502: "The payment failed on chain (PAYMENT_VERIFICATION_FAILED)" },
+    },
+    {
+      method: "get",
+      path: "/x402/balance/{walletAddress}",
+      operationId: "getWalletBalance",
+      summary: "A signed-in wallet's credit",
+      access: "wallet",
+      params: wallet,
+      responses: { 200: { description: "The balance", content: { "application/json": schemas.X402BalanceResponse } } },
+      errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
+    },
+    {
+      method: "get",
+      path: "/x402/transactions/{walletAddress}",
+      operationId: "listWalletTransactions",
+      summary: "A signed-in wallet's ledger",
+      access: "wallet",
+      params: wallet,
+      query: schemas.TransactionsQuery,
+      responses: { 200: { description: "Top-ups and charges, newest first", content: { "application/json": schemas.X402TransactionsResponse } } },
+      errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
+    },
+  ],
+});
