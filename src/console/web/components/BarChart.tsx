@@ -9,8 +9,8 @@ const COLORS = ["#d9622b", "#2b7bd9", "#3a9d5d", "#9b59b6", "#c9a227", "#16a2a2"
 export const colorOf = (index: number) => COLORS[index % COLORS.length]!;
 
 export function BarChart({ labels, series, format = String, id }: { labels: string[]; series: Series[]; format?: (v: number) => string; id?: string }) {
-  const width = 720;
-  const height = 220;
+  const width = 960;
+  const height = 240;
   const pad = { top: 12, right: 8, bottom: 28, left: 56 };
   const totals = labels.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
   const max = Math.max(...totals, 0);

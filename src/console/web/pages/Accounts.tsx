@@ -36,9 +36,9 @@ export function AccountsPage() {
     try {
       const body = { currency: grant.currency, amount: Number(grant.amount), ...(grant.note.trim() ? { note: grant.note.trim() } : {}) };
       const res = await apiJson<{ data: Account }>(`/admin/accounts/${encodeURIComponent(grant.account)}/credits`, { method: "POST", body: JSON.stringify(body) });
+      await load();
       setNotice(`Granted ${grant.amount} ${grant.currency} to ${res.data.name}.`);
       setGrant({ ...grant, amount: "", note: "" });
-      await load();
     } catch (e) {
       setError(errorText(e));
     }

@@ -23,6 +23,8 @@ function seriesOf(usage: Usage, pick: (row: UsageRow) => number): Series[] {
   }));
 }
 
+const usd = (v: number) => (v === 0 ? "$0" : v < 0.01 ? `$${v.toPrecision(2)}` : `$${v.toFixed(v < 1 ? 3 : 2)}`);
+
 /** Requests and spend per day and model, node-wide, from GET /admin/usage. */
 export function UsagePage() {
   const [days, setDays] = useState(14);
@@ -54,11 +56,11 @@ export function UsagePage() {
       </p>
       <section class="card">
         <h2>Requests per day</h2>
-        <BarChart id="chart-requests" labels={usage.days} series={seriesOf(usage, (r) => r.requests)} format={(v) => String(Math.round(v))} />
+        <BarChart id="chart-requests" labels={usage.days} series={seriesOf(usage, (r) => r.requests)} format={(v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))} />
       </section>
       <section class="card">
         <h2>Spend per day (USD)</h2>
-        <BarChart id="chart-spend" labels={usage.days} series={seriesOf(usage, (r) => r.spendUsd)} format={(v) => `$${v < 0.01 && v > 0 ? v.toExponential(1) : v.toFixed(2)}`} />
+        <BarChart id="chart-spend" labels={usage.days} series={seriesOf(usage, (r) => r.spendUsd)} format={usd} />
       </section>
       <section>
         <h2>By model</h2>
