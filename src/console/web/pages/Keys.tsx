@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { amount, apiFetch, apiJson, errorText, when } from "../api.ts";
+import { amount, apiFetch, apiJson, errorText, storedKey, when } from "../api.ts";
 
 interface ApiKey {
   id: string;
@@ -142,7 +142,10 @@ export function KeysPage() {
             <tbody>
               {keys.map((k) => (
                 <tr key={k.id} data-key-id={k.id}>
-                  <td>{k.description}</td>
+                  <td>
+                    {k.description}
+                    {storedKey()?.endsWith(k.last6Chars) && <span class="muted small"> (this session)</span>}
+                  </td>
                   <td>{k.apiKeyType.toLowerCase()}</td>
                   <td class="mono">…{k.last6Chars}</td>
                   <td>{limitText(k)}</td>
