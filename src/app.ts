@@ -6,6 +6,7 @@ import { audioRouter } from "./api/audio/route.js";
 import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
+import { consoleRouter } from "./api/console/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
 import { keysRouter } from "./api/keys/route.js";
@@ -14,6 +15,8 @@ import { docsRouter, openapiRouter } from "./api/openapi/route.js";
 import { rpcRouter } from "./api/rpc/route.js";
 import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
+import { consoleStatic } from "./console/consoleStatic.js";
+import type { RequestLog } from "./console/RequestLog.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
@@ -41,6 +44,8 @@ export interface AppDeps {
   /** Injectable clock (tests move time instead of sleeping). */
   now: () => number;
   wallet: WalletServices;
+  /** Recent API requests for the console's live view (absent: not recorded). */
+  requestLog?: RequestLog;
   /**
    * Route-level middleware, in the order the architecture gives: authentication, then body parsing.
    * `authenticate` is for paid endpoints: an API key or a wallet sign-in (SIGN-IN-WITH-X); no
@@ -55,7 +60,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, openapiRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, openapiRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({
@@ -77,6 +82,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
+  if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
     const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
     deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
@@ -85,6 +91,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
   app.use(docsRouter());
+  // The web console at /, after the API and /docs so it can never shadow them.
+  app.use(consoleStatic(API_BASE_PATH));
   app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger, walletPaymentError(deps.wallet.requirements, deps.credits)));
   return app;

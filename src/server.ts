@@ -11,6 +11,8 @@ import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config
 import { Credits } from "./billing/credits.js";
 import { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { CharacterDefinition, charactersPathFor, fromDefinition, loadCharactersFile } from "./characters/charactersFile.js";
+import { LiveHub } from "./console/LiveHub.js";
+import { RequestLog } from "./console/RequestLog.js";
 import { ensureDemoModels } from "./fixtures/demoModels.js";
 import { JobQueue } from "./jobs/JobQueue.js";
 import { Limits } from "./limits/Limits.js";
@@ -81,7 +83,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   }).register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")));
   jobs.recover();
   const characters = new CharacterCatalog(db, fileCharacters);
-  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet });
+  const requestLog = new RequestLog();
+  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet, requestLog });
+  const live = new LiveHub({ db, models, requestLog, logger });
   const inFlight = new InFlightRequests();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -92,6 +96,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     s.once("error", reject);
     s.listen(config.port, config.host, () => resolve(s));
   });
+  live.attach(server);
   const { port } = server.address() as AddressInfo;
   wallet.origins.setListenAddress(config.host, port);
   wallet.topUps.start();
@@ -104,6 +109,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     (closing ??= (async () => {
       // Running jobs go back to the queue (they start again on the next start).
       const stopJobs = jobs.stop();
+      // Upgraded sockets are outside the HTTP server's idle tracking: close them first.
+      await live.close();
       await new Promise<void>((resolve) => {
         server.close(() => {
           clearTimeout(cut);

@@ -31,6 +31,7 @@ export function registerServeCommand(program: Command): void {
         `Create an API key:  npx hearth keys create --name me --admin --usd 10${dataDirFlag}`,
         `Then: curl ${running.baseUrl}/chat/completions -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `        -d '{"model":"${exampleModel}","messages":[{"role":"user","content":"Hello"}]}'`,
+        `Web console: ${running.url}/ (log in with an admin key)`,
         "",
       ].join("\n"),
     );

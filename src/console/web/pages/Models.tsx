@@ -1,0 +1,79 @@
+import { bytes, when } from "../api.ts";
+import type { PageProps } from "./types.ts";
+
+/** Models with their load state and queues, and the most recent requests: both from the live view. */
+export function ModelsPage({ live }: PageProps) {
+  const { snapshot, status } = live;
+  if (!snapshot) return <p class="muted">{status === "refused" ? "The live view refused this key." : "Connecting to the live view…"}</p>;
+  return (
+    <>
+      <section>
+        <table class="grid" id="models">
+          <thead>
+            <tr>
+              <th>Model</th>
+              <th>Type</th>
+              <th>Backend</th>
+              <th>State</th>
+              <th class="num">In flight</th>
+              <th class="num">Waiting</th>
+              <th class="num">RAM</th>
+              <th class="num">VRAM</th>
+              <th>Last used</th>
+            </tr>
+          </thead>
+          <tbody>
+            {snapshot.models.map((m) => (
+              <tr key={m.id} data-model={m.id}>
+                <td>{m.id}</td>
+                <td>{m.type ?? "–"}</td>
+                <td>{m.backend ?? "–"}</td>
+                <td>
+                  <span class={`state ${m.state ?? "unknown"}`} data-state={m.state ?? "unknown"} title={m.error ?? undefined}>
+                    {m.state ?? "unknown"}
+                  </span>
+                </td>
+                <td class="num">{m.inFlight ?? m.queue?.busy ?? 0}</td>
+                <td class="num">{m.queue?.waiting ?? 0}</td>
+                <td class="num">{bytes(m.memory?.ramBytes)}</td>
+                <td class="num">{bytes(m.memory?.vramBytes)}</td>
+                <td>{when(m.lastUsedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+      <section>
+        <h2>Recent requests</h2>
+        {snapshot.requests.length === 0 ? (
+          <p class="muted">No API requests since the server started.</p>
+        ) : (
+          <table class="grid" id="requests">
+            <thead>
+              <tr>
+                <th>Time</th>
+                <th>Method</th>
+                <th>Path</th>
+                <th>Model</th>
+                <th class="num">Status</th>
+                <th class="num">Duration</th>
+              </tr>
+            </thead>
+            <tbody>
+              {snapshot.requests.map((r) => (
+                <tr key={r.seq}>
+                  <td>{new Date(r.at).toLocaleTimeString()}</td>
+                  <td>{r.method}</td>
+                  <td class="mono">{r.path}</td>
+                  <td>{r.model ?? "–"}</td>
+                  <td class={`num status s${Math.floor(r.status / 100)}`}>{r.status}</td>
+                  <td class="num">{r.durationMs} ms</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </>
+  );
+}
