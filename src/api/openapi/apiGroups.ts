@@ -1,5 +1,6 @@
 import { audioApi } from "../audio/operations.js";
 import { billingApi } from "../billing/operations.js";
+import { consoleApi } from "../console/operations.js";
 import { charactersApi } from "../characters/operations.js";
 import { chatApi } from "../chat/operations.js";
 import { embeddingsApi } from "../embeddings/operations.js";
@@ -29,5 +30,6 @@ export const API_GROUPS: readonly ApiGroup[] = [
   keysApi,
   x402Api,
   rpcApi,
+  consoleApi,
   openapiApi,
 ];
