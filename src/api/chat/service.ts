@@ -18,6 +18,7 @@ import {
   toSampling,
   toToolOptions,
 } from "./fromChatRequest.js";
+import type { ContentPartLimits } from "./contentParts.js";
 import { parseModelSuffix } from "./modelSuffix.js";
 import {
   SERVICE_PARAMETER_DEFAULTS,
@@ -52,6 +53,7 @@ export class ChatService {
     private readonly models: ModelManager,
     private readonly characters: CharacterCatalog,
     private readonly requestTimeoutMs: number,
+    private readonly partLimits: ContentPartLimits,
   ) {}
 
   async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
@@ -66,7 +68,7 @@ export class ChatService {
     if (params.enable_web_search === "on" || request.tools?.some((t) => t.type === "web_search")) {
       throw InvalidRequestError.forField(["service_parameters", "enable_web_search"], "web search is not configured on this node");
     }
-    const callerMessages = toEngineMessages(request.messages, entry.id);
+    const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const engine = await this.models.chat(entry.id);
