@@ -1,19 +1,15 @@
-import { Readability } from "@mozilla/readability";
-import ExcelJS from "exceljs";
-import { parseHTML } from "linkedom";
-import mammoth from "mammoth";
-import { parseOfficeAsync } from "officeparser";
 import Papa from "papaparse";
-import { extractText, getDocumentProxy } from "unpdf";
 import { detectDocumentType, SUPPORTED_DOCUMENTS, type DocumentHints, type DocumentType } from "./detectDocumentType.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 
 /**
  * Documents to plain text a language model can read, one well-kept library per format. Each
  * entry may throw whatever its library throws; `extractDocument` reports that as the reason.
+ * The libraries load on first use (together they add seconds to start-up).
  */
 export const DOCUMENT_EXTRACTORS = Object.freeze({
   pdf: async (data) => {
+    const { extractText, getDocumentProxy } = await import("unpdf");
     // pdf.js takes ownership of (detaches) the array it is given: hand it a copy.
     const pdf = await getDocumentProxy(new Uint8Array(data), { verbosity: 0 });
     try {
@@ -23,9 +19,16 @@ export const DOCUMENT_EXTRACTORS = Object.freeze({
       await pdf.destroy();
     }
   },
-  docx: async (data) => (await mammoth.extractRawText({ buffer: data })).value,
-  pptx: (data) => parseOfficeAsync(data, { outputErrorToConsole: false }),
+  docx: async (data) => {
+    const { default: mammoth } = await import("mammoth");
+    return (await mammoth.extractRawText({ buffer: data })).value;
+  },
+  pptx: async (data) => {
+    const { parseOfficeAsync } = await import("officeparser");
+    return parseOfficeAsync(data, { outputErrorToConsole: false });
+  },
   xlsx: async (data) => {
+    const { default: ExcelJS } = await import("exceljs");
     const workbook = new ExcelJS.Workbook();
     await workbook.xlsx.load(data as unknown as ArrayBuffer);
     const sheets: string[] = [];
@@ -47,6 +50,7 @@ export const DOCUMENT_EXTRACTORS = Object.freeze({
     return Papa.unparse(parsed.data, { newline: "\n" });
   },
   html: async (data) => {
+    const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
     const html = utf8(data);
     // Readability keeps the main text (no menus, footers, scripts); short or odd pages fall back to the whole body.
     const article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0]).parse();
