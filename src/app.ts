@@ -76,7 +76,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     authenticate: auth.paid,
     authenticateWallet: auth.walletSignIn,
     authenticateKey: auth.apiKey,
-    jsonBody: express.json({ limit: "25mb", type: "application/json" }),
+    // Room for a chat message's file or audio part of the largest upload size, base64-encoded (4/3 larger).
+    jsonBody: express.json({ limit: Math.max(25e6, Math.ceil((deps.config.maxUploadMb * 4e6) / 3) + 1e6), type: "application/json" }),
   };
   const app = express();
   app.disable("x-powered-by");

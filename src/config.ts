@@ -19,7 +19,7 @@ export const SERVER_SETTINGS = {
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
-  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices (413 above)" },
+  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices, and largest file or audio part in a chat message (413 above)" },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
   publicUrl: {
     flag: "--public-url <url>",
@@ -64,6 +64,8 @@ export const ServerConfig = z.object({
   diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
   /** Largest uploaded audio file (transcription input, voice samples), in MB; larger uploads answer 413. */
   maxUploadMb: z.coerce.number().positive().max(1024).default(25),
+  /** Longest text extracted from one file part of a chat message, in characters (400 above). */
+  maxFileChars: z.number().int().positive().default(1_000_000),
   /** Non-streaming chat requests that run longer than this answer 504. */
   requestTimeoutMs: z.number().int().positive().default(120_000),
   /** Time given to in-flight requests on SIGTERM before they are cut. */
@@ -424,6 +426,8 @@ export const ModelEntry = z.strictObject({
   deprecation: z
     .strictObject({ date: z.iso.datetime({ offset: true }).or(z.iso.date()), warning: z.string(), replacementModelId: z.string().optional() })
     .optional(),
+  /** Text models: input_audio parts are transcribed by this speech-to-text model (default: the node's default asr model). */
+  audioInput: z.strictObject({ transcriptionModel: z.string().min(1) }).optional(),
   /** The service's default system prompt for this model (prepended unless the caller opts out). */
   systemPrompt: z.string().optional(),
 });
@@ -469,6 +473,9 @@ export const ModelsConfig = z
         if (!model.video.aspectRatios.includes(model.video.defaultAspectRatio))
           ctx.addIssue({ code: "custom", path: ["models", index, "video", "defaultAspectRatio"], message: "must be one of video.aspectRatios" });
       }
+      const transcriber = model.audioInput?.transcriptionModel;
+      if (transcriber && !config.models.some((m) => m.id === transcriber && m.type === "asr"))
+        ctx.addIssue({ code: "custom", path: ["models", index, "audioInput", "transcriptionModel"], message: `no asr model "${transcriber}" in this registry` });
       if (model.image.defaultSteps > model.image.maxSteps)
         ctx.addIssue({ code: "custom", path: ["models", index, "image", "defaultSteps"], message: "must not exceed image.maxSteps" });
     });

@@ -89,18 +89,18 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
   });
 
   it.each([
-    ["image_url", { image_url: { url: "data:image/png;base64,AAAA" } }, /does not support images/],
-    ["input_audio", { input_audio: { data: "AAAA", format: "wav" } }, /does not support audio input/],
-    ["video_url", { video_url: { url: "https://example.com/v.mp4" } }, /does not support video input/],
-    ["file", { file: { filename: "a.pdf", file_data: "AAAA" } }, /"file" are not supported/],
-  ])("a %s part the model cannot read is a 400 naming the part", async (type, payload, message) => {
+    ["image_url", { image_url: { url: "data:image/png;base64,AAAA" } }, /does not support images/, "type"],
+    ["input_audio", { input_audio: { data: "AAAA", format: "wav" } }, /does not support audio input.*no transcription model/, "type"],
+    ["video_url", { video_url: { url: "https://example.com/v.mp4" } }, /does not support video input/, "type"],
+    ["file", { file: { filename: "a.pdf", file_data: "AAAA" } }, /could not read the PDF file/, "file"],
+  ])("a %s part the model cannot read is a 400 naming the part", async (type, payload, message, field) => {
     const res = await post(server, "/chat/completions", {
       ...valid,
       messages: [{ role: "user", content: [{ type: "text", text: "look" }, { type, ...payload }] }],
     });
     expect(res.status).toBe(400);
     const json = (await res.json()) as { details: Record<string, any> };
-    expect(json.details.messages["0"].content["1"].type._errors[0]).toMatch(message);
+    expect(json.details.messages["0"].content["1"][field]._errors[0]).toMatch(message);
   });
 
   it("model feature suffixes: a good one applies, a bad one is a 400 naming the parameter under model", async () => {

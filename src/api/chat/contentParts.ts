@@ -1,29 +1,52 @@
+import type { RequestMeter } from "../../billing/RequestMeter.js";
+import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError } from "../../errors.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import { readAudioPart } from "./readAudioPart.js";
+import { readFilePart } from "./readFilePart.js";
 import type { ContentPart } from "./schema.js";
 
 /**
- * How each kind of content part becomes text the model reads. Text is itself; the others
- * are refused until this node can read them (file extraction, vision, transcription):
- * each is one entry here, so adding one does not touch the rest of the chat path.
+ * How each kind of content part becomes text the model reads. Text is itself; documents are
+ * extracted, audio is transcribed; images and video are refused until a model here can see.
+ * Each kind is one entry, so adding one does not touch the rest of the chat path.
  */
+
+export interface ContentPartLimits {
+  /** Largest decoded file or audio part, in bytes (--max-upload-mb). */
+  maxFileBytes: number;
+  /** Longest text extracted from one file, in characters. */
+  maxFileChars: number;
+  /** Transcription of one audio part runs at most this long (504 after). */
+  requestTimeoutMs: number;
+}
+
 export interface PartContext {
-  modelId: string;
+  /** The text model the conversation is for. */
+  entry: ModelEntry;
+  models: ModelManager;
+  /** Bills work done on another model (the transcription of an audio part). */
+  meterFor: (entry: ModelEntry) => RequestMeter;
+  limits: ContentPartLimits;
   /** Where the part is, for the error's details. */
   path: (string | number)[];
 }
 
+type PartOf<T extends ContentPart["type"]> = Extract<ContentPart, { type: T }>;
+
 export const CONTENT_PART_READERS = Object.freeze({
-  text: (part: ContentPart) => (part as { text: string }).text,
-  image_url: (_part: ContentPart, ctx: PartContext): string => {
-    throw InvalidRequestError.forField([...ctx.path, "type"], `the model "${ctx.modelId}" does not support images (image_url parts)`);
+  text: async (part: PartOf<"text">) => part.text,
+  file: readFilePart,
+  input_audio: readAudioPart,
+  image_url: async (_part: ContentPart, ctx: PartContext): Promise<string> => {
+    throw InvalidRequestError.forField([...ctx.path, "type"], `the model "${ctx.entry.id}" does not support images (image_url parts)`);
   },
-  input_audio: (_part: ContentPart, ctx: PartContext): string => {
-    throw InvalidRequestError.forField([...ctx.path, "type"], `the model "${ctx.modelId}" does not support audio input (input_audio parts)`);
+  video_url: async (_part: ContentPart, ctx: PartContext): Promise<string> => {
+    throw InvalidRequestError.forField([...ctx.path, "type"], `the model "${ctx.entry.id}" does not support video input (video_url parts)`);
   },
-  video_url: (_part: ContentPart, ctx: PartContext): string => {
-    throw InvalidRequestError.forField([...ctx.path, "type"], `the model "${ctx.modelId}" does not support video input (video_url parts)`);
-  },
-  file: (_part: ContentPart, ctx: PartContext): string => {
-    throw InvalidRequestError.forField([...ctx.path, "type"], `content parts of type "file" are not supported by this node yet`);
-  },
-} as const satisfies Record<ContentPart["type"], (part: ContentPart, ctx: PartContext) => string>);
+} as const satisfies { [T in ContentPart["type"]]: (part: PartOf<T>, ctx: PartContext) => Promise<string> });
+
+export function readContentPart(part: ContentPart, ctx: PartContext): Promise<string> {
+  const reader = CONTENT_PART_READERS[part.type] as (part: ContentPart, ctx: PartContext) => Promise<string>;
+  return reader(part, ctx);
+}

@@ -11,7 +11,7 @@ import type {
   SamplingOptions,
   ToolOptions,
 } from "../../engines/types.js";
-import { CONTENT_PART_READERS } from "./contentParts.js";
+import { readContentPart, type PartContext } from "./contentParts.js";
 import type { AppliedServiceParameters, ChatCompletionRequest, ChatMessageWire, ContentPart, ReasoningEffort } from "./schema.js";
 
 /**
@@ -19,37 +19,49 @@ import type { AppliedServiceParameters, ChatCompletionRequest, ChatMessageWire, 
  * names the offending field when the request asks for something the model cannot do.
  */
 
-/** Flattens wire messages to the engine's: text parts joined, developer treated as system. */
-export function toEngineMessages(messages: readonly ChatMessageWire[], modelId: string): ChatMessage[] {
-  return messages.map((message, index): ChatMessage => {
-    const text = (content: unknown): string => {
+/**
+ * Flattens wire messages to the engine's: parts read to text (documents extracted, audio
+ * transcribed, one part at a time so a request holds one decoded file in memory) and joined,
+ * developer treated as system.
+ */
+export async function toEngineMessages(messages: readonly ChatMessageWire[], reading: Omit<PartContext, "path">): Promise<ChatMessage[]> {
+  const out: ChatMessage[] = [];
+  for (const [index, message] of messages.entries()) {
+    const text = async (content: unknown): Promise<string> => {
       if (content == null) return "";
       if (typeof content === "string") return content;
-      return (content as ContentPart[])
-        .map((part, partIndex) => CONTENT_PART_READERS[part.type](part, { modelId, path: ["messages", index, "content", partIndex] }))
-        .join("\n");
+      const texts: string[] = [];
+      for (const [partIndex, part] of (content as ContentPart[]).entries()) {
+        texts.push(await readContentPart(part, { ...reading, path: ["messages", index, "content", partIndex] }));
+      }
+      return texts.join("\n");
     };
     switch (message.role) {
       case "system":
       case "developer":
-        return { role: "system", content: text(message.content) };
+        out.push({ role: "system", content: await text(message.content) });
+        break;
       case "user":
-        return { role: "user", content: text(message.content) };
+        out.push({ role: "user", content: await text(message.content) });
+        break;
       case "assistant": {
         const fromDetails = message.reasoning_details?.map((d) => d.text ?? "").join("") || null;
-        return {
+        out.push({
           role: "assistant",
-          content: message.content == null ? null : text(message.content),
+          content: message.content == null ? null : await text(message.content),
           reasoning: message.reasoning_content ?? fromDetails,
           toolCalls: message.tool_calls?.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments })),
           reasoningDetails: message.reasoning_details ?? undefined,
           thoughtSignature: message.thought_signature ?? undefined,
-        };
+        });
+        break;
       }
       case "tool":
-        return { role: "tool", content: text(message.content), toolCallId: message.tool_call_id };
+        out.push({ role: "tool", content: await text(message.content), toolCallId: message.tool_call_id });
+        break;
     }
-  });
+  }
+  return out;
 }
 
 /**

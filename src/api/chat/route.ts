@@ -26,7 +26,13 @@ export function setModelHeaders(res: Response, entry: ModelEntry, router: string
 }
 
 export function chatRouter(deps: AppDeps): Router {
-  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs, WebAugmenter.fromConfig(deps.config, deps.logger));
+  const service = new ChatService(
+    deps.models,
+    deps.characters,
+    deps.config.requestTimeoutMs,
+    WebAugmenter.fromConfig(deps.config, deps.logger),
+    { maxFileBytes: Math.round(deps.config.maxUploadMb * 1e6), maxFileChars: deps.config.maxFileChars, requestTimeoutMs: deps.config.requestTimeoutMs },
+  );
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
     requireJson(req);

@@ -14,10 +14,32 @@ const TextPart = z.looseObject({
   cache_control: CacheControl.optional(),
 });
 
-/** Part kinds the standard defines; which models accept them is decided by the service. */
-const OtherPart = z.looseObject({ type: z.enum(["image_url", "input_audio", "video_url", "file"]), cache_control: CacheControl.optional() });
+/** A document, extracted to text before the model sees it (file_data: a data URL or bare base64). */
+const FilePart = z.looseObject({
+  type: z.literal("file"),
+  file: z.looseObject({
+    file_data: z.string().optional(),
+    /** The standard's reference to an uploaded file: this node has no Files API (a 400 names it). */
+    file_id: z.string().optional(),
+    filename: z.string().max(1024).optional(),
+  }),
+  cache_control: CacheControl.optional(),
+});
 
-const ContentPart = z.discriminatedUnion("type", [TextPart, OtherPart]);
+/** The reference's audio formats; raw pcm16/pcm24 are mono little-endian at 24 kHz. */
+export const INPUT_AUDIO_FORMATS = ["wav", "mp3", "aiff", "aac", "ogg", "flac", "m4a", "pcm16", "pcm24"] as const;
+
+/** Audio, transcribed by the node's speech-to-text model before the model sees it. */
+const AudioPart = z.looseObject({
+  type: z.literal("input_audio"),
+  input_audio: z.looseObject({ data: z.string(), format: z.enum(INPUT_AUDIO_FORMATS).default("wav") }),
+  cache_control: CacheControl.optional(),
+});
+
+/** Part kinds the standard defines that no model here reads; the service answers a 400 naming them. */
+const OtherPart = z.looseObject({ type: z.enum(["image_url", "video_url"]), cache_control: CacheControl.optional() });
+
+const ContentPart = z.discriminatedUnion("type", [TextPart, FilePart, AudioPart, OtherPart]);
 export type ContentPart = z.infer<typeof ContentPart>;
 const Content = z.union([z.string(), z.array(ContentPart).min(1)]);
 

@@ -18,6 +18,7 @@ import {
   toSampling,
   toToolOptions,
 } from "./fromChatRequest.js";
+import type { ContentPartLimits } from "./contentParts.js";
 import { parseModelSuffix } from "./modelSuffix.js";
 import {
   SERVICE_PARAMETER_DEFAULTS,
@@ -56,6 +57,7 @@ export class ChatService {
     private readonly characters: CharacterCatalog,
     private readonly requestTimeoutMs: number,
     private readonly web: WebAugmenter,
+    private readonly partLimits: ContentPartLimits,
   ) {}
 
   async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
@@ -68,7 +70,7 @@ export class ChatService {
     const modelId = suffix?.modelId ?? character!.modelId;
     const entry = this.models.get(modelId, "text");
     this.web.mode(request, params); // `on` without a search provider: 400 before any work
-    const callerMessages = toEngineMessages(request.messages, entry.id);
+    const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const engine = await this.models.chat(entry.id);

@@ -1,0 +1,58 @@
+/**
+ * Content carried inside the JSON body: a data URL (`data:<mime>[;base64],<data>`) or bare
+ * base64. Decoding is strict: a typo in a base64 string is the caller's error, not a file
+ * of random bytes.
+ */
+
+export interface InlineData {
+  /** The data URL's MIME type; undefined for bare base64. */
+  mimeType?: string;
+  data: Buffer;
+}
+
+/** Thrown with the reason, for the caller to put under the field it came from. */
+export class InlineDataError extends Error {
+  override name = "InlineDataError";
+}
+
+/** Thrown before decoding when the decoded content would be larger than allowed. */
+export class InlineDataTooLargeError extends Error {
+  override name = "InlineDataTooLargeError";
+  constructor(readonly bytes: number) {
+    super(`${bytes} bytes`);
+  }
+}
+
+const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*),/i;
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+export function decodeInlineData(value: string, maxBytes: number): InlineData {
+  const header = DATA_URL.exec(value.slice(0, 512));
+  if (!header) {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new InlineDataError("this node does not fetch URLs: send the content as a data URL (data:<mime type>;base64,...)");
+    return { data: decodeBase64(value, maxBytes) };
+  }
+  const mimeType = header[1]!.trim().toLowerCase() || undefined;
+  const isBase64 = header[2]!.split(";").some((param) => param.trim().toLowerCase() === "base64");
+  const payload = value.slice(header[0].length);
+  if (isBase64) return { mimeType, data: decodeBase64(payload, maxBytes) };
+  let text: string;
+  try {
+    text = decodeURIComponent(payload);
+  } catch {
+    throw new InlineDataError("the data URL is not valid percent-encoded text");
+  }
+  const data = Buffer.from(text, "utf8");
+  if (data.length > maxBytes) throw new InlineDataTooLargeError(data.length);
+  return { mimeType, data };
+}
+
+export function decodeBase64(value: string, maxBytes: number): Buffer {
+  const compact = value.replace(/\s+/g, "");
+  if (compact.length === 0) throw new InlineDataError("empty: no content");
+  if (!BASE64.test(compact) || compact.length % 4 === 1) throw new InlineDataError("not valid base64");
+  // Refuse before allocating: base64 carries 3 bytes per 4 characters.
+  const estimated = Math.floor((compact.replace(/=+$/, "").length * 3) / 4);
+  if (estimated > maxBytes) throw new InlineDataTooLargeError(estimated);
+  return Buffer.from(compact, "base64");
+}

@@ -1,0 +1,81 @@
+import { transcriptionCost } from "../../billing/pricing.js";
+import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError } from "../../errors.js";
+import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
+import { wavHeader } from "../../media/pcm.js";
+import type { PartContext } from "./contentParts.js";
+import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "./inlineData.js";
+import type { ContentPart } from "./schema.js";
+
+type AudioPart = Extract<ContentPart, { type: "input_audio" }>;
+
+/** The sample rate assumed for headerless pcm16/pcm24 (the standard's realtime convention). */
+const RAW_PCM_SAMPLE_RATE = 24_000;
+
+/**
+ * An `input_audio` part becomes its transcript, made by the text model's transcription model
+ * (`audioInput.transcriptionModel`, else the node's default speech-to-text model) and billed
+ * like POST /audio/transcriptions: per audio second, on the speech-to-text model.
+ */
+export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<string> {
+  const path = [...ctx.path, "input_audio"];
+  const asrId = ctx.entry.audioInput?.transcriptionModel ?? ctx.models.defaultFor("asr")?.id;
+  if (!asrId) {
+    throw InvalidRequestError.forField(
+      [...ctx.path, "type"],
+      `the model "${ctx.entry.id}" does not support audio input (input_audio parts): no transcription model is configured on this node`,
+    );
+  }
+  const asr = ctx.models.get(asrId, "asr");
+  const { data: base64, format } = part.input_audio;
+  let audio: Buffer;
+  try {
+    audio = decodeInlineData(base64, ctx.limits.maxFileBytes).data;
+  } catch (error) {
+    if (error instanceof InlineDataTooLargeError) {
+      throw new PayloadTooLargeError(
+        `${[...path, "data"].join(".")}: the audio is ${(error.bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
+      );
+    }
+    if (error instanceof InlineDataError) throw InvalidRequestError.forField([...path, "data"], error.message);
+    throw error;
+  }
+  if (format === "pcm16" || format === "pcm24") audio = toWav(audio, format === "pcm16" ? 2 : 3);
+
+  const engine = await ctx.models.transcription(asr.id);
+  const timeout = AbortSignal.timeout(ctx.limits.requestTimeoutMs);
+  let samples: Float32Array;
+  try {
+    samples = await decodeAudio(audio, engine.sampleRate, timeout);
+  } catch (error) {
+    if (timeout.aborted) throw new RequestTimeoutError();
+    if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
+    throw error;
+  }
+  if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
+  const seconds = samples.length / engine.sampleRate;
+  const limit = asr.transcription.maxAudioSeconds;
+  if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
+
+  const meter = ctx.meterFor(asr);
+  meter.reserve(transcriptionCost(asr, seconds));
+  let text: string;
+  try {
+    ({ text } = await engine.transcribe({ audio: samples, timestamps: [], signal: timeout }));
+  } catch (error) {
+    meter.settle([]);
+    if (timeout.aborted) throw new RequestTimeoutError();
+    throw error;
+  }
+  meter.settle(transcriptionCost(asr, seconds));
+  return `<audio transcript>\n${text.trim()}\n</audio>`;
+}
+
+/** Headerless little-endian mono PCM (16- or 24-bit) as a 16-bit WAV file ffmpeg can read. */
+function toWav(raw: Buffer, bytesPerSample: 2 | 3): Buffer {
+  if (bytesPerSample === 2) return Buffer.concat([wavHeader(RAW_PCM_SAMPLE_RATE, raw.length - (raw.length % 2)), raw.subarray(0, raw.length - (raw.length % 2))]);
+  const count = Math.floor(raw.length / 3);
+  const pcm16 = Buffer.alloc(count * 2);
+  // The top two bytes of each 24-bit sample are its 16-bit value.
+  for (let i = 0; i < count; i++) pcm16.writeInt16LE(raw.readInt16LE(i * 3 + 1), i * 2);
+  return Buffer.concat([wavHeader(RAW_PCM_SAMPLE_RATE, pcm16.length), pcm16]);
+}

@@ -1,0 +1,54 @@
+import { extractDocument } from "../../documents/extractDocument.js";
+import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import type { PartContext } from "./contentParts.js";
+import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "./inlineData.js";
+import type { ContentPart } from "./schema.js";
+
+type FilePart = Extract<ContentPart, { type: "file" }>;
+
+/**
+ * A `file` part becomes the document's text, wrapped so the model sees which file it came
+ * from: `<file name="report.pdf">...</file>`.
+ */
+export async function readFilePart(part: FilePart, ctx: PartContext): Promise<string> {
+  const { file } = part;
+  const path = [...ctx.path, "file"];
+  if (file.file_data === undefined) {
+    if (file.file_id !== undefined) {
+      throw InvalidRequestError.forField([...path, "file_id"], "this node has no Files API: send the file's content in file_data (a data URL)");
+    }
+    throw InvalidRequestError.forField([...path, "file_data"], "required: the file's content as a data URL (data:<mime type>;base64,...)");
+  }
+  const { maxFileBytes, maxFileChars } = ctx.limits;
+  let decoded;
+  try {
+    decoded = decodeInlineData(file.file_data, maxFileBytes);
+  } catch (error) {
+    if (error instanceof InlineDataTooLargeError) {
+      throw new PayloadTooLargeError(
+        `${[...path, "file_data"].join(".")}: the file is ${megabytes(error.bytes)} MB; this node accepts files up to ${megabytes(maxFileBytes)} MB (--max-upload-mb)`,
+      );
+    }
+    if (error instanceof InlineDataError) throw InvalidRequestError.forField([...path, "file_data"], error.message);
+    throw error;
+  }
+  if (decoded.data.length === 0) throw InvalidRequestError.forField([...path, "file_data"], "empty: the file has no content");
+
+  let text: string;
+  try {
+    ({ text } = await extractDocument(decoded.data, { mimeType: decoded.mimeType, filename: file.filename }));
+  } catch (error) {
+    if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) throw InvalidRequestError.forField(path, error.message);
+    throw error;
+  }
+  if (text.length > maxFileChars) {
+    throw InvalidRequestError.forField(path, `the file's text is ${text.length} characters long; this node reads at most ${maxFileChars} characters per file`);
+  }
+  const name = (file.filename ?? "").replace(/["<>\n\r]/g, "_");
+  // A document cannot close its own wrapper and pass the rest off as the caller's words.
+  const body = text.replace(/<\/file>/gi, "<\\/file>");
+  return `<file${name ? ` name="${name}"` : ""}>\n${body}\n</file>`;
+}
+
+const megabytes = (bytes: number) => (bytes / 1e6).toFixed(bytes < 1e6 ? 2 : 1);

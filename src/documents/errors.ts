@@ -1,0 +1,23 @@
+/**
+ * Why a document could not become text. Plain domain errors: the chat path turns them into
+ * 400s naming the content part, so this module knows nothing about HTTP.
+ */
+
+/** The bytes are of a kind no extractor reads (an image, an EPUB, an old binary .doc...). */
+export class UnsupportedDocumentError extends Error {
+  override name = "UnsupportedDocumentError";
+  constructor(readonly described: string) {
+    super(`unsupported file type (${described})`);
+  }
+}
+
+/** The type is known but the library reading it failed: a truncated, encrypted or mislabelled file. */
+export class UnreadableDocumentError extends Error {
+  override name = "UnreadableDocumentError";
+  constructor(
+    readonly type: string,
+    readonly reason: string,
+  ) {
+    super(`could not read the ${type} file: ${reason}`);
+  }
+}

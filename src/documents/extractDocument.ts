@@ -1,0 +1,133 @@
+import Papa from "papaparse";
+import { detectDocumentType, SUPPORTED_DOCUMENTS, type DocumentHints, type DocumentType } from "./detectDocumentType.js";
+import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+
+/**
+ * Documents to plain text a language model can read, one well-kept library per format. Each
+ * entry may throw whatever its library throws; `extractDocument` reports that as the reason.
+ * The libraries load on first use (together they add seconds to start-up).
+ */
+export const DOCUMENT_EXTRACTORS = Object.freeze({
+  pdf: async (data) => {
+    const { extractText, getDocumentProxy } = await import("unpdf");
+    // pdf.js takes ownership of (detaches) the array it is given: hand it a copy.
+    const pdf = await getDocumentProxy(new Uint8Array(data), { verbosity: 0 });
+    try {
+      const { text } = await extractText(pdf, { mergePages: false });
+      return text.join("\n\n");
+    } finally {
+      await pdf.destroy();
+    }
+  },
+  docx: async (data) => {
+    const { default: mammoth } = await import("mammoth");
+    return (await mammoth.extractRawText({ buffer: data })).value;
+  },
+  pptx: async (data) => {
+    const { parseOfficeAsync } = await import("officeparser");
+    return parseOfficeAsync(data, { outputErrorToConsole: false });
+  },
+  xlsx: async (data) => {
+    const { default: ExcelJS } = await import("exceljs");
+    const workbook = new ExcelJS.Workbook();
+    await workbook.xlsx.load(data as unknown as ArrayBuffer);
+    const sheets: string[] = [];
+    workbook.eachSheet((sheet) => {
+      const rows: string[][] = [];
+      sheet.eachRow({ includeEmpty: false }, (row) => {
+        const cells: string[] = [];
+        for (let column = 1; column <= row.cellCount; column++) cells.push(row.getCell(column).text ?? "");
+        rows.push(cells);
+      });
+      // A sheet reads as CSV rows under its name, the shape models see most often in training text.
+      sheets.push(`Sheet "${sheet.name}":\n${Papa.unparse(rows, { newline: "\n" })}`);
+    });
+    return sheets.join("\n\n");
+  },
+  csv: async (data) => {
+    // Delimiter and quoting detected, then written back with commas: tab- or semicolon-separated files read the same.
+    const parsed = Papa.parse<string[]>(utf8(data), { skipEmptyLines: true });
+    return Papa.unparse(parsed.data, { newline: "\n" });
+  },
+  html: async (data) => {
+    const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
+    const html = utf8(data);
+    // Readability keeps the main text (no menus, footers, scripts); short or odd pages fall back to the whole body.
+    const article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0]).parse();
+    const main = article?.content ? blockText(parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body) : "";
+    const { document } = parseHTML(html);
+    const text = main.trim() ? main : blockText(document.body ?? document.documentElement);
+    const title = (article?.title ?? document.title ?? "").trim();
+    return title && !text.trimStart().startsWith(title) ? `${title}\n\n${text}` : text;
+  },
+  markdown: async (data) => utf8(data),
+  text: async (data) => utf8(data),
+} as const satisfies Record<DocumentType, (data: Buffer) => Promise<string>>);
+
+const TYPE_NAMES: Record<DocumentType, string> = { pdf: "PDF", docx: "DOCX", pptx: "PPTX", xlsx: "XLSX", csv: "CSV", html: "HTML", markdown: "Markdown", text: "text" };
+
+export interface ExtractedDocument {
+  type: DocumentType;
+  text: string;
+}
+
+/** Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError or UnreadableDocumentError. */
+export async function extractDocument(data: Buffer, hints: DocumentHints = {}): Promise<ExtractedDocument> {
+  const type = detectDocumentType(data, hints);
+  if (!type) {
+    const declared = [hints.mimeType, hints.filename].filter(Boolean).join(", ") || "no MIME type or filename, and the bytes are not recognised";
+    throw new UnsupportedDocumentError(`${declared}; supported: ${SUPPORTED_DOCUMENTS}`);
+  }
+  let text: string;
+  try {
+    text = await DOCUMENT_EXTRACTORS[type](data);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new UnreadableDocumentError(TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
+  }
+  return { type, text: tidy(text) };
+}
+
+/** Elements that start a new line when a page is read as text. */
+const BLOCK_ELEMENTS = new Set(
+  "ADDRESS ARTICLE ASIDE BLOCKQUOTE BR DD DIV DL DT FIELDSET FIGCAPTION FIGURE FOOTER FORM H1 H2 H3 H4 H5 H6 HEADER HR LI MAIN NAV OL P PRE SECTION TABLE TR UL".split(" "),
+);
+const SKIPPED_ELEMENTS = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG"]);
+
+interface DomNode {
+  nodeType: number;
+  nodeName: string;
+  textContent: string | null;
+  childNodes: ArrayLike<DomNode>;
+}
+
+/** textContent with line breaks where blocks end (textContent alone runs headings into paragraphs). */
+function blockText(node: DomNode | null | undefined, pre = false): string {
+  if (!node) return "";
+  if (node.nodeType === 3) return pre ? (node.textContent ?? "") : (node.textContent ?? "").replace(/\s+/g, " ");
+  if (node.nodeType !== 1) return "";
+  const name = node.nodeName.toUpperCase();
+  if (SKIPPED_ELEMENTS.has(name)) return "";
+  let inner = "";
+  for (let i = 0; i < node.childNodes.length; i++) inner += blockText(node.childNodes[i], pre || name === "PRE");
+  if (name === "TD" || name === "TH") return `${inner.trim()}\t`;
+  return BLOCK_ELEMENTS.has(name) ? `\n${inner.trim()}\n` : inner;
+}
+
+function utf8(data: Buffer): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(data);
+  } catch {
+    throw new Error("the file is not UTF-8 text");
+  }
+}
+
+/** Unix newlines, no trailing spaces, at most one blank line in a row, no NULs. */
+function tidy(text: string): string {
+  return text
+    .replace(/\r\n?/g, "\n")
+    .replace(/\u0000/g, "")
+    .replace(/[ \t\u00a0]+$/gm, "")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+}

@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../../src/api/chat/inlineData.js";
+import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
+import { UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
+import { extractDocument } from "../../src/documents/extractDocument.js";
+import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
+
+describe("document extraction: real files made by the libraries people make them with", () => {
+  it("PDF (pdf-lib): the text of every line, in order", async () => {
+    const pdf = await makePdf(["Quarterly report for Hearth", "Revenue grew by apricots"]);
+    expect(await extractDocument(pdf, { mimeType: "application/pdf", filename: "report.pdf" })).toEqual({
+      type: "pdf",
+      text: "Quarterly report for Hearth\nRevenue grew by apricots",
+    });
+  });
+
+  it("DOCX (docx): each paragraph", async () => {
+    const docx = await makeDocx(["Meeting notes", "The zebra committee approved the budget."]);
+    expect(await extractDocument(docx, { filename: "notes.docx" })).toEqual({ type: "docx", text: "Meeting notes\n\nThe zebra committee approved the budget." });
+  });
+
+  it("XLSX (exceljs): every sheet as CSV rows under its name, quoting where needed", async () => {
+    const xlsx = await makeXlsx({ Budget: [["Item", "Cost"], ["Rent", 1200], ["Food, drinks", 310.5]], Team: [["Name"], ["Ada"]] });
+    expect(await extractDocument(xlsx, {})).toEqual({
+      type: "xlsx",
+      text: 'Sheet "Budget":\nItem,Cost\nRent,1200\n"Food, drinks",310.5\n\nSheet "Team":\nName\nAda',
+    });
+  });
+
+  it("PPTX (pptxgenjs): the text of each slide, in order", async () => {
+    const { type, text } = await extractDocument(await makePptx(["Launch plan for Hearth", "Ship the kumquat release"]), { filename: "deck.pptx" });
+    expect(type).toBe("pptx");
+    expect(text).toContain("Launch plan for Hearth");
+    expect(text).toContain("Ship the kumquat release");
+    expect(text.indexOf("Launch plan")).toBeLessThan(text.indexOf("kumquat"));
+  });
+
+  it("CSV: delimiters detected and normalised to commas", async () => {
+    expect((await extractDocument(Buffer.from("name;city\nAda;London\n\n"), { filename: "people.csv" })).text).toBe("name,city\nAda,London");
+    expect((await extractDocument(Buffer.from('a\tb\n"x, y"\t2\n'), { mimeType: "text/csv" })).text).toBe('a,b\n"x, y",2');
+  });
+
+  it("HTML (linkedom + Readability): the readable text, blocks on their own lines, no scripts or menus", async () => {
+    const article = "<p>" + "Hearth serves language models on a small machine. ".repeat(6) + "</p>";
+    const html = `<!doctype html><html><head><title>Hearth notes</title><script>var secret = 1;</script></head>
+      <body><nav><a href="/">Home</a> <a href="/x">Menu entry</a></nav>
+      <article><h1>Running Hearth</h1>${article}<p>The pelican paragraph.</p></article>
+      <footer>Copyright footer</footer></body></html>`;
+    const { type, text } = await extractDocument(Buffer.from(html), { mimeType: "text/html" });
+    expect(type).toBe("html");
+    expect(text).toContain("Hearth notes");
+    expect(text).toMatch(/Running Hearth\n+Hearth serves/);
+    expect(text).toContain("The pelican paragraph.");
+    expect(text).not.toContain("secret");
+    expect(text).not.toContain("Menu entry");
+  });
+
+  it("HTML too short for Readability falls back to the body's text", async () => {
+    const { text } = await extractDocument(Buffer.from("<html><body><h2>Tiny</h2><p>page</p></body></html>"), { filename: "x.html" });
+    expect(text).toBe("Tiny\n\npage");
+  });
+
+  it("Markdown and plain text are read as UTF-8 (BOM dropped, newlines normalised)", async () => {
+    expect(await extractDocument(Buffer.from("# Title\r\n\r\n\r\n\r\n- café item\r\n"), { filename: "README.md" })).toEqual({ type: "markdown", text: "# Title\n\n- café item" });
+    expect(await extractDocument(Buffer.from("\uFEFFplain words"), { mimeType: "text/plain" })).toEqual({ type: "text", text: "plain words" });
+    expect((await extractDocument(Buffer.from("print('hi')"), { filename: "main.py" })).type).toBe("text");
+  });
+
+  it("the type comes from the MIME type, then the extension, then the bytes", async () => {
+    const pdf = await makePdf(["sniffed"]);
+    const docx = await makeDocx(["sniffed"]);
+    const xlsx = await makeXlsx({ S: [["sniffed"]] });
+    const pptx = await makePptx(["sniffed"]);
+    expect(detectDocumentType(Buffer.from("a,b"), { mimeType: "text/csv; charset=utf-8", filename: "x.txt" })).toBe("csv");
+    expect(detectDocumentType(Buffer.from("a,b"), { mimeType: "application/octet-stream", filename: "x.csv" })).toBe("csv");
+    expect(detectDocumentType(pdf, {})).toBe("pdf");
+    expect(detectDocumentType(docx, { mimeType: "application/octet-stream" })).toBe("docx");
+    expect(detectDocumentType(xlsx, { filename: "no-extension" })).toBe("xlsx");
+    expect(detectDocumentType(pptx, {})).toBe("pptx");
+    expect(detectDocumentType(Buffer.from("  <!DOCTYPE html><html></html>"), {})).toBe("html");
+    expect(detectDocumentType(Buffer.from("just words"), {})).toBe("text");
+    expect(detectDocumentType(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0]), {})).toBeUndefined();
+    expect(detectDocumentType(Buffer.from([0xff, 0xfe, 0xfd]), {})).toBeUndefined();
+  });
+
+  it("an unknown type is UnsupportedDocumentError listing what is supported", async () => {
+    const error = await extractDocument(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2]), { mimeType: "image/png", filename: "cat.png" }).catch((e) => e);
+    expect(error).toBeInstanceOf(UnsupportedDocumentError);
+    expect(error.message).toBe(
+      "unsupported file type (image/png, cat.png; supported: PDF, DOCX, PPTX, XLSX, CSV, HTML, Markdown and plain text (TXT, JSON, YAML, XML, source code))",
+    );
+  });
+
+  it("a corrupt document is UnreadableDocumentError carrying the library's reason", async () => {
+    const pdf = await extractDocument(Buffer.from("%PDF-1.7\nthis is not a pdf body"), {}).catch((e) => e);
+    expect(pdf).toBeInstanceOf(UnreadableDocumentError);
+    expect(pdf.message).toBe("could not read the PDF file: Invalid PDF structure.");
+    const truncated = (await makeDocx(["cut short"])).subarray(0, 200);
+    const docx = await extractDocument(truncated, { filename: "cut.docx" }).catch((e) => e);
+    expect(docx).toBeInstanceOf(UnreadableDocumentError);
+    expect(docx.message).toMatch(/^could not read the DOCX file: .*zip/i);
+    const notUtf8 = await extractDocument(Buffer.from([0x61, 0xff, 0x62]), { filename: "x.txt" }).catch((e) => e);
+    expect(notUtf8.message).toBe("could not read the text file: the file is not UTF-8 text");
+  });
+});
+
+describe("inline data (data URLs and base64)", () => {
+  it("decodes base64 data URLs, percent-encoded data URLs and bare base64", () => {
+    expect(decodeInlineData("data:text/plain;base64,aGVsbG8=", 100)).toEqual({ mimeType: "text/plain", data: Buffer.from("hello") });
+    expect(decodeInlineData("data:text/csv;charset=utf-8,a%2Cb%0A1%2C2", 100)).toEqual({ mimeType: "text/csv", data: Buffer.from("a,b\n1,2") });
+    expect(decodeInlineData("aGVs\nbG8", 100)).toEqual({ data: Buffer.from("hello") });
+  });
+
+  it("refuses malformed base64, URLs and content over the limit before decoding", () => {
+    expect(() => decodeInlineData("data:application/pdf;base64,not*base64!", 100)).toThrow(new InlineDataError("not valid base64"));
+    expect(() => decodeInlineData("", 100)).toThrow(InlineDataError);
+    expect(() => decodeInlineData("https://example.com/a.pdf", 100)).toThrow(/does not fetch URLs/);
+    const big = decodeInlineData.bind(null, Buffer.alloc(300).toString("base64"), 100);
+    expect(big).toThrow(InlineDataTooLargeError);
+  });
+});
