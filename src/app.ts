@@ -15,6 +15,7 @@ import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
+import { compressResponses } from "./http/compressResponses.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
@@ -76,6 +77,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
+  // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
+  app.use(compressResponses());
   const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
     const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
     deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
