@@ -83,7 +83,9 @@ export class UpstreamChatEngine implements ChatEngine {
     const failure = (error: unknown, phase: string): Error => {
       if (timedOut) return new UpstreamError(`The upstream chat server at ${this.host} did not answer within ${this.settings.timeoutMs} ms ${phase}`, 504);
       if (error instanceof ApiError) return error;
-      return new UpstreamError(`The upstream chat server at ${this.host} ${phase === "" ? "could not be reached" : `failed ${phase}`}: ${causeOf(error)}`, 503);
+      // Not reachable at all: 503, as for a local model that cannot serve; broken off mid-answer: 502.
+      if (phase === "") return new UpstreamError(`The upstream chat server at ${this.host} could not be reached: ${causeOf(error)}`, 503);
+      return new UpstreamError(`The upstream chat server at ${this.host} failed ${phase}: ${causeOf(error)}`, 502);
     };
 
     const sentAt = performance.now();
@@ -364,9 +366,10 @@ async function upstreamFailure(response: Response, host: string, modelId: string
   if (status === 401 || status === 402 || status === 403) return new UpstreamError(`The upstream chat server at ${host} refused this node (${status}: ${message})`);
   if (status === 429 || status === 503) return new ModelAtCapacityError(modelId);
   if (status >= 500 || status < 400) return new UpstreamError(`The upstream chat server at ${host} failed (${status}: ${message})`);
-  const record = typeof body === "object" && body !== null ? (body as { details?: unknown; error?: { param?: unknown } }) : {};
+  const record = typeof body === "object" && body !== null ? (body as { details?: unknown; param?: unknown; error?: { param?: unknown } }) : {};
   if (status === 400 || status === 422) {
-    const param = typeof record.error === "object" && record.error !== null ? record.error.param : undefined;
+    // The standard's {error: {param}}; vLLM puts param beside message.
+    const param = typeof record.error === "object" && record.error !== null ? record.error.param : record.param;
     const details = record.details ?? (typeof param === "string" && param ? InvalidRequestError.forField(param.split("."), message).extra.details : undefined);
     return new InvalidRequestError(`Upstream: ${message}`, details);
   }
