@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry, ModelsConfig } from "../../src/config.js";
+import { ModelManager } from "../../src/models/ModelManager.js";
 import { ApiError } from "../../src/errors.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import type { ChatDelta, ChatGenerateOptions } from "../../src/engines/types.js";
@@ -204,5 +205,19 @@ describe("UpstreamChatEngine against a server of the standard", () => {
     expect(result.choices[0]!.content).toBe("one");
     await upstreamClosed;
     expect(chat.stats().busy).toBe(0);
+  });
+});
+
+describe("upstream text models in the registry", () => {
+  it("needs upstream settings, and each model's features come from its own configuration (never the upstream)", async () => {
+    const missing = ModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream" }] });
+    expect(missing.error?.issues.map((i) => i.path.join("."))).toEqual(["models.0.upstream"]);
+    const unknownFeature = ModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { vision: true } } }] });
+    expect(unknownFeature.success).toBe(false);
+
+    const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl: "http://127.0.0.1:9/v1", features } });
+    const manager = new ModelManager(ModelsConfig.parse({ models: [relayed("a", { functionCalling: false }), relayed("b", { reasoning: true, reasoningToggle: true })] }), { gpu: false });
+    expect(await manager.chatFeatures("a")).toMatchObject({ functionCalling: false, reasoning: false });
+    expect(await manager.chatFeatures("b")).toMatchObject({ functionCalling: true, reasoning: true, reasoningToggle: true });
   });
 });
