@@ -19,6 +19,7 @@ import { consoleStatic } from "./console/consoleStatic.js";
 import type { RequestLog } from "./console/RequestLog.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
+import { compressResponses } from "./http/compressResponses.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
@@ -84,6 +85,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.set("query parser", "simple");
   app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
+  // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
+  app.use(compressResponses());
   const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
     const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
     deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");

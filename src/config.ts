@@ -354,8 +354,8 @@ const TranscriptionSettings = z.strictObject({
 export type TranscriptionSettings = z.infer<typeof TranscriptionSettings>;
 
 /**
- * Another server speaking the same standard (/audio/speech): another Hearth, or a hosted
- * provider. Without a base URL (set directly or through \`baseUrlEnv\`) the model is not served.
+ * Another server speaking the same standard (/audio/speech, /chat/completions): another Hearth,
+ * vLLM, llama-server or a hosted provider. Without a base URL (set directly or through \`baseUrlEnv\`) the model is not served.
  */
 const UpstreamSettings = z.strictObject({
   baseUrl: z.url().optional(),
@@ -367,6 +367,28 @@ const UpstreamSettings = z.strictObject({
   /** The model id at the upstream (defaults to this entry's id). */
   model: z.string().min(1).optional(),
   timeoutMs: z.number().int().positive().default(120_000),
+  /**
+   * Text models: the upstream model's context window. It bounds the credit hold of a request
+   * without max_tokens; unset, it is read from the upstream's GET /models/{model}
+   * (context_length or max_model_len) when the model loads, else 8192.
+   */
+  contextSize: z.number().int().min(64).optional(),
+  /** Text models: what the upstream model can do (requests for anything else are refused here, before the upstream). */
+  features: z
+    .strictObject({
+      functionCalling: z.boolean().default(true),
+      responseSchema: z.boolean().default(true),
+      logprobs: z.boolean().default(true),
+      /** The model thinks (reasoning_content); reasoning_effort is then forwarded. */
+      reasoning: z.boolean().default(false),
+      /** Thinking can be switched off (reasoning_effort "none" is forwarded). */
+      reasoningToggle: z.boolean().default(false),
+      /** min_temp / max_temp are forwarded (Hearth, llama.cpp-based servers). */
+      dynamicTemperature: z.boolean().default(false),
+      /** Most choices (n) one request may ask for. */
+      maxChoices: z.number().int().min(1).max(128).default(8),
+    })
+    .optional(),
 });
 export type UpstreamSettings = z.infer<typeof UpstreamSettings>;
 
@@ -379,7 +401,7 @@ export const BACKEND_TYPES = Object.freeze({
   kokoro: ["tts"],
   vits: ["tts"],
   whisper: ["asr"],
-  upstream: ["tts"],
+  upstream: ["tts", "text"],
 } as const satisfies Record<string, readonly string[]>);
 export type Backend = keyof typeof BACKEND_TYPES;
 

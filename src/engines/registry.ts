@@ -6,6 +6,7 @@ import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
 import { LlamaEmbeddingEngine } from "./llama/LlamaEmbeddingEngine.js";
 import { TransformersEmbeddingEngine } from "./transformers/TransformersEmbeddingEngine.js";
 import type { Engine } from "./types.js";
+import { UpstreamChatEngine, upstreamChatFeatures } from "./upstream/UpstreamChatEngine.js";
 import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
 import { VitsEngine, vitsVoices } from "./vits/VitsEngine.js";
 import { WhisperEngine } from "./whisper/WhisperEngine.js";
@@ -28,7 +29,7 @@ export const engineFactories = Object.freeze({
   kokoro: (entry) => KokoroEngine.load(entry),
   vits: (entry) => VitsEngine.load(entry),
   whisper: (entry) => WhisperEngine.load(entry),
-  upstream: (entry) => UpstreamSpeechEngine.load(entry),
+  upstream: (entry) => (entry.type === "text" ? UpstreamChatEngine.load(entry) : UpstreamSpeechEngine.load(entry)),
 } as const satisfies Record<Backend, EngineFactory>);
 
 /**
@@ -50,4 +51,6 @@ export type ProbedChatFeatures = { functionCalling: boolean; reasoning: boolean;
 /** Chat backend name -> how to learn a model's chat features without loading it. */
 export const chatFeatureProbes = Object.freeze({
   llama: async (entry: ModelEntry): Promise<ProbedChatFeatures> => ({ ...(await probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
+  // An upstream's features are what its configuration says (GET /models never calls the upstream).
+  upstream: async (entry: ModelEntry): Promise<ProbedChatFeatures> => upstreamChatFeatures(entry.upstream),
 } as const satisfies Partial<Record<Backend, (entry: ModelEntry) => Promise<ProbedChatFeatures>>>);

@@ -60,7 +60,14 @@ export interface ToolOptions {
   parallel: boolean;
 }
 
-export type ResponseFormat = { type: "json_object" } | { type: "json_schema"; schema: JsonSchemaSubset };
+export type ResponseFormat =
+  | { type: "json_object" }
+  | {
+      type: "json_schema";
+      schema: JsonSchemaSubset;
+      /** The schema as the caller wrote it, with its name: what a relayed request forwards. */
+      source?: { name?: string; strict?: boolean; schema: Record<string, unknown> };
+    };
 
 export interface ReasoningOptions {
   /**

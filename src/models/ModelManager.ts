@@ -115,7 +115,8 @@ export class ModelManager {
     if (loaded?.kind === "chat") return loaded.features;
     const probe = chatFeatureProbes[entry.backend as keyof typeof chatFeatureProbes] as ((e: ModelEntry) => Promise<ProbedChatFeatures>) | undefined;
     if (!probe) return null;
-    const key = `${entry.backend}:${entry.file}`;
+    // Per file (models sharing a GGUF share the probe); models without a file are probed on their own.
+    const key = `${entry.backend}:${entry.file ?? `model:${entry.id}`}`;
     let features = this.probedFeatures.get(key);
     if (!features) {
       features = probe(entry).catch(() => {

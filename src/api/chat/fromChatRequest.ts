@@ -176,7 +176,12 @@ export function toResponseFormat(request: ChatCompletionRequest, modelId: string
   // The standard nests the schema as {name, schema, strict}; the reference sends the schema itself.
   const nested = typeof wrapper.schema === "object" && wrapper.schema !== null && !Array.isArray(wrapper.schema);
   const schema = nested ? wrapper.schema : wrapper;
-  return { type: "json_schema", schema: schemaSubset(schema, ["response_format", "json_schema", ...(nested ? ["schema"] : [])]) };
+  const source = {
+    name: nested && typeof wrapper.name === "string" ? wrapper.name : undefined,
+    strict: nested && typeof wrapper.strict === "boolean" ? wrapper.strict : undefined,
+    schema: schema as Record<string, unknown>,
+  };
+  return { type: "json_schema", schema: schemaSubset(schema, ["response_format", "json_schema", ...(nested ? ["schema"] : [])]), source };
 }
 
 function schemaSubset(schema: unknown, path: (string | number)[]) {

@@ -7,6 +7,7 @@ import type { AppDeps } from "../../app.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/StableDiffusionPipeline.js";
 import { inputLimit, readJson } from "../../engines/transformers/TransformersEmbeddingEngine.js";
+import { UPSTREAM_DEFAULT_CONTEXT_SIZE } from "../../engines/upstream/UpstreamChatEngine.js";
 import { ListModelsQuery, type ModelRecord } from "./schema.js";
 
 /** Whether an image model has a safety classifier (safe mode is only claimed with one). */
@@ -106,9 +107,12 @@ export function toModelRecord(
     },
   };
   if (isText) {
-    record.context_length = entry.llama.contextSize;
-    record.model_spec.availableContextTokens = entry.llama.contextSize;
-    record.model_spec.maxCompletionTokens = entry.maxCompletionTokens ?? entry.llama.contextSize;
+    // A relayed model's window is the upstream's: configured, or learned when the engine loaded.
+    const contextSize =
+      entry.backend === "upstream" ? (engine?.kind === "chat" ? engine.contextSize : (entry.upstream?.contextSize ?? UPSTREAM_DEFAULT_CONTEXT_SIZE)) : entry.llama.contextSize;
+    record.context_length = contextSize;
+    record.model_spec.availableContextTokens = contextSize;
+    record.model_spec.maxCompletionTokens = entry.maxCompletionTokens ?? contextSize;
   }
   if (entry.type === "tts") Object.assign(record.model_spec, speechSpec(entry, voices));
   if (entry.type === "asr") {

@@ -1,0 +1,123 @@
+import type { ChatFeatures, ChatGenerateOptions, ChatMessage, ToolChoice } from "../types.js";
+
+/**
+ * The engine's options back into a chat-completions request for an upstream server. Only
+ * what the request set is sent (hosted providers reject parameters they do not know), and
+ * the answer is always streamed: tokens pass through as they come, a client that goes away
+ * stops the upstream at once, and the final chunk carries the usage that settles the bill.
+ */
+export function toUpstreamRequest(options: ChatGenerateOptions, model: string, features: ChatFeatures): Record<string, unknown> {
+  const { sampling, tools, responseFormat, reasoning } = options;
+  const body: Record<string, unknown> = {
+    model,
+    messages: options.messages.map(toWireMessage),
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: sampling.temperature,
+  };
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) body[key] = value;
+  };
+  set("max_tokens", options.maxTokens);
+  set("top_p", sampling.topP);
+  set("top_k", sampling.topK);
+  set("min_p", sampling.minP);
+  set("seed", sampling.seed);
+  set("repetition_penalty", sampling.repetitionPenalty);
+  set("frequency_penalty", sampling.frequencyPenalty);
+  set("presence_penalty", sampling.presencePenalty);
+  if (sampling.dynamicTemperature) {
+    body.min_temp = sampling.dynamicTemperature.min;
+    body.max_temp = sampling.dynamicTemperature.max;
+  }
+  if (options.stop?.length) body.stop = options.stop;
+  if (options.stopTokenIds?.length) body.stop_token_ids = options.stopTokenIds;
+  if ((options.choices ?? 1) > 1) body.n = options.choices;
+  if (options.logprobs) {
+    body.logprobs = true;
+    if (options.logprobs.top > 0) body.top_logprobs = options.logprobs.top;
+  }
+  if (tools && tools.functions.length > 0) {
+    body.tools = tools.functions.map((f) => ({
+      type: "function",
+      function: { name: f.name, ...(f.description !== undefined ? { description: f.description } : {}), parameters: f.parametersSchema },
+    }));
+    body.tool_choice = toWireToolChoice(tools.choice);
+    if (!tools.parallel) body.parallel_tool_calls = false;
+  }
+  if (responseFormat?.type === "json_object") body.response_format = { type: "json_object" };
+  else if (responseFormat?.type === "json_schema") {
+    const source = responseFormat.source;
+    body.response_format = {
+      type: "json_schema",
+      json_schema: { name: source?.name ?? "response", ...(source?.strict !== undefined ? { strict: source.strict } : {}), schema: source?.schema ?? {} },
+    };
+  }
+  // Thinking is only steered where the upstream model is configured to think.
+  if (features.reasoning && reasoning && reasoning.mode !== "auto") {
+    if (reasoning.mode === "off") {
+      if (features.reasoningToggle) body.reasoning_effort = "none";
+    } else body.reasoning_effort = effortOf(reasoning.budgetShare);
+  }
+  set("prompt_cache_key", options.cache?.key);
+  return body;
+}
+
+function toWireMessage(message: ChatMessage): Record<string, unknown> {
+  switch (message.role) {
+    case "system":
+    case "user":
+      return { role: message.role, content: message.content };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: message.content,
+        ...(message.reasoning ? { reasoning_content: message.reasoning } : {}),
+        ...(message.toolCalls?.length
+          ? { tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })) }
+          : {}),
+      };
+    case "tool":
+      return { role: "tool", content: message.content, tool_call_id: message.toolCallId };
+  }
+}
+
+function toWireToolChoice(choice: ToolChoice): unknown {
+  return typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
+}
+
+/** The request's reasoning_effort, recovered from the share of the token budget it was turned into. */
+const EFFORT_BY_SHARE: [number, string][] = [
+  [1 / 8, "minimal"],
+  [1 / 4, "low"],
+  [1 / 2, "medium"],
+  [3 / 4, "high"],
+  [7 / 8, "xhigh"],
+  [1, "max"],
+];
+
+function effortOf(share: number | undefined): string {
+  if (share === undefined) return "medium";
+  return EFFORT_BY_SHARE.find(([s]) => share <= s + 1e-9)?.[1] ?? "max";
+}
+
+/**
+ * An upper bound on the prompt's tokens at the upstream, without its tokenizer: byte-level
+ * tokenizers never make more tokens than UTF-8 bytes, the JSON framing of each message
+ * outweighs the template's per-message tokens, and a fixed allowance covers what a template
+ * adds once (a preamble, tool-use instructions).
+ */
+export function promptTokenBound(body: Record<string, unknown>): number {
+  const shown = JSON.stringify([body.messages, body.tools ?? null, body.response_format ?? null]);
+  return Buffer.byteLength(shown, "utf8") + TEMPLATE_ALLOWANCE;
+}
+
+const TEMPLATE_ALLOWANCE = 512;
+
+/** A typical count (about four bytes a token), for billing when the upstream reports no usage. */
+export function promptTokenEstimate(body: Record<string, unknown>): number {
+  let bytes = 0;
+  for (const message of body.messages as { content?: unknown }[]) bytes += Buffer.byteLength(typeof message.content === "string" ? message.content : "", "utf8") + 16;
+  if (body.tools) bytes += Buffer.byteLength(JSON.stringify(body.tools), "utf8");
+  return Math.ceil(bytes / 4);
+}
