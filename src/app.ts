@@ -20,7 +20,10 @@ import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
 import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
+import type { Metrics } from "./metrics/Metrics.js";
+import { metricsRouter } from "./metrics/metricsRouter.js";
 import type { ModelManager } from "./models/ModelManager.js";
+import { observeRequests } from "./http/observeRequests.js";
 import type { Db } from "./store/Store.js";
 import type { WalletServices } from "./x402/WalletServices.js";
 
@@ -40,6 +43,8 @@ export interface AppDeps {
   /** Injectable clock (tests move time instead of sleeping). */
   now: () => number;
   wallet: WalletServices;
+  /** Prometheus metrics of this server (GET /metrics). */
+  metrics: Metrics;
   /**
    * Route-level middleware, in the order the architecture gives: authentication, then body parsing.
    * `authenticate` is for paid endpoints: an API key or a wallet sign-in (SIGN-IN-WITH-X); no
@@ -75,7 +80,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
-  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
+  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt)), deps.logger));
+  app.use(observeRequests(deps.metrics));
   const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
     const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
     deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
@@ -83,6 +89,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   });
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
+  app.use(metricsRouter(full));
   app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
   app.use(errorHandler(deps.logger, walletPaymentError(deps.wallet.requirements, deps.credits)));
   return app;
@@ -92,9 +99,10 @@ function errorHandler(logger: Logger, translate: (error: unknown, req: Request, 
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
     const error = translate(thrown, req, res);
     const { status, body, headers } = toErrorResponse(error);
-    const requestId = res.locals.ctx?.requestId;
-    if (status >= 500) logger.error({ err: error, requestId, path: req.path }, "request failed");
-    else logger.debug({ requestId, status, error: body.error }, "request rejected");
+    // The request's own logger carries its id.
+    const log = res.locals.ctx?.log ?? logger;
+    if (status >= 500) log.error({ err: error, path: req.path }, "request failed");
+    else log.debug({ status, error: body.error }, "request rejected");
     if (res.headersSent) {
       res.end();
       return;

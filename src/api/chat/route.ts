@@ -25,7 +25,7 @@ export function setModelHeaders(res: Response, entry: ModelEntry, router: string
 }
 
 export function chatRouter(deps: AppDeps): Router {
-  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs);
+  const service = new ChatService(deps.models, deps.characters, deps.config.requestTimeoutMs, deps.metrics);
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
     requireJson(req);
