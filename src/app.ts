@@ -25,7 +25,10 @@ import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
 import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
+import type { Metrics } from "./metrics/Metrics.js";
+import { metricsRouter } from "./metrics/metricsRouter.js";
 import type { ModelManager } from "./models/ModelManager.js";
+import { observeRequests } from "./http/observeRequests.js";
 import type { Db } from "./store/Store.js";
 import type { WalletServices } from "./x402/WalletServices.js";
 
@@ -47,6 +50,8 @@ export interface AppDeps {
   wallet: WalletServices;
   /** Recent API requests for the console's live view (absent: not recorded). */
   requestLog?: RequestLog;
+  /** Prometheus metrics of this server (GET /metrics). */
+  metrics: Metrics;
   /**
    * Route-level middleware, in the order the architecture gives: authentication, then body parsing.
    * `authenticate` is for paid endpoints: an API key or a wallet sign-in (SIGN-IN-WITH-X); no
@@ -83,7 +88,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
-  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt))));
+  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt)), deps.logger));
+  app.use(observeRequests(deps.metrics));
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
   app.use(compressResponses());
@@ -94,6 +100,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   });
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
+  app.use(metricsRouter(full));
   app.use(docsRouter());
   // The web console at /, after the API and /docs so it can never shadow them.
   app.use(consoleStatic(API_BASE_PATH));
@@ -106,9 +113,10 @@ function errorHandler(logger: Logger, translate: (error: unknown, req: Request, 
   return (thrown: unknown, req: Request, res: Response, _next: NextFunction) => {
     const error = translate(thrown, req, res);
     const { status, body, headers } = toErrorResponse(error);
-    const requestId = res.locals.ctx?.requestId;
-    if (status >= 500) logger.error({ err: error, requestId, path: req.path }, "request failed");
-    else logger.debug({ requestId, status, error: body.error }, "request rejected");
+    // The request's own logger carries its id.
+    const log = res.locals.ctx?.log ?? logger;
+    if (status >= 500) log.error({ err: error, path: req.path }, "request failed");
+    else log.debug({ status, error: body.error }, "request rejected");
     if (res.headersSent) {
       res.end();
       return;

@@ -20,6 +20,12 @@ export const SERVER_SETTINGS = {
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
   maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices, and largest file or audio part in a chat message (413 above)" },
+  metricsPort: {
+    flag: "--metrics-port <port>",
+    env: "HEARTH_METRICS_PORT",
+    default: "",
+    description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the admin-key route on the API port",
+  },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
   publicUrl: {
     flag: "--public-url <url>",
@@ -76,6 +82,8 @@ export const ServerConfig = z.object({
     .refine((url) => !new URL(url).search && !new URL(url).hash, "no query or fragment")
     .optional(),
   wallet: WalletConfig.default(WalletConfig.parse({})),
+  /** A second listener serving only GET /metrics, without auth (for a Prometheus scraper on a private network). */
+  metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
   /** Video jobs run at the same time; queued jobs wait in SQLite. */
   videoWorkers: z.coerce.number().int().min(1).max(64).default(1),
   /** Finished videos not fetched and completed are deleted after this long. */
@@ -105,6 +113,7 @@ export function loadServerConfig(flags: Partial<Record<ServerSettingName, string
   }
   raw.publicUrl = raw.publicUrl || undefined;
   raw.searchUrl = raw.searchUrl || undefined;
+  raw.metricsPort = raw.metricsPort || undefined;
   raw.wallet = loadWalletConfig(String(raw.walletConfigPath ?? ""), String(raw.x402Settlement ?? ""), env);
   delete raw.walletConfigPath;
   delete raw.x402Settlement;

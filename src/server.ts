@@ -18,6 +18,8 @@ import { JobQueue } from "./jobs/JobQueue.js";
 import { Limits } from "./limits/Limits.js";
 import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
+import { Metrics } from "./metrics/Metrics.js";
+import { startMetricsServer } from "./metrics/metricsServer.js";
 import { ModelManager } from "./models/ModelManager.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
@@ -34,6 +36,9 @@ export interface RunningServer {
   logger: Logger;
   server: Server;
   wallet: WalletServices;
+  metrics: Metrics;
+  /** The unauthenticated metrics listener (`--metrics-port`), when configured: http://host:port/metrics. */
+  metricsUrl?: string;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), disposes models, closes the database. */
   close(): Promise<void>;
 }
@@ -47,12 +52,14 @@ export interface StartOptions {
   gpu?: "auto" | false;
   /** Clock for billing epochs, rate-limit windows and abuse blocks (tests inject one). */
   now?: () => number;
+  /** Start-up progress (the CLI draws a bar): demo models generated so far, of those missing. */
+  onDemoModelProgress?: (done: number, total: number, path: string) => void;
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
-  const generated = await ensureDemoModels(modelsConfig);
+  const generated = await ensureDemoModels(modelsConfig, options.onDemoModelProgress);
   for (const path of generated) logger.info({ path }, "generated demo model");
 
   const textModels = new Set(modelsConfig.models.filter((m) => m.type === "text").map((m) => m.id));
@@ -84,7 +91,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   jobs.recover();
   const characters = new CharacterCatalog(db, fileCharacters);
   const requestLog = new RequestLog();
-  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet, requestLog });
+  const metrics = new Metrics().observe({ credits, limits, models });
+  const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet, requestLog, metrics });
   const live = new LiveHub({ db, models, requestLog, logger });
   const inFlight = new InFlightRequests();
 
@@ -102,6 +110,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   wallet.topUps.start();
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.host, config.metricsPort);
   jobs.start();
 
   let closing: Promise<void> | undefined;
@@ -122,11 +131,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         inFlight.onIdle(() => server.closeAllConnections());
       });
       await stopJobs;
+      await metricsServer?.close();
       await wallet.topUps.stop();
       await models.dispose();
       db.close();
     })());
-  return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, close };
+  return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, metrics, metricsUrl: metricsServer?.url, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */

@@ -41,16 +41,35 @@ export interface SettleDetails {
 
 const ZERO: Funds = { diem: 0, bundled: 0, usd: 0 };
 
+/** Money that moved for a request, reported after its transaction committed (metrics listen). */
+export interface CreditMovement {
+  kind: "charge" | "refund";
+  currency: Currency;
+  micros: number;
+  model: string | null;
+}
+
 /**
  * Prepaid credits: reserve the most a request can cost before running it, settle the actual
  * cost after, in single immediate transactions with append-only ledger rows. SQLite serialises
  * the transactions, so concurrent requests can never spend the same money twice.
  */
 export class Credits {
+  private readonly listeners: ((movement: CreditMovement) => void)[] = [];
+
   constructor(
     private readonly db: Db,
     private readonly options: CreditsOptions,
   ) {}
+
+  /** Called for every charge and refund once it is committed. */
+  onMovement(listener: (movement: CreditMovement) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private emit(movement: CreditMovement): void {
+    if (movement.micros > 0) for (const listener of this.listeners) listener(movement);
+  }
 
   /** Start-up: holds left by a process that died between reserve and settle are dropped. */
   releaseOrphanedHolds(): number {
@@ -132,7 +151,7 @@ export class Credits {
    * transaction. Settling a hold twice charges once: the reservation row is the guard.
    */
   settle(hold: Hold, lines: readonly CostLine[], details: SettleDetails): { cost: Cost; payments: Payment[] } {
-    return this.db
+    const settled = this.db
       .transaction(() => {
         const released = this.db.prepare("DELETE FROM reservations WHERE request_id = ?").run(hold.requestId).changes;
         const isZeroHold = hold.funds.diem + hold.funds.bundled + hold.funds.usd === 0;
@@ -161,6 +180,8 @@ export class Credits {
         return { cost: { usd: microsToUnits(paid.usd + paid.bundled), diem: microsToUnits(paid.diem) }, payments };
       })
       .immediate();
+    for (const payment of settled.payments) this.emit({ kind: "charge", currency: payment.currency, micros: payment.micros, model: details.model });
+    return settled;
   }
 
   /**
@@ -169,7 +190,8 @@ export class Credits {
    * as the state change that allows exactly one refund (a failed job's refunded_at).
    */
   refund(requestId: string, note: string): Cost {
-    return this.db
+    const movements: CreditMovement[] = [];
+    const refunded = this.db
       .transaction(() => {
         const charges = this.db
           .prepare("SELECT account_id AS accountId, currency, delta_micros AS delta, api_key_id AS apiKeyId, sku, units, price_per_unit_usd AS price, model FROM ledger WHERE request_id = ? AND kind = 'charge'")
@@ -192,10 +214,13 @@ export class Credits {
             createdAt: now,
           });
           refunded[charge.currency === "DIEM" ? "diem" : charge.currency === "USD" ? "usd" : "bundled"] += -charge.delta;
+          movements.push({ kind: "refund", currency: charge.currency, micros: -charge.delta, model: charge.model });
         }
         return { usd: microsToUnits(refunded.usd + refunded.bundled), diem: microsToUnits(refunded.diem) };
       })
       .immediate();
+    for (const movement of movements) this.emit(movement);
+    return refunded;
   }
 
   /** Spending of a key in its current limit period, holds included. */

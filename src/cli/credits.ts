@@ -9,6 +9,7 @@ import { getApiKey } from "../store/apiKeys.js";
 import type { Currency } from "../store/ledger.js";
 import { databasePath, openStore, type Db } from "../store/Store.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
+import { out } from "./ui.js";
 import { registerUsageCommand } from "./usage.js";
 
 /** A non-negative decimal amount of whole units, as micros (exact: no float drift). */
@@ -124,13 +125,14 @@ export function registerCreditsCommand(program: Command): void {
         return;
       }
       const held = snapshot.held.usd + snapshot.held.bundled + snapshot.held.diem;
+      const label = (text: string) => out.dim(text.padEnd(17));
       process.stdout.write(
         [
-          `Account          ${account.id} (${account.name})`,
-          `USD              ${units(snapshot.usd + snapshot.bundled)} (bundled credits ${units(snapshot.bundled)} included)`,
-          `DIEM             ${units(snapshot.diem)} (staked per epoch: ${units(snapshot.stakedDiem)})`,
-          `Held in flight   ${held > 0 ? `${units(snapshot.held.usd + snapshot.held.bundled)} USD, ${units(snapshot.held.diem)} DIEM` : "nothing"}`,
-          `Next charge from ${record.consumptionCurrency ?? "nothing: the account cannot pay for priced models"}`,
+          `${label("Account")}${out.bold(account.id)} (${account.name})`,
+          `${label("USD")}${out.green(units(snapshot.usd + snapshot.bundled))} (bundled credits ${units(snapshot.bundled)} included)`,
+          `${label("DIEM")}${out.green(units(snapshot.diem))} (staked per epoch: ${units(snapshot.stakedDiem)})`,
+          `${label("Held in flight")}${held > 0 ? `${units(snapshot.held.usd + snapshot.held.bundled)} USD, ${units(snapshot.held.diem)} DIEM` : "nothing"}`,
+          `${label("Next charge from")}${record.consumptionCurrency ?? out.yellow("nothing: the account cannot pay for priced models")}`,
           "",
         ].join("\n"),
       );

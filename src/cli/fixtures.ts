@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
+import { progressBar } from "./ui.js";
 
 export function registerFixturesCommand(program: Command): void {
   program
@@ -8,6 +9,8 @@ export function registerFixturesCommand(program: Command): void {
     .requiredOption("--out <dir>", "directory to write the models into (created if missing)")
     .action(async (flags: { out: string }) => {
       const { writeAllDemoFixtures } = await import("../fixtures/demoModels.js");
-      for (const path of await writeAllDemoFixtures(resolve(flags.out))) process.stdout.write(`${path}\n`);
+      const progress = progressBar("Writing demo models");
+      const paths = await writeAllDemoFixtures(resolve(flags.out), (done, total, path) => progress.update(done, total, path)).finally(() => progress.stop());
+      for (const path of paths) process.stdout.write(`${path}\n`);
     });
 }

@@ -6,6 +6,7 @@ import { Credits } from "../billing/credits.js";
 import { toMicros } from "../store/ledger.js";
 import { databasePath, openStore } from "../store/Store.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
+import { out } from "./ui.js";
 
 function parseAmount(value: string): number {
   const amount = Number(value);
@@ -49,7 +50,7 @@ export function registerKeysCommand(program: Command): void {
         if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`);
         return createApiKey(db, { accountId: account.id, description: flags.name, keyType: flags.admin ? "ADMIN" : "INFERENCE", expiresAt });
       })();
-      process.stdout.write(`Created ${record.keyType.toLowerCase()} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${secret}\n`);
+      process.stdout.write(`Created ${record.keyType.toLowerCase()} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
     });
   });
 
@@ -64,7 +65,7 @@ export function registerKeysCommand(program: Command): void {
       }
       const iso = (t: number | null) => (t ? new Date(t).toISOString() : "-");
       const table = rows.map((k) => [k.id, k.keyType, k.description, `...${k.last6}`, k.accountId, iso(k.createdAt), iso(k.lastUsedAt), k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active"]);
-      printTable(["ID", "TYPE", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED", "STATE"], table);
+      printTable(["ID", "TYPE", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED", "STATE"], table, { STATE: (state) => (state === "active" ? out.green : out.dim)(state) });
     });
   });
 
@@ -82,8 +83,22 @@ export function registerKeysCommand(program: Command): void {
   });
 }
 
-export function printTable(header: string[], rows: string[][]): void {
+/**
+ * A plain-text table on stdout: a bold header in a terminal; `paint` colours a column's cells
+ * (after padding, so colour codes never skew the alignment).
+ */
+export function printTable(header: string[], rows: string[][], paint: Record<string, (cell: string) => string> = {}): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
-  process.stdout.write(`${[line(header), ...rows.map(line)].join("\n")}\n`);
+  const pad = (cell: string, i: number) => (i === header.length - 1 ? cell : cell.padEnd(widths[i]!));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => {
+        const padded = pad(c, i);
+        const colour = paint[header[i]!];
+        return colour ? colour(c) + padded.slice(c.length) : padded;
+      })
+      .join("  ")
+      .trimEnd();
+  const head = out.bold(header.map(pad).join("  ").trimEnd());
+  process.stdout.write(`${[head, ...rows.map(line)].join("\n")}\n`);
 }

@@ -8,6 +8,7 @@ import { registerFixturesCommand } from "./fixtures.js";
 import { registerKeysCommand } from "./keys.js";
 import { registerModelsCommand } from "./models.js";
 import { registerServeCommand } from "./serve.js";
+import { err } from "./ui.js";
 
 const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string };
 
@@ -30,9 +31,9 @@ try {
 } catch (error) {
   // Configuration mistakes are the user's to fix: say what is wrong, without a stack trace.
   if (error instanceof ConfigError) {
-    process.stderr.write(`hearth: configuration error\n${error.message}\n`);
+    process.stderr.write(`${err.red("hearth: configuration error")}\n${error.message}\n`);
     process.exit(2);
   }
-  process.stderr.write(`hearth: ${(error as Error).message}\n`);
+  process.stderr.write(`${err.red("hearth:")} ${(error as Error).message}\n`);
   process.exit(1);
 }

@@ -1,10 +1,11 @@
 import type { Command } from "commander";
 import { loadServerConfig, SECRET_ENV } from "../config.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
+import { out, progressBar } from "./ui.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort"] as const) addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "scrapePriceUsd"] as const) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
@@ -20,15 +21,17 @@ export function registerServeCommand(program: Command): void {
     const config = loadServerConfig(settingFlags(flags));
     // Loaded on demand so `hearth --help` and the key commands start instantly.
     const { startServer } = await import("../server.js");
-    const running = await startServer(config);
+    const progress = progressBar("Generating demo models");
+    const running = await startServer(config, { onDemoModelProgress: (done, total, path) => progress.update(done, total, path) }).finally(() => progress.stop());
     const dataDirFlag = config.dataDir === loadServerConfig({}).dataDir ? "" : ` --data-dir ${config.dataDir}`;
     const exampleModel = running.models.list()[0]?.id ?? "MODEL";
     process.stdout.write(
       [
-        `Hearth is listening on ${running.baseUrl}`,
+        `Hearth is listening on ${out.bold(out.cyan(running.baseUrl))}`,
         `Models: ${running.models.list().map((m) => m.id).join(", ") || "(none)"}`,
+        ...(running.metricsUrl ? [`Metrics (no auth): ${running.metricsUrl}`] : []),
         `Wallet sign-ins for: ${running.wallet.origins.list().map((o) => o.origin).join(", ")}; top-ups: ${running.wallet.topUps.mode ?? "not enabled"}`,
-        `Create an API key:  npx hearth keys create --name me --admin --usd 10${dataDirFlag}`,
+        `Create an API key:  ${out.green(`npx hearth keys create --name me --admin --usd 10${dataDirFlag}`)}`,
         `Then: curl ${running.baseUrl}/chat/completions -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `        -d '{"model":"${exampleModel}","messages":[{"role":"user","content":"Hello"}]}'`,
         `Web console: ${running.url}/ (log in with an admin key)`,

@@ -4,8 +4,9 @@ import { parseIsoInstant } from "../api/billing/schema.js";
 import { loadServerConfig } from "../config.js";
 import { getAccount } from "../store/accounts.js";
 import { databasePath, openStore } from "../store/Store.js";
-import { iterateUsageEntries } from "../store/usageEntries.js";
+import { countUsageEntries, iterateUsageEntries } from "../store/usageEntries.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
+import { progressBar } from "./ui.js";
 
 function parseInstant(value: string): number {
   const parsed = parseIsoInstant(value);
@@ -33,16 +34,23 @@ export function registerUsageCommand(program: Command): void {
     const db = openStore(databasePath(loadServerConfig(settingFlags(flags)).dataDir));
     try {
       if (flags.account && !getAccount(db, flags.account)) throw new Error(`no account with id ${flags.account}`);
+      const filter = { accountId: flags.account, since: flags.since, until: flags.until };
+      // The bar is drawn on stderr (and only in a terminal): stdout is the CSV.
+      const progress = progressBar("Exporting usage");
+      const total = countUsageEntries(db, filter);
       let chunk = usageCsvHeader();
       let rows = 0;
-      for (const row of iterateUsageEntries(db, { accountId: flags.account, since: flags.since, until: flags.until })) {
+      for (const row of iterateUsageEntries(db, filter)) {
         chunk += usageCsvRow(toUsageEntry(row));
         if (++rows % BATCH === 0) {
           process.stdout.write(chunk);
           chunk = "";
+          progress.update(rows, total);
         }
       }
       process.stdout.write(chunk);
+      progress.update(rows, Math.max(total, rows));
+      progress.stop();
     } finally {
       db.close();
     }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { NextFunction, Request, Response } from "express";
 import type { LimitOverrides } from "../limits/tiers.js";
+import type { Logger } from "../logger.js";
 
 /** A caller authenticated with `Authorization: Bearer <key>`. */
 export interface ApiKeyAuthContext {
@@ -35,6 +36,8 @@ export const authSubject = (auth: AuthContext) => (auth.kind === "wallet" ? `wal
 export interface RequestContext {
   requestId: string;
   startedAt: number;
+  /** This request's logger: every line it writes carries the request id. */
+  log: Logger;
   /** Aborted when the client goes away before the response is complete. */
   abort: AbortController;
   auth?: AuthContext;
@@ -60,9 +63,10 @@ const HOST_NAME = hostname();
  * First middleware: request id (echoed as CF-RAY), the version header, the client's
  * timestamp echo, and an AbortController tied to the client connection.
  */
-export function requestContext(serviceVersion: string) {
+export function requestContext(serviceVersion: string, logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const ctx: RequestContext = { requestId: randomUUID(), startedAt: Date.now(), abort: new AbortController() };
+    const requestId = randomUUID();
+    const ctx: RequestContext = { requestId, startedAt: Date.now(), log: logger.child({ requestId }), abort: new AbortController() };
     res.locals.ctx = ctx;
     res.setHeader("CF-RAY", ctx.requestId);
     res.setHeader("x-service-version", serviceVersion);

@@ -11,6 +11,8 @@ import { limitClassFor, resolveLimit, type CallKind } from "./tiers.js";
  * rate-limit tables; refused calls are logged.
  */
 export class Limits {
+  private readonly rejectionListeners: ((rejection: { tier: string; limitType: string; modelId: string | null }) => void)[] = [];
+
   constructor(
     private readonly db: Db,
     private readonly limiter: RateLimiter,
@@ -73,10 +75,16 @@ export class Limits {
     });
   }
 
+  /** Called for every refused call (rate limits and abuse blocks), after it is logged. */
+  onRejection(listener: (rejection: { tier: string; limitType: string; modelId: string | null }) => void): void {
+    this.rejectionListeners.push(listener);
+  }
+
   log(accountId: string | null, apiKeyId: string | null, modelId: string | null, tier: string, limitType: string): void {
     this.db
       .prepare("INSERT INTO rate_limit_log (account_id, api_key_id, model_id, tier, limit_type, created_at) VALUES (?, ?, ?, ?, ?, ?)")
       .run(accountId, apiKeyId, modelId, tier, limitType, this.now());
+    for (const listener of this.rejectionListeners) listener({ tier, limitType, modelId });
   }
 }
 

@@ -235,7 +235,9 @@ export class TopUps {
     } catch (error) {
       if (error instanceof SettlementError && error.reason === "settlement_pending") return; // the worker finishes it
       const message = error instanceof SettlementError ? error.message : `settlement failed: ${(error as Error).message}`;
-      this.logger.warn({ wallet: row.wallet, paymentId: row.id, reason: (error as SettlementError).reason, err: error }, "x402 top-up not settled");
+      // Not the error object: a chain client's full message can quote the call's arguments, the payment signature among them.
+      const logged = error instanceof SettlementError ? message : clip((error as { shortMessage?: string }).shortMessage ?? (error as Error).message);
+      this.logger.warn({ wallet: row.wallet, paymentId: row.id, reason: (error as SettlementError).reason, error: logged }, "x402 top-up not settled");
       this.update(row.id, { settlement: "failed", error: `${(error as SettlementError).reason ?? "settlement_failed"}: ${message}` });
       return;
     }

@@ -6,7 +6,7 @@ import { inject } from "vitest";
 import type { z } from "zod";
 import type { CharacterDefinition } from "../../src/characters/charactersFile.js";
 import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
@@ -71,7 +71,7 @@ export interface TestServer extends RunningServer {
  * caller's to remove.
  */
 export async function startTestServer(
-  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string; characters?: z.input<typeof CharacterDefinition>[] } = {},
+  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string; characters?: z.input<typeof CharacterDefinition>[]; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
@@ -88,7 +88,7 @@ export async function startTestServer(
     characters: options.characters ?? [],
     gpu: false,
     now: options.now,
-    logger: createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
+    logger: options.logger ?? createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
   });
   const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
     const account = createAccount(running.db, "test account");

@@ -32,6 +32,7 @@ export function chatRouter(deps: AppDeps): Router {
     deps.config.requestTimeoutMs,
     WebAugmenter.fromConfig(deps.config, deps.logger),
     { maxFileBytes: Math.round(deps.config.maxUploadMb * 1e6), maxFileChars: deps.config.maxFileChars, requestTimeoutMs: deps.config.requestTimeoutMs },
+    deps.metrics,
   );
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {

@@ -6,6 +6,7 @@ import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
+import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
@@ -58,6 +59,7 @@ export class ChatService {
     private readonly requestTimeoutMs: number,
     private readonly web: WebAugmenter,
     private readonly partLimits: ContentPartLimits,
+    private readonly metrics: Metrics,
   ) {}
 
   async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
@@ -140,9 +142,11 @@ export class ChatService {
   async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult }> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const signal = AbortSignal.any([clientSignal, timeout]);
+    const timer = this.metrics.chatTimer(chat.entry.id);
     let result: ChatGenerateResult;
     try {
-      result = await chat.engine.generate({ ...chat.options, signal });
+      result = await chat.engine.generate({ ...chat.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) });
+      timer.finished(result);
     } catch (error) {
       if (timeout.aborted) throw new RequestTimeoutError();
       throw error;
@@ -176,15 +180,24 @@ export class ChatService {
     const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
     let markStarted!: () => void;
     const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const timer = this.metrics.chatTimer(chat.entry.id);
     const generation = chat.engine
       .generate({
         ...chat.options,
         signal,
-        onStart: () => markStarted(),
+        onStart: () => {
+          timer.started();
+          markStarted();
+        },
         onDelta: (index, delta) => {
+          timer.piece(index);
           const choice = toChunkChoice(index, delta, shown);
           if (choice) queue.push(choice);
         },
+      })
+      .then((result) => {
+        timer.finished(result);
+        return result;
       })
       .finally(() => queue.close());
     // Surface a failure of the generation through the loop below instead of as an unhandled rejection.

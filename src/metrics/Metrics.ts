@@ -1,0 +1,229 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Credits } from "../billing/credits.js";
+import type { ChatGenerateResult } from "../engines/types.js";
+import type { Limits } from "../limits/Limits.js";
+import type { ModelManager } from "../models/ModelManager.js";
+import { sampleModels, type ModelSample } from "./sampleModels.js";
+
+/** Seconds; from a few ms (tiny models, cached prompts) to the 120 s request timeout. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Seconds between two pieces of one stream: decoding is milliseconds per token. */
+const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1];
+const TOKENS_PER_SECOND_BUCKETS = [1, 2.5, 5, 10, 20, 35, 50, 75, 100, 150, 250, 500, 1000, 2500];
+
+/** Label of requests that matched no route (kept as one series, whatever the URL). */
+export const UNMATCHED_ROUTE = "unmatched";
+
+/**
+ * Prometheus metrics of one server (its own registry: several servers share a test process).
+ * Routes and services report through the small methods below; queue and model gauges are read
+ * from the model manager at scrape time; credits and rate-limit rejections come from listeners.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private models: ModelManager | undefined;
+
+  private readonly requests = new Counter({
+    name: "hearth_http_requests_total",
+    help: "HTTP requests by method, Express route pattern and status (499: the client went away)",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  private readonly requestDuration = new Histogram({
+    name: "hearth_http_request_duration_seconds",
+    help: "HTTP request duration, from arrival to the last byte (streams included)",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly timeToFirstToken = new Histogram({
+    name: "hearth_chat_time_to_first_token_seconds",
+    help: "Chat: from handing the request to the engine (queue wait and prompt evaluation included) to the first generated piece",
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly interTokenLatency = new Histogram({
+    name: "hearth_chat_inter_token_latency_seconds",
+    help: "Chat: time between consecutive generated pieces of one choice (streaming and non-streaming)",
+    labelNames: ["model"] as const,
+    buckets: INTER_TOKEN_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly tokensPerSecond = new Histogram({
+    name: "hearth_chat_tokens_per_second",
+    help: "Chat: completion tokens of a request divided by its generation time (from generation start to the end)",
+    labelNames: ["model"] as const,
+    buckets: TOKENS_PER_SECOND_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly completionTokens = new Counter({
+    name: "hearth_chat_completion_tokens_total",
+    help: "Chat: tokens generated (every choice, reasoning included)",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  private readonly promptTokens = new Counter({
+    name: "hearth_chat_prompt_tokens_total",
+    help: "Chat: prompt tokens (cached ones included)",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  private readonly queueWait = new Histogram({
+    name: "hearth_chat_queue_wait_seconds",
+    help: "Chat: from handing the request to the engine to generation start (prompt rendering, credit reservation, waiting for a free sequence)",
+    labelNames: ["model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly queueDepth = new Gauge({
+    name: "hearth_model_queue_depth",
+    help: "Requests waiting for a free slot (sequence or worker) of a loaded model",
+    labelNames: ["model", "kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly busySlots = new Gauge({
+    name: "hearth_model_busy_slots",
+    help: "Slots (sequences or workers) of a loaded model serving a request now",
+    labelNames: ["model", "kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly loadedModels = new Gauge({
+    name: "hearth_models_loaded",
+    help: "Models loaded in memory, by kind",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly modelMemory = new Gauge({
+    name: "hearth_model_memory_bytes",
+    help: "Memory a loaded model uses, by memory type (ram or vram); only reported where the model manager measures it",
+    labelNames: ["model", "memory"] as const,
+    registers: [this.registry],
+  });
+  private readonly creditsCharged = new Counter({
+    name: "hearth_credits_charged_total",
+    help: "Credits charged for requests and jobs, in whole units of the currency (USD, BUNDLED_CREDITS, DIEM)",
+    labelNames: ["currency"] as const,
+    registers: [this.registry],
+  });
+  private readonly creditsRefunded = new Counter({
+    name: "hearth_credits_refunded_total",
+    help: "Credits refunded (failed jobs), in whole units of the currency",
+    labelNames: ["currency"] as const,
+    registers: [this.registry],
+  });
+  private readonly rateLimited = new Counter({
+    name: "hearth_rate_limit_rejections_total",
+    help: "Calls refused by a limit: RPM or TPM (429 from the model tiers and the RPC proxy), FAILED_REQUESTS (a caller blocked by the abuse guard)",
+    labelNames: ["limit_type"] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    // Process metrics (CPU, memory, event loop, GC) under their usual names, for stock dashboards.
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Connects the sources that report by themselves (money, refusals) or are read at scrape time (models). */
+  observe(sources: { credits: Credits; limits: Limits; models: ModelManager }): this {
+    this.models = sources.models;
+    sources.credits.onMovement((movement) => {
+      const counter = movement.kind === "charge" ? this.creditsCharged : this.creditsRefunded;
+      counter.inc({ currency: movement.currency }, movement.micros / 1_000_000);
+    });
+    sources.limits.onRejection(({ limitType }) => this.rateLimited.inc({ limit_type: limitType }));
+    return this;
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.requestDuration.observe(labels, seconds);
+  }
+
+  /** Times one chat generation; call its methods from the engine callbacks. */
+  chatTimer(model: string): ChatTimer {
+    return new ChatTimer(model, {
+      queueWait: (s) => this.queueWait.observe({ model }, s),
+      firstToken: (s) => this.timeToFirstToken.observe({ model }, s),
+      interToken: (s) => this.interTokenLatency.observe({ model }, s),
+      finished: (result, generationSeconds) => {
+        this.promptTokens.inc({ model }, result.promptTokens);
+        this.completionTokens.inc({ model }, result.completionTokens);
+        if (result.completionTokens > 0 && generationSeconds > 0) this.tokensPerSecond.observe({ model }, result.completionTokens / generationSeconds);
+      },
+    });
+  }
+
+  readonly contentType = this.registry.contentType;
+
+  /** The exposition text; model gauges are sampled now. */
+  async render(): Promise<string> {
+    if (this.models) this.setModelGauges(await sampleModels(this.models));
+    return this.registry.metrics();
+  }
+
+  private setModelGauges(samples: readonly ModelSample[]): void {
+    // Reset first: an unloaded model's series disappear instead of keeping their last value.
+    for (const gauge of [this.queueDepth, this.busySlots, this.loadedModels, this.modelMemory]) gauge.reset();
+    const perKind = new Map<string, number>();
+    for (const sample of samples) {
+      perKind.set(sample.kind, (perKind.get(sample.kind) ?? 0) + 1);
+      if (sample.waiting !== undefined) this.queueDepth.set({ model: sample.id, kind: sample.kind }, sample.waiting);
+      if (sample.busy !== undefined) this.busySlots.set({ model: sample.id, kind: sample.kind }, sample.busy);
+      if (sample.memory) {
+        this.modelMemory.set({ model: sample.id, memory: "ram" }, sample.memory.ramBytes);
+        this.modelMemory.set({ model: sample.id, memory: "vram" }, sample.memory.vramBytes);
+      }
+    }
+    for (const [kind, count] of perKind) this.loadedModels.set({ kind }, count);
+  }
+}
+
+interface ChatTimerSinks {
+  queueWait(seconds: number): void;
+  firstToken(seconds: number): void;
+  interToken(seconds: number): void;
+  finished(result: ChatGenerateResult, generationSeconds: number): void;
+}
+
+/**
+ * One chat generation's clock, started when the service hands the request to the engine.
+ * Pieces are what the engine emits (a token, or several when a multi-byte character or a
+ * held-back stop string completes); inter-token latency is measured per choice.
+ */
+export class ChatTimer {
+  private readonly handedAt = performance.now();
+  private startedAt: number | undefined;
+  private firstAt: number | undefined;
+  private readonly lastPieceAt = new Map<number, number>();
+
+  constructor(
+    readonly model: string,
+    private readonly sinks: ChatTimerSinks,
+  ) {}
+
+  /** The engine's onStart: sequences assigned, generation begins. */
+  started(): void {
+    this.startedAt = performance.now();
+    this.sinks.queueWait((this.startedAt - this.handedAt) / 1000);
+  }
+
+  /** The engine's onDelta. */
+  piece(choice: number): void {
+    const now = performance.now();
+    if (this.firstAt === undefined) {
+      this.firstAt = now;
+      this.sinks.firstToken((now - this.handedAt) / 1000);
+    }
+    const last = this.lastPieceAt.get(choice);
+    if (last !== undefined) this.sinks.interToken((now - last) / 1000);
+    this.lastPieceAt.set(choice, now);
+  }
+
+  /** The engine's result (aborted generations included: their tokens were produced). */
+  finished(result: ChatGenerateResult): void {
+    const end = performance.now();
+    this.sinks.finished(result, (end - (this.startedAt ?? this.handedAt)) / 1000);
+  }
+}
