@@ -11,12 +11,13 @@ import { startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from
  * The web console in a real headless Chromium against a real Hearth: log in, manage keys,
  * watch the live view, use the playground, grant credits, read the usage charts. Any browser
  * console error or page error fails the run. Screenshots of each page go to HEARTH_SCREENSHOTS
- * (default docs/screenshots, the set the README links to).
+ * (default test-results/screenshots, ignored by git; `npm run screenshots` refreshes the committed
+ * set in docs/screenshots that the README links to, so a test run never edits tracked files).
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const executablePath = process.env.HEARTH_CHROMIUM ?? "/usr/bin/chromium";
-const shots = process.env.HEARTH_SCREENSHOTS ?? join(root, "docs", "screenshots");
+const shots = process.env.HEARTH_SCREENSHOTS ?? join(root, "test-results", "screenshots");
 
 let server: TestServer;
 let browser: Browser;
