@@ -52,6 +52,12 @@ export const SERVER_SETTINGS = {
     description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search; empty: web search off",
   },
   searchPriceUsd: { flag: "--search-price <usd>", env: "HEARTH_SEARCH_PRICE", default: "0.01", description: "charge per web search a chat request runs (USD, or the same amount of DIEM)" },
+  webScraping: {
+    flag: "--web-scraping <on|off>",
+    env: "HEARTH_WEB_SCRAPING",
+    default: "off",
+    description: "let chat requests ask the node to fetch URLs from the user's message (enable_web_scraping); the node fetches any address it can reach, LAN included",
+  },
   scrapePriceUsd: { flag: "--scrape-price <usd>", env: "HEARTH_SCRAPE_PRICE", default: "0.01", description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)" },
 } as const;
 
@@ -95,6 +101,8 @@ export const ServerConfig = z.object({
   /** Per web search and per successfully scraped page, in whole USD (DIEM at the same amount). */
   searchPriceUsd: z.coerce.number().nonnegative().default(0.01),
   scrapePriceUsd: z.coerce.number().nonnegative().default(0.01),
+  /** Whether enable_web_scraping is allowed (off: it is a 400 naming the field). */
+  webScraping: z.enum(["on", "off"]).default("off"),
   /** How long a search or a page fetch may take. */
   searchTimeoutMs: z.number().int().positive().default(10_000),
 });

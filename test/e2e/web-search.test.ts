@@ -66,8 +66,8 @@ beforeAll(async () => {
     else if (req.url === "/report.pdf") res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4 not text");
     else res.writeHead(404, { "content-type": "text/html" }).end("<h1>Not found</h1>");
   });
-  withSearch = await startTestServer({ config: { searchUrl: searchPeer.base, searchPriceUsd: 0.01, scrapePriceUsd: 0.02 } });
-  withoutSearch = await startTestServer();
+  withSearch = await startTestServer({ config: { searchUrl: searchPeer.base, searchPriceUsd: 0.01, scrapePriceUsd: 0.02, webScraping: "on" } });
+  withoutSearch = await startTestServer({ config: { webScraping: "on" } });
 });
 afterAll(async () => {
   await Promise.all([withSearch?.stop(), withoutSearch?.stop()]);
@@ -295,6 +295,23 @@ describe("a node without a search provider", () => {
   it("scraping still works (it needs no provider)", async () => {
     const completion = await chat(withoutSearch, { messages: ask(`Read ${pagePeer.base}/chronicle`), service_parameters: { enable_web_scraping: true } });
     expect((completion.service_parameters.web_search_citations as { url: string }[]).map((c) => c.url)).toEqual([`${pagePeer.base}/chronicle`]);
+  });
+});
+
+describe("a node that does not allow scraping (the default)", () => {
+  it("enable_web_scraping: 400 naming the field, and nothing is fetched", async () => {
+    const closed = await startTestServer();
+    try {
+      const { key } = closed.createKey({ usd: 1 });
+      const hits = pages.hits.length;
+      const res = await post(closed, "/chat/completions", { model: "tiny-chat", messages: ask(`Read ${pagePeer.base}/chronicle`), service_parameters: { enable_web_scraping: true } }, { key });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { details: any };
+      expect(body.details.service_parameters.enable_web_scraping._errors[0]).toMatch(/--web-scraping on/);
+      expect(pages.hits.length).toBe(hits);
+    } finally {
+      await closed.stop();
+    }
   });
 });
 

@@ -88,6 +88,8 @@ export interface WebAugmenterOptions {
   /** Per search and per scraped page, in whole units (USD, and DIEM at the same amount). */
   searchPrice: number;
   scrapePrice: number;
+  /** The operator's --web-scraping: fetching caller-chosen URLs from the node's network is opt-in. */
+  scrapingAllowed: boolean;
   logger: Logger;
   now?: () => Date;
 }
@@ -101,6 +103,7 @@ export class WebAugmenter {
       scrape: { timeoutMs: config.searchTimeoutMs, maxBytes: 2 * 1024 * 1024, maxChars: MAX_PAGE_CHARS },
       searchPrice: config.searchPriceUsd,
       scrapePrice: config.scrapePriceUsd,
+      scrapingAllowed: config.webScraping === "on",
       logger,
     });
   }
@@ -110,6 +113,12 @@ export class WebAugmenter {
     const tool = request.tools?.findIndex((t) => t.type === "web_search") ?? -1;
     // The standard's web_search tool lets the model decide: the same as auto.
     const mode = params.enable_web_search === "off" && tool >= 0 ? "auto" : params.enable_web_search;
+    if (params.enable_web_scraping && !this.options.scrapingAllowed) {
+      throw InvalidRequestError.forField(
+        ["service_parameters", "enable_web_scraping"],
+        "web scraping is not enabled on this node (an operator starts it with --web-scraping on)",
+      );
+    }
     if (mode === "on" && !this.options.provider) {
       throw InvalidRequestError.forField(
         ["service_parameters", "enable_web_search"],
