@@ -4,7 +4,7 @@ import { addSettingOption, settingFlags, type SettingFlags } from "./options.js"
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
     [

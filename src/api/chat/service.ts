@@ -6,7 +6,7 @@ import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
   toChoiceCount,
@@ -34,6 +34,8 @@ export interface PreparedChat {
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
+  /** Holds the model loaded until the route releases it (in its `finally`). */
+  lease: ModelLease<"chat">;
   /** What the engine is asked to do (the callbacks and the signal are added per call). */
   options: Omit<ChatGenerateOptions, "signal" | "onDelta">;
   echo: ServiceParametersEcho;
@@ -69,53 +71,60 @@ export class ChatService {
     const callerMessages = toEngineMessages(request.messages, entry.id);
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
-    const engine = await this.models.chat(entry.id);
-    const { features } = engine;
-    const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
-    const logprobs = toLogprobs(request, entry.id, features);
-    const headers: Record<string, string> = {};
-    // Accepted for compatibility; a local model has no native X search.
-    if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
-    const meter = meterFor(entry);
-    return {
-      id: `chatcmpl-${requestId.replaceAll("-", "")}`,
-      created: Math.floor(Date.now() / 1000),
-      entry,
-      engine,
-      options: {
-        messages,
-        maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
-        sampling: toSampling(request, entry, features),
-        stop: stop.filter((s) => s.length > 0),
-        stopTokenIds: request.stop_token_ids ?? undefined,
-        choices: toChoiceCount(request, entry.id, features),
-        logprobs,
-        tools: toToolOptions(request, entry.id, features),
-        responseFormat: toResponseFormat(request, entry.id, features),
-        reasoning: toReasoning(request, params),
-        cache: toPromptCache(request, positionOf),
-        // Reserve the most this request can cost once its prompt is measured, before inference.
-        onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
-      },
-      echo: {
-        enable_e2ee: false,
-        enable_web_search: params.enable_web_search,
-        enable_web_citations: false,
-        enable_web_scraping: false,
-        enable_x_search: false,
-        include_service_system_prompt: params.include_service_system_prompt,
-        include_search_results_in_stream: false,
-        return_search_results_as_documents: false,
-        strip_thinking_response: params.strip_thinking_response,
-        disable_thinking: params.disable_thinking,
-        ...(character ? { character_slug: character.slug } : {}),
-      },
-      includeUsageChunk: request.stream_options?.include_usage === true,
-      stripReasoning: params.strip_thinking_response || params.disable_thinking,
-      logprobs: logprobs !== undefined,
-      headers,
-      meter,
-    };
+    const lease = await this.models.acquire(entry.id, "chat");
+    try {
+      const { engine } = lease;
+      const { features } = engine;
+      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+      const logprobs = toLogprobs(request, entry.id, features);
+      const headers: Record<string, string> = {};
+      // Accepted for compatibility; a local model has no native X search.
+      if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+      const meter = meterFor(entry);
+      return {
+        id: `chatcmpl-${requestId.replaceAll("-", "")}`,
+        created: Math.floor(Date.now() / 1000),
+        entry,
+        engine,
+        lease,
+        options: {
+          messages,
+          maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
+          sampling: toSampling(request, entry, features),
+          stop: stop.filter((s) => s.length > 0),
+          stopTokenIds: request.stop_token_ids ?? undefined,
+          choices: toChoiceCount(request, entry.id, features),
+          logprobs,
+          tools: toToolOptions(request, entry.id, features),
+          responseFormat: toResponseFormat(request, entry.id, features),
+          reasoning: toReasoning(request, params),
+          cache: toPromptCache(request, positionOf),
+          // Reserve the most this request can cost once its prompt is measured, before inference.
+          onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
+        },
+        echo: {
+          enable_e2ee: false,
+          enable_web_search: params.enable_web_search,
+          enable_web_citations: false,
+          enable_web_scraping: false,
+          enable_x_search: false,
+          include_service_system_prompt: params.include_service_system_prompt,
+          include_search_results_in_stream: false,
+          return_search_results_as_documents: false,
+          strip_thinking_response: params.strip_thinking_response,
+          disable_thinking: params.disable_thinking,
+          ...(character ? { character_slug: character.slug } : {}),
+        },
+        includeUsageChunk: request.stream_options?.include_usage === true,
+        stripReasoning: params.strip_thinking_response || params.disable_thinking,
+        logprobs: logprobs !== undefined,
+        headers,
+        meter,
+      };
+    } catch (error) {
+      lease.release();
+      throw error;
+    }
   }
 
   private character(slug: string | undefined, fromSuffix: boolean): Character | undefined {
