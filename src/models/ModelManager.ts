@@ -382,12 +382,14 @@ export class ModelManager {
   private ensureLoaded(slot: Slot, id: string, retryNow: boolean): Promise<void> {
     if (this.disposed) return Promise.reject(new ModelUnavailableError(id, "the server is shutting down"));
     if (slot.state === "loaded") return Promise.resolve();
-    if (slot.state === "loading") return slot.loading!.catch(() => Promise.reject(this.failureFor(slot, id)));
+    if (slot.state === "loading") {
+      return slot.loading!.catch((error: unknown) => Promise.reject(error instanceof MemoryBudgetFullError ? new MemoryBudgetFullError(id, error.causeText) : this.failureFor(slot, id)));
+    }
     if (slot.state === "failed" && !retryNow && this.now() - slot.failedAt < (this.options.retryAfterFailureMs ?? 5_000)) {
       return Promise.reject(this.failureFor(slot, id));
     }
     slot.loading = this.loadSlot(slot).finally(() => (slot.loading = undefined));
-    return slot.loading.catch(() => Promise.reject(this.failureFor(slot, id)));
+    return slot.loading.catch((error: unknown) => Promise.reject(error instanceof MemoryBudgetFullError ? error : this.failureFor(slot, id)));
   }
 
   /** The error a request for `id` gets while its model is failed (named after the model asked for). */
@@ -434,6 +436,13 @@ export class ModelManager {
     } catch (error) {
       slot.engines.clear();
       slot.disposeLoaded = undefined;
+      if (error instanceof MemoryBudgetFullError) {
+        // Nothing is wrong with the model: the next request tries again at once.
+        slot.state = "unloaded";
+        this.emit(slot, "unloaded");
+        this.wakeRoomWaiters();
+        throw error;
+      }
       slot.state = "failed";
       slot.failedAt = this.now();
       slot.failure = error instanceof ApiError ? error : new ModelUnavailableError(entry.id, (error as Error).message ?? String(error));
@@ -470,7 +479,7 @@ export class ModelManager {
       if (left <= 0) {
         const busy = [...new Set(this.slots.values())].filter((s) => s !== slot && (s.state === "loaded" || s.state === "loading"));
         const names = busy.map((s) => s.entries.map((e) => e.id).join("+")).join(", ");
-        throw new ModelUnavailableError(id, `the memory budget is full and the models holding it (${names}) are busy; try again shortly`);
+        throw new MemoryBudgetFullError(id, `the memory budget is full and the models holding it (${names}) are busy; try again shortly`);
       }
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -549,6 +558,9 @@ export class ModelManager {
     }
   }
 }
+
+/** The budget has no room now because every loaded model is in use (transient: not a failure of the model). */
+class MemoryBudgetFullError extends ModelUnavailableError {}
 
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return "unlimited";
