@@ -223,6 +223,15 @@ describe("image and video on the same files", () => {
 });
 
 describe("hearth models add and list", () => {
+  it("documents the new flags in --help", async () => {
+    const serve = await hearth(["serve", "--help"]);
+    for (const word of ["--keep-alive", "HEARTH_KEEP_ALIVE", "--ram-budget", "HEARTH_RAM_BUDGET", "--vram-budget", "HEARTH_VRAM_BUDGET"]) expect(serve.stdout).toContain(word);
+    const add = await hearth(["models", "add", "--help"]);
+    for (const word of ["<path>", "--id", "--config", "--json"]) expect(add.stdout).toContain(word);
+    const list = await hearth(["models", "list", "--help"]);
+    for (const word of ["--url", "--key", "--json"]) expect(list.stdout).toContain(word);
+  });
+
   it("writes entries for a GGUF file and an ONNX directory that then serve", async () => {
     const dir = mkdtempSync(join(tmpdir(), "hearth-add-"));
     const configPath = join(dir, "models.config.json");
