@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import type { Credits } from "./billing/credits.js";
 import type { ServerConfig } from "./config.js";
 import { billingRouter } from "./api/billing/route.js";
+import { adminRouter } from "./api/admin/route.js";
 import { audioRouter } from "./api/audio/route.js";
 import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { charactersRouter } from "./api/characters/route.js";
@@ -66,7 +67,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, openapiRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, adminRouter, openapiRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({

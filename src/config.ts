@@ -27,6 +27,24 @@ export const SERVER_SETTINGS = {
     description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the admin-key route on the API port",
   },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
+  keepAlive: {
+    flag: "--keep-alive <seconds>",
+    env: "HEARTH_KEEP_ALIVE",
+    default: "300",
+    description: "seconds a model stays loaded after its last request (a model's keepAlive overrides it); 0 unloads as soon as it is idle, -1 never unloads for idleness",
+  },
+  ramBudget: {
+    flag: "--ram-budget <size>",
+    env: "HEARTH_RAM_BUDGET",
+    default: "",
+    description: "RAM the loaded models may use together (e.g. 8GiB, 512MiB; a bare number is MiB); least recently used idle models are unloaded to make room; empty: no limit",
+  },
+  vramBudget: {
+    flag: "--vram-budget <size>",
+    env: "HEARTH_VRAM_BUDGET",
+    default: "",
+    description: "GPU memory the loaded models may use together, like --ram-budget; empty: no limit",
+  },
   publicUrl: {
     flag: "--public-url <url>",
     env: "HEARTH_PUBLIC_URL",
@@ -67,6 +85,25 @@ export const SECRET_ENV = {
   solanaFeePayerKey: "HEARTH_X402_SOLANA_FEE_PAYER_KEY",
 } as const;
 
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/** A memory size: bytes as a number, or a string such as "8GiB", "512MB", "1.5 GiB" (a bare number is MiB); "" or "none": no limit (null). */
+export const ByteSize = z
+  .union([z.number().nonnegative(), z.string()])
+  .optional()
+  .transform((value, ctx): number | null => {
+    if (value === undefined || value === null) return null;
+    if (typeof value === "number") return Math.floor(value);
+    const text = value.trim().toLowerCase();
+    if (text === "" || text === "none" || text === "unlimited") return null;
+    const match = /^(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?$/.exec(text);
+    if (!match) {
+      ctx.addIssue({ code: "custom", message: `expected a size such as 8GiB, 512MiB or 4096 (MiB), got "${value}"` });
+      return z.NEVER;
+    }
+    return Math.floor(Number(match[1]) * SIZE_UNITS[match[2] ?? "mib"]!);
+  });
+
 export const ServerConfig = z.object({
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
@@ -105,6 +142,15 @@ export const ServerConfig = z.object({
   webScraping: z.enum(["on", "off"]).default("off"),
   /** How long a search or a page fetch may take. */
   searchTimeoutMs: z.number().int().positive().default(10_000),
+  /** Seconds an idle model stays loaded (ModelEntry.keepAlive overrides); 0: unload when idle; -1: never for idleness. */
+  keepAlive: z.coerce.number().int().min(-1).default(300),
+  /** Memory the loaded models may use together, in bytes; null: no limit. */
+  ramBudget: ByteSize,
+  vramBudget: ByteSize,
+  /** A model whose load failed answers 503 with the cause for this long before the next request retries the load. */
+  modelRetryMs: z.number().int().nonnegative().default(5_000),
+  /** How long a load waits for busy models to finish when the memory budget is full, before answering 503. */
+  modelLoadWaitMs: z.number().int().nonnegative().default(30_000),
 });
 export type ServerConfig = z.infer<typeof ServerConfig>;
 
@@ -460,6 +506,11 @@ export const ModelEntry = z.strictObject({
     .default({ temperature: { default: 0.8 }, top_p: { default: 0.95 } }),
   maxCompletionTokens: z.number().int().positive().optional(),
   pricing: ModelPricing.optional(),
+  /**
+   * Seconds this model stays loaded after its last request (overrides --keep-alive);
+   * 0: unload as soon as it is idle; -1: never unload for idleness.
+   */
+  keepAlive: z.number().int().min(-1).optional(),
   /** Rate-limit tier: text models XS/S/M/L. */
   tier: z.enum(["XS", "S", "M", "L"]).default("S"),
   deprecation: z

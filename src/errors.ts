@@ -116,8 +116,17 @@ export class ModelAtCapacityError extends ApiError {
   }
 }
 export class ModelUnavailableError extends ApiError {
-  constructor(modelId: string, cause: string) {
-    super(503, `The model "${modelId}" could not be loaded: ${cause}`);
+  constructor(
+    readonly modelId: string,
+    readonly causeText: string,
+  ) {
+    super(503, `The model "${modelId}" could not be loaded: ${causeText}`);
+  }
+}
+/** 409: an operation on a model that its current state forbids (unloading it while requests use it). */
+export class ModelBusyError extends ApiError {
+  constructor(message: string) {
+    super(409, message, { code: "MODEL_BUSY" });
   }
 }
 export class RequestTimeoutError extends ApiError {

@@ -74,7 +74,18 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const released = credits.releaseOrphanedHolds();
   if (released > 0) logger.warn({ released }, "released credit holds left by a process that stopped mid-request");
   const limits = new Limits(db, new RateLimiter(now), now);
-  const models = new ModelManager(modelsConfig, { gpu: options.gpu ?? "auto" });
+  const models = new ModelManager(modelsConfig, {
+    gpu: options.gpu ?? "auto",
+    keepAliveSeconds: config.keepAlive,
+    ramBudgetBytes: config.ramBudget,
+    vramBudgetBytes: config.vramBudget,
+    retryAfterFailureMs: config.modelRetryMs,
+    loadWaitMs: config.modelLoadWaitMs,
+    onError: (err, model) => logger.warn({ err, model }, "unloading a model failed"),
+  });
+  models.onChange(({ ids, reason }) => {
+    if (reason !== "acquired" && reason !== "released") logger.info({ models: ids, reason }, `model ${reason}`);
+  });
   for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
   const wallet = createWalletServices({ db, config, credits, logger, now });
   // Jobs are charged when queued and refunded if they fail, so no hold outlives a request:

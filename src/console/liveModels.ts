@@ -1,8 +1,8 @@
 import type { ModelManager } from "../models/ModelManager.js";
 
 /**
- * A model as the console shows it: the shape of GET /api/v1/admin/models' records. Fields this
- * node cannot tell yet are null (memory, times); the console shows them as unknown.
+ * A model as the console shows it: GET /api/v1/admin/models' record, times as ISO strings.
+ * Memory is null until the manager has estimated it.
  */
 export interface LiveModel {
   id: string;
@@ -19,25 +19,22 @@ export interface LiveModel {
 }
 
 /**
- * The registry with each model's load state and queue, read without awaiting anything (a model
- * that is loading must not hold up the live view): `loadedEngine` answers for finished loads only.
+ * Each model's lifecycle from the model manager's status (synchronous: a model that is loading
+ * must not hold up the live view), with times as ISO strings for the page.
  */
 export function liveModels(models: ModelManager): LiveModel[] {
-  return models.list().map((entry) => {
-    const engine = models.loadedEngine(entry.id);
-    const stats = engine && "stats" in engine ? (engine as { stats(): { busy: number; waiting: number } }).stats() : undefined;
-    return {
-      id: entry.id,
-      type: entry.type,
-      backend: entry.backend,
-      state: engine ? "loaded" : "unloaded",
-      error: null,
-      memory: { ramBytes: null, vramBytes: null },
-      inFlight: stats?.busy ?? 0,
-      queue: { busy: stats?.busy ?? 0, waiting: stats?.waiting ?? 0 },
-      loadedAt: null,
-      lastUsedAt: null,
-      keepAliveSeconds: null,
-    };
-  });
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return models.status().models.map((status) => ({
+    id: status.id,
+    type: status.type,
+    backend: status.backend,
+    state: status.state,
+    error: status.error,
+    memory: { ramBytes: status.memory?.ramBytes ?? null, vramBytes: status.memory?.vramBytes ?? null },
+    inFlight: status.inFlight,
+    queue: status.queue ?? { busy: 0, waiting: 0 },
+    loadedAt: iso(status.loadedAt),
+    lastUsedAt: iso(status.lastUsedAt),
+    keepAliveSeconds: status.keepAliveSeconds,
+  }));
 }

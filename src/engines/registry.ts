@@ -1,5 +1,5 @@
 import type { Backend, ModelEntry } from "../config.js";
-import { OnnxImageEngine, OnnxVideoEngine } from "./diffusion/OnnxDiffusionEngine.js";
+import { diffusionPoolKey, OnnxImageEngine, OnnxVideoEngine, startDiffusionPool, type DiffusionPool } from "./diffusion/OnnxDiffusionEngine.js";
 import { KokoroEngine } from "./kokoro/KokoroEngine.js";
 import { listKokoroVoices } from "./kokoro/kokoroVoices.js";
 import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
@@ -31,6 +31,27 @@ export const engineFactories = Object.freeze({
   whisper: (entry) => WhisperEngine.load(entry),
   upstream: (entry) => (entry.type === "text" ? UpstreamChatEngine.load(entry) : UpstreamSpeechEngine.load(entry)),
 } as const satisfies Record<Backend, EngineFactory>);
+
+/**
+ * Backends whose entries can share one loaded model: entries with the same key load it once
+ * and each gets its own engine over it (an image and a video model on the same diffusion
+ * files run on one worker pool). The manager disposes the shared model, never the views.
+ */
+export interface SharedEngineLoader<Shared> {
+  key(entry: ModelEntry): string;
+  load(entry: ModelEntry): Promise<Shared>;
+  view(shared: Shared, entry: ModelEntry): Engine;
+  dispose(shared: Shared): Promise<void>;
+}
+
+export const sharedEngineLoaders = Object.freeze({
+  "onnx-diffusion": {
+    key: diffusionPoolKey,
+    load: startDiffusionPool,
+    view: (shared, entry) => (entry.type === "video" ? OnnxVideoEngine.over(shared) : OnnxImageEngine.over(shared)),
+    dispose: (shared) => shared.pool.dispose(),
+  } satisfies SharedEngineLoader<DiffusionPool>,
+} as const satisfies Partial<Record<Backend, SharedEngineLoader<any>>>);
 
 /**
  * The voices a speech backend offers, read without loading the model (GET /models stays cheap):

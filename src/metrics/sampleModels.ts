@@ -1,4 +1,4 @@
-import type { ModelManager } from "../models/ModelManager.js";
+import { KIND_OF_TYPE, type ModelManager } from "../models/ModelManager.js";
 
 /** What the metrics read about one loaded model at scrape time. */
 export interface ModelSample {
@@ -12,11 +12,18 @@ export interface ModelSample {
 }
 
 /**
- * The one place the metrics read the model manager. `loaded()` reports queues but not memory;
- * when `models.status()` (with `memory: { ramBytes, vramBytes }`) exists, read it here instead
- * and fill `memory`: hearth_model_memory_bytes then reports it with no other change.
+ * The one place the metrics read the model manager: every loaded model with its engine queue
+ * and its estimated memory (GGUF: node-llama-cpp's estimate; ONNX: file sizes).
  */
 export async function sampleModels(models: ModelManager): Promise<ModelSample[]> {
-  const loaded = await models.loaded();
-  return loaded.map(({ id, kind, stats }) => ({ id, kind, waiting: stats?.waiting, busy: stats?.busy }));
+  return models
+    .status()
+    .models.filter((status) => status.state === "loaded")
+    .map((status) => ({
+      id: status.id,
+      kind: KIND_OF_TYPE[status.type] ?? status.type,
+      waiting: status.queue?.waiting,
+      busy: status.queue?.busy,
+      memory: status.memory ?? undefined,
+    }));
 }

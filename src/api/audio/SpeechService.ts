@@ -7,7 +7,7 @@ import type { PcmSpeechEngine, SpeechEngine, SpeechVoice } from "../../engines/t
 import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
 import { createAudioEncoderStream, encodeAudio, stretchAudio } from "../../media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../media/pcm.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import { findClonedVoice, touchClonedVoice } from "../../store/clonedVoices.js";
 import type { Db } from "../../store/Store.js";
 import { PCM_SAMPLE_RATE, SPEECH_CONTENT_TYPES, type SpeechRequest } from "./schema.js";
@@ -16,6 +16,8 @@ import { isSpeakable, splitSentences } from "./splitSentences.js";
 export interface PreparedSpeech {
   entry: ModelEntry;
   engine: SpeechEngine;
+  /** Holds the model loaded until the route releases it. */
+  lease: ModelLease<"speech">;
   input: string;
   /** What is synthesised one after another (sentences; the whole input for relayed models). */
   pieces: string[];
@@ -59,28 +61,35 @@ export class SpeechService {
     if (!entry.speech.supportedFormats.includes(format)) {
       throw InvalidRequestError.forField(["response_format"], `${entry.id} supports ${entry.speech.supportedFormats.join(", ")}`);
     }
-    const engine = await this.models.speech(entry.id);
-    const voice = this.resolveVoice(entry, engine, request.voice, accountId);
-    const speech = entry.speech;
-    return {
-      entry,
-      engine,
-      input: request.input,
-      pieces: engine.output === "pcm" ? splitSentences(request.input, speech.maxChunkCharacters).filter(isSpeakable) : [request.input],
-      voice,
-      format,
-      contentType: SPEECH_CONTENT_TYPES[format],
-      streaming: request.streaming,
-      speed: request.speed,
-      language: request.language,
-      // Parameters the model does not advertise are ignored, as the reference says.
-      prompt: speech.supportsPromptParam ? request.prompt : undefined,
-      temperature: speech.supportsTemperatureParam ? request.temperature : undefined,
-      topP: speech.supportsTopPParam ? request.top_p : undefined,
-      characters: countCharacters(request.input),
-      meter: meterFor(entry),
-      progress: { pieces: 0, characters: 0, seconds: 0 },
-    };
+    const lease = await this.models.acquire(entry.id, "speech");
+    const { engine } = lease;
+    try {
+      const voice = this.resolveVoice(entry, engine, request.voice, accountId);
+      const speech = entry.speech;
+      return {
+        entry,
+        engine,
+        lease,
+        input: request.input,
+        pieces: engine.output === "pcm" ? splitSentences(request.input, speech.maxChunkCharacters).filter(isSpeakable) : [request.input],
+        voice,
+        format,
+        contentType: SPEECH_CONTENT_TYPES[format],
+        streaming: request.streaming,
+        speed: request.speed,
+        language: request.language,
+        // Parameters the model does not advertise are ignored, as the reference says.
+        prompt: speech.supportsPromptParam ? request.prompt : undefined,
+        temperature: speech.supportsTemperatureParam ? request.temperature : undefined,
+        topP: speech.supportsTopPParam ? request.top_p : undefined,
+        characters: countCharacters(request.input),
+        meter: meterFor(entry),
+        progress: { pieces: 0, characters: 0, seconds: 0 },
+      };
+    } catch (error) {
+      lease.release();
+      throw error;
+    }
   }
 
   /** Holds the price of the whole input before anything is synthesised (402 when it is not covered). */

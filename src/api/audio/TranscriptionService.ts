@@ -8,12 +8,14 @@ import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult } f
 import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError, UndecodableMediaError } from "../../errors.js";
 import type { MultipartPart } from "../../http/multipart.js";
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { TranscriptionFormat, TranscriptionRequest } from "./schema.js";
 
 export interface PreparedTranscription {
   entry: ModelEntry;
   engine: TranscriptionEngine;
+  /** Holds the model loaded until the route releases it. */
+  lease: ModelLease<"transcription">;
   file: MultipartPart;
   format: TranscriptionFormat;
   granularities: TimestampGranularity[];
@@ -46,29 +48,36 @@ export class TranscriptionService {
     const modelId = request.model ?? this.models.defaultFor("asr")?.id;
     if (!modelId) throw InvalidRequestError.forField(["model"], "no transcription model is configured on this node");
     const entry = this.models.get(modelId, "asr");
-    const engine = await this.models.transcription(entry.id);
-    // The reference's `timestamps` asks for segments and (where the model has them) words; the standard's granularities ask exactly.
-    const granularities = new Set<TimestampGranularity>(request.timestamp_granularities);
-    if (request.timestamps) {
-      granularities.add("segment");
-      if (engine.supportsWordTimestamps) granularities.add("word");
+    const lease = await this.models.acquire(entry.id, "transcription");
+    const { engine } = lease;
+    try {
+      // The reference's `timestamps` asks for segments and (where the model has them) words; the standard's granularities ask exactly.
+      const granularities = new Set<TimestampGranularity>(request.timestamp_granularities);
+      if (request.timestamps) {
+        granularities.add("segment");
+        if (engine.supportsWordTimestamps) granularities.add("word");
+      }
+      if (request.response_format === "verbose_json" || request.response_format === "srt" || request.response_format === "vtt") granularities.add("segment");
+      if (granularities.has("word") && !engine.supportsWordTimestamps) {
+        throw InvalidRequestError.forField(["timestamp_granularities"], `${entry.id} has no word timestamps`);
+      }
+      return {
+        entry,
+        engine,
+        lease,
+        file,
+        format: request.response_format,
+        granularities: [...granularities],
+        language: request.language,
+        prompt: request.prompt,
+        temperature: request.temperature,
+        meter: meterFor(entry),
+        audioSeconds: 0,
+      };
+    } catch (error) {
+      lease.release();
+      throw error;
     }
-    if (request.response_format === "verbose_json" || request.response_format === "srt" || request.response_format === "vtt") granularities.add("segment");
-    if (granularities.has("word") && !engine.supportsWordTimestamps) {
-      throw InvalidRequestError.forField(["timestamp_granularities"], `${entry.id} has no word timestamps`);
-    }
-    return {
-      entry,
-      engine,
-      file,
-      format: request.response_format,
-      granularities: [...granularities],
-      language: request.language,
-      prompt: request.prompt,
-      temperature: request.temperature,
-      meter: meterFor(entry),
-      audioSeconds: 0,
-    };
   }
 
   /** Decodes, holds the price of the audio's length, transcribes, settles. */

@@ -68,49 +68,54 @@ export class VoiceService {
     if (!settings.acceptedFormats.includes(format)) {
       throw InvalidRequestError.forField(["file"], `${entry.id} accepts ${settings.acceptedFormats.join(", ")} samples, not ${format}`);
     }
-    const engine = await this.models.speech(entry.id);
-    if (engine.output !== "pcm" || !engine.cloning) throw InvalidRequestError.forField(["model"], `${entry.id} does not support voice cloning`);
-    let samples: Float32Array;
+    const lease = await this.models.acquire(entry.id, "speech");
+    const { engine } = lease;
     try {
-      samples = await decodeAudio(file.data, engine.cloning.sampleRate, signal);
-    } catch (error) {
-      if (error instanceof FfmpegError) throw new UndecodableMediaError("the voice sample");
-      throw error;
-    }
-    const seconds = samples.length / engine.cloning.sampleRate;
-    if (seconds < settings.minSampleSeconds) {
-      throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(2)} s; at least ${settings.minSampleSeconds} s is needed (${settings.recommendedSampleSeconds} s or more recommended)`);
-    }
-    if (seconds > settings.maxSampleSeconds) throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(1)} s; at most ${settings.maxSampleSeconds} s is accepted`);
-    const embedding = await engine.cloning.embed(samples, signal);
+      if (engine.output !== "pcm" || !engine.cloning) throw InvalidRequestError.forField(["model"], `${entry.id} does not support voice cloning`);
+      let samples: Float32Array;
+      try {
+        samples = await decodeAudio(file.data, engine.cloning.sampleRate, signal);
+      } catch (error) {
+        if (error instanceof FfmpegError) throw new UndecodableMediaError("the voice sample");
+        throw error;
+      }
+      const seconds = samples.length / engine.cloning.sampleRate;
+      if (seconds < settings.minSampleSeconds) {
+        throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(2)} s; at least ${settings.minSampleSeconds} s is needed (${settings.recommendedSampleSeconds} s or more recommended)`);
+      }
+      if (seconds > settings.maxSampleSeconds) throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(1)} s; at most ${settings.maxSampleSeconds} s is accepted`);
+      const embedding = await engine.cloning.embed(samples, signal);
 
-    const id = `vv_${randomBytes(12).toString("hex")}`;
-    const now = this.now();
-    const voice: ClonedVoice = {
-      id,
-      accountId,
-      modelId: entry.id,
-      name: request.name ?? null,
-      embedding,
-      sampleFile: `${id}.${format}`,
-      sampleFormat: format,
-      sampleSeconds: seconds,
-      createdAt: now,
-      lastUsedAt: now,
-      expiresAt: now + settings.retentionDays * 86_400_000,
-    };
-    mkdirSync(this.dir, { recursive: true });
-    writeFileSync(join(this.dir, voice.sampleFile), file.data);
-    const pack = new Float32Array(VOICE_PACK_ROWS * embedding.length);
-    for (let row = 0; row < VOICE_PACK_ROWS; row++) pack.set(embedding, row * embedding.length);
-    writeFileSync(join(this.dir, `${id}.bin`), new Uint8Array(pack.buffer));
-    try {
-      insertClonedVoice(this.db, voice);
-    } catch (error) {
-      this.removeFiles(voice);
-      throw error;
+      const id = `vv_${randomBytes(12).toString("hex")}`;
+      const now = this.now();
+      const voice: ClonedVoice = {
+        id,
+        accountId,
+        modelId: entry.id,
+        name: request.name ?? null,
+        embedding,
+        sampleFile: `${id}.${format}`,
+        sampleFormat: format,
+        sampleSeconds: seconds,
+        createdAt: now,
+        lastUsedAt: now,
+        expiresAt: now + settings.retentionDays * 86_400_000,
+      };
+      mkdirSync(this.dir, { recursive: true });
+      writeFileSync(join(this.dir, voice.sampleFile), file.data);
+      const pack = new Float32Array(VOICE_PACK_ROWS * embedding.length);
+      for (let row = 0; row < VOICE_PACK_ROWS; row++) pack.set(embedding, row * embedding.length);
+      writeFileSync(join(this.dir, `${id}.bin`), new Uint8Array(pack.buffer));
+      try {
+        insertClonedVoice(this.db, voice);
+      } catch (error) {
+        this.removeFiles(voice);
+        throw error;
+      }
+      return voice;
+    } finally {
+      lease.release();
     }
-    return voice;
   }
 
   list(accountId: string): ClonedVoice[] {

@@ -43,10 +43,15 @@ export function audioRouter(deps: AppDeps): Router {
     const body = parse(SpeechRequest, req.body);
     const ctx = res.locals.ctx;
     const prepared = await speech.prepare(body, ctx.auth?.accountId, meterFor(ctx));
-    setModelHeaders(res, prepared.entry, prepared.engine.router);
-    res.set(deps.limits.admit(ctx, prepared.entry, "audio"));
-    if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
-    speech.reserve(prepared);
+    try {
+      setModelHeaders(res, prepared.entry, prepared.engine.router);
+      res.set(deps.limits.admit(ctx, prepared.entry, "audio"));
+      if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+      speech.reserve(prepared);
+    } catch (error) {
+      prepared.lease.release();
+      throw error;
+    }
 
     let status = 200;
     const delivery = { started: false };
@@ -74,6 +79,7 @@ export function audioRouter(deps: AppDeps): Router {
       // Audio already went out: the status line is sent, so the stream is cut short instead.
       res.destroy(error as Error);
     } finally {
+      prepared.lease.release();
       // Charges what was synthesised (a no-op when already settled).
       speech.settle(prepared);
       const outcome = speech.outcome(prepared);
@@ -93,9 +99,14 @@ export function audioRouter(deps: AppDeps): Router {
     const body = parse(TranscriptionRequest, form.textFields());
     const ctx = res.locals.ctx;
     const job = await transcription.prepare(body, form.file("file"), meterFor(ctx));
-    setModelHeaders(res, job.entry, job.engine.router);
-    res.set(deps.limits.admit(ctx, job.entry, "audio"));
-    if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+    try {
+      setModelHeaders(res, job.entry, job.engine.router);
+      res.set(deps.limits.admit(ctx, job.entry, "audio"));
+      if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+    } catch (error) {
+      job.lease.release();
+      throw error;
+    }
     let status = 200;
     try {
       const { result, cost } = await transcription.run(job, ctx.abort.signal);
@@ -106,6 +117,7 @@ export function audioRouter(deps: AppDeps): Router {
       status = ctx.abort.signal.aborted ? CLIENT_CLOSED_REQUEST : toErrorResponse(error).status;
       throw error;
     } finally {
+      job.lease.release();
       job.meter.settle([]);
       usage(ctx, { endpoint: "/audio/transcriptions", model: job.entry.id, status, audioSeconds: job.audioSeconds });
     }

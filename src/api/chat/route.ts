@@ -40,10 +40,15 @@ export function chatRouter(deps: AppDeps): Router {
     const body = parse(ChatCompletionRequest, req.body);
     const ctx = res.locals.ctx;
     const chat = await service.prepare(body, ctx.requestId, (entry) => new RequestMeter(deps.credits, ctx, entry.id));
-    setModelHeaders(res, chat.entry, chat.engine.router);
-    res.set(chat.headers);
-    res.set(deps.limits.admit(ctx, chat.entry, "chat"));
-    if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+    try {
+      setModelHeaders(res, chat.entry, chat.engine.router);
+      res.set(chat.headers);
+      res.set(deps.limits.admit(ctx, chat.entry, "chat"));
+      if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+    } catch (error) {
+      chat.lease.release();
+      throw error;
+    }
 
     let result: ChatGenerateResult | undefined;
     let status = 200;
@@ -76,6 +81,7 @@ export function chatRouter(deps: AppDeps): Router {
       status = toErrorResponse(error).status;
       throw error;
     } finally {
+      chat.lease.release();
       // Releases the hold when the request failed before the service settled it.
       chat.meter.settle([]);
       deps.limits.recordTokens(ctx, chat.entry, (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0));

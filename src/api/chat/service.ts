@@ -7,7 +7,7 @@ import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
   toChoiceCount,
@@ -37,6 +37,8 @@ export interface PreparedChat {
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
+  /** Holds the model loaded until the route releases it (in its `finally`). */
+  lease: ModelLease<"chat">;
   /** What the engine is asked to do (the callbacks and the signal are added per call). */
   options: Omit<ChatGenerateOptions, "signal" | "onDelta">;
   echo: ServiceParametersEcho;
@@ -75,57 +77,64 @@ export class ChatService {
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
-    const engine = await this.models.chat(entry.id);
-    const { features } = engine;
     const web = await this.web.gather(request, params, requestId);
     const conversation = placeWebContext(messages, positionOf, web);
-    const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
-    const logprobs = toLogprobs(request, entry.id, features);
-    const headers: Record<string, string> = {};
-    // Accepted for compatibility; a local model has no native X search.
-    if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
-    const meter = meterFor(entry);
-    return {
-      id: `chatcmpl-${requestId.replaceAll("-", "")}`,
-      created: Math.floor(Date.now() / 1000),
-      entry,
-      engine,
-      options: {
-        messages: conversation.messages,
-        maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
-        sampling: toSampling(request, entry, features),
-        stop: stop.filter((s) => s.length > 0),
-        stopTokenIds: request.stop_token_ids ?? undefined,
-        choices: toChoiceCount(request, entry.id, features),
-        logprobs,
-        tools: toToolOptions(request, entry.id, features),
-        responseFormat: toResponseFormat(request, entry.id, features),
-        reasoning: toReasoning(request, params),
-        cache: toPromptCache(request, conversation.positionOf),
-        // Reserve the most this request can cost once its prompt is measured, before inference.
-        onPromptReady: (plan) => meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]),
-      },
-      echo: {
-        enable_e2ee: false,
-        enable_web_search: web.mode,
-        enable_web_citations: params.enable_web_citations,
-        enable_web_scraping: params.enable_web_scraping,
-        enable_x_search: false,
-        include_service_system_prompt: params.include_service_system_prompt,
-        include_search_results_in_stream: params.include_search_results_in_stream,
-        return_search_results_as_documents: params.return_search_results_as_documents,
-        strip_thinking_response: params.strip_thinking_response,
-        disable_thinking: params.disable_thinking,
-        ...(character ? { character_slug: character.slug } : {}),
-        ...(web.sources ? { web_search_citations: web.sources } : {}),
-      },
-      includeUsageChunk: request.stream_options?.include_usage === true,
-      stripReasoning: params.strip_thinking_response || params.disable_thinking,
-      logprobs: logprobs !== undefined,
-      headers,
-      meter,
-      web,
-    };
+    const lease = await this.models.acquire(entry.id, "chat");
+    try {
+      const { engine } = lease;
+      const { features } = engine;
+      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+      const logprobs = toLogprobs(request, entry.id, features);
+      const headers: Record<string, string> = {};
+      // Accepted for compatibility; a local model has no native X search.
+      if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+      const meter = meterFor(entry);
+      return {
+        id: `chatcmpl-${requestId.replaceAll("-", "")}`,
+        created: Math.floor(Date.now() / 1000),
+        entry,
+        engine,
+        lease,
+        options: {
+          messages: conversation.messages,
+          maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
+          sampling: toSampling(request, entry, features),
+          stop: stop.filter((s) => s.length > 0),
+          stopTokenIds: request.stop_token_ids ?? undefined,
+          choices: toChoiceCount(request, entry.id, features),
+          logprobs,
+          tools: toToolOptions(request, entry.id, features),
+          responseFormat: toResponseFormat(request, entry.id, features),
+          reasoning: toReasoning(request, params),
+          cache: toPromptCache(request, conversation.positionOf),
+          // Reserve the most this request can cost once its prompt is measured, before inference.
+          onPromptReady: (plan) => meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]),
+        },
+        echo: {
+          enable_e2ee: false,
+          enable_web_search: web.mode,
+          enable_web_citations: params.enable_web_citations,
+          enable_web_scraping: params.enable_web_scraping,
+          enable_x_search: false,
+          include_service_system_prompt: params.include_service_system_prompt,
+          include_search_results_in_stream: params.include_search_results_in_stream,
+          return_search_results_as_documents: params.return_search_results_as_documents,
+          strip_thinking_response: params.strip_thinking_response,
+          disable_thinking: params.disable_thinking,
+          ...(character ? { character_slug: character.slug } : {}),
+          ...(web.sources ? { web_search_citations: web.sources } : {}),
+        },
+        includeUsageChunk: request.stream_options?.include_usage === true,
+        stripReasoning: params.strip_thinking_response || params.disable_thinking,
+        logprobs: logprobs !== undefined,
+        headers,
+        meter,
+        web,
+      };
+    } catch (error) {
+      lease.release();
+      throw error;
+    }
   }
 
   private character(slug: string | undefined, fromSuffix: boolean): Character | undefined {

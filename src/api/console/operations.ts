@@ -3,7 +3,7 @@ import { defineApiGroup } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 export const consoleApi = defineApiGroup({
-  tag: "Admin",
+  tag: "Admin accounts",
   description: "Node-wide administration behind the web console: every account with its balances, credit grants, usage per day and model. Admin keys only.",
   schemas,
   operations: [

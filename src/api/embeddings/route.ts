@@ -8,7 +8,7 @@ import { parse, requireJson } from "../../http/parse.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { CreateEmbeddingRequest, isTokenArrayInput } from "./schema.js";
-import { EmbeddingService } from "./service.js";
+import { EmbeddingService, type PreparedEmbedding } from "./service.js";
 
 const CLIENT_CLOSED_REQUEST = 499;
 
@@ -31,8 +31,9 @@ export function embeddingsRouter(deps: AppDeps): Router {
     const meter = new RequestMeter(deps.credits, ctx, entry.id);
     let status = 200;
     let tokens = 0;
+    let prepared: PreparedEmbedding | undefined;
     try {
-      const prepared = await service.prepare(entry, body);
+      prepared = await service.prepare(entry, body);
       setModelHeaders(res, entry, prepared.engine.router);
       tokens = prepared.tokens.reduce((a, b) => a + b, 0);
       // Token counts are exact before inference, so the hold is the charge.
@@ -44,6 +45,7 @@ export function embeddingsRouter(deps: AppDeps): Router {
       status = ctx.abort.signal.aborted ? CLIENT_CLOSED_REQUEST : toErrorResponse(error).status;
       if (status !== CLIENT_CLOSED_REQUEST) throw error;
     } finally {
+      prepared?.lease.release();
       meter.settle([]);
       recordRequestUsage(deps.db, ctx, {
         endpoint: "/embeddings",

@@ -2,12 +2,14 @@ import type { ModelEntry } from "../../config.js";
 import { reduceDimensions } from "../../engines/embeddingMath.js";
 import type { EmbeddingEngine } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { CreateEmbeddingRequest, CreateEmbeddingResponse } from "./schema.js";
 
 export interface PreparedEmbedding {
   entry: ModelEntry;
   engine: EmbeddingEngine;
+  /** Holds the model loaded until the route releases it. */
+  lease: ModelLease<"embedding">;
   inputs: string[];
   /** Tokens per input, measured before anything runs. */
   tokens: number[];
@@ -23,22 +25,28 @@ export class EmbeddingService {
   }
 
   async prepare(entry: ModelEntry, request: CreateEmbeddingRequest): Promise<PreparedEmbedding> {
-    const engine = await this.models.engine(entry.id, "embedding");
-    const inputs = typeof request.input === "string" ? [request.input] : request.input;
-    const dimensions = request.dimensions ?? engine.dimensions;
-    if (dimensions > engine.dimensions) {
-      throw InvalidRequestError.forField(["dimensions"], `${entry.id} makes ${engine.dimensions}-dimensional embeddings; dimensions cannot exceed that`);
+    const lease = await this.models.acquire(entry.id, "embedding");
+    const { engine } = lease;
+    try {
+      const inputs = typeof request.input === "string" ? [request.input] : request.input;
+      const dimensions = request.dimensions ?? engine.dimensions;
+      if (dimensions > engine.dimensions) {
+        throw InvalidRequestError.forField(["dimensions"], `${entry.id} makes ${engine.dimensions}-dimensional embeddings; dimensions cannot exceed that`);
+      }
+      if (dimensions < engine.dimensions && !entry.embedding.supportsCustomDimensions) {
+        throw InvalidRequestError.forField(["dimensions"], `${entry.id} does not support reduced dimensions; omit dimensions or send ${engine.dimensions}`);
+      }
+      const tokens = await engine.countTokens(inputs);
+      const tooLong = tokens.findIndex((n) => n > engine.maxInputTokens);
+      if (tooLong >= 0) {
+        const path = typeof request.input === "string" ? ["input"] : ["input", tooLong];
+        throw InvalidRequestError.forField(path, `this input has ${tokens[tooLong]} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
+      }
+      return { entry, engine, lease, inputs, tokens, dimensions };
+    } catch (error) {
+      lease.release();
+      throw error;
     }
-    if (dimensions < engine.dimensions && !entry.embedding.supportsCustomDimensions) {
-      throw InvalidRequestError.forField(["dimensions"], `${entry.id} does not support reduced dimensions; omit dimensions or send ${engine.dimensions}`);
-    }
-    const tokens = await engine.countTokens(inputs);
-    const tooLong = tokens.findIndex((n) => n > engine.maxInputTokens);
-    if (tooLong >= 0) {
-      const path = typeof request.input === "string" ? ["input"] : ["input", tooLong];
-      throw InvalidRequestError.forField(path, `this input has ${tokens[tooLong]} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
-    }
-    return { entry, engine, inputs, tokens, dimensions };
   }
 
   async embed(prepared: PreparedEmbedding, request: CreateEmbeddingRequest, signal: AbortSignal): Promise<CreateEmbeddingResponse> {

@@ -6,6 +6,7 @@ import { RequestMeter } from "../../billing/RequestMeter.js";
 import { NotFoundError, toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { IMAGE_FORMATS } from "../../media/image.js";
+import type { ModelLease } from "../../models/ModelManager.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { GenerateImageRequest, SimpleGenerateImageRequest, UNAVAILABLE_IMAGE_OPERATIONS, type GenerateImageResponse, type SimpleGenerateImageResponse } from "./schema.js";
@@ -43,9 +44,11 @@ export function imagesRouter(deps: AppDeps): Router {
     const meter = new RequestMeter(deps.credits, ctx, plan.entry.id);
     let status = 200;
     let images = 0;
+    let lease: ModelLease<"image"> | undefined;
     try {
       meter.reserve(imageCost(plan.entry, { images: plan.variants, steps: plan.steps }));
-      const engine = await service.engine(plan);
+      lease = await service.acquire(plan);
+      const { engine } = lease;
       setModelHeaders(res, plan.entry, engine.router);
       const outcome = await service.generate(plan, engine, ctx.abort.signal);
       images = outcome.files.length;
@@ -63,6 +66,7 @@ export function imagesRouter(deps: AppDeps): Router {
       status = toErrorResponse(error).status;
       throw error;
     } finally {
+      lease?.release();
       meter.settle([]);
       recordRequestUsage(deps.db, ctx, {
         endpoint,

@@ -3,7 +3,7 @@ import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
 import type { ImageEngine, ImageGenerateResult } from "../../engines/types.js";
 import { encodeImage, type ImageFormat } from "../../media/image.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
 import { applyStyle, type ImageStyles } from "./styles.js";
 
@@ -133,8 +133,9 @@ export class ImageService {
     }
   }
 
-  async engine(plan: ImagePlan): Promise<ImageEngine> {
-    return this.models.engine(plan.entry.id, "image");
+  /** Holds the image model loaded; the route releases the lease when the request ends. */
+  acquire(plan: ImagePlan): Promise<ModelLease<"image">> {
+    return this.models.acquire(plan.entry.id, "image");
   }
 
   /** Runs the generation (504 past the request timeout) and encodes the results. */

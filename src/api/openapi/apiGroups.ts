@@ -1,5 +1,6 @@
 import { audioApi } from "../audio/operations.js";
 import { billingApi } from "../billing/operations.js";
+import { adminApi } from "../admin/operations.js";
 import { consoleApi } from "../console/operations.js";
 import { charactersApi } from "../characters/operations.js";
 import { chatApi } from "../chat/operations.js";
@@ -30,6 +31,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   keysApi,
   x402Api,
   rpcApi,
+  adminApi,
   consoleApi,
   openapiApi,
 ];

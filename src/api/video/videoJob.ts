@@ -31,47 +31,52 @@ export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
   return {
     async run(job, { signal, progress }) {
       const input = JSON.parse(job.inputJson) as VideoJobInput;
-      const engine = await models.engine(job.model, "video");
-      // Loading can take a while: a shutdown may have come meanwhile.
-      signal.throwIfAborted();
-      const frameBytes = input.width * input.height * 3;
-      const frames = new PassThrough({ highWaterMark: frameBytes * 4 });
-      const stop = new AbortController();
-      const encodeSignal = AbortSignal.any([signal, stop.signal]);
-      const encoding = encodeVideoStream(frames, input.width, input.height, input.fps, encodeSignal);
-      // If ffmpeg dies, stop generating instead of waiting on a pipe nobody reads.
-      encoding.catch((error: unknown) => stop.abort(error));
+      const lease = await models.acquire(job.model, "video");
+      const { engine } = lease;
       try {
-        await engine.generateFrames({
-          prompt: input.prompt,
-          negativePrompt: input.negativePrompt,
-          width: input.width,
-          height: input.height,
-          steps: input.steps,
-          cfgScale: input.cfgScale,
-          seed: input.seed,
-          frames: input.frames,
-          keyframeInterval: input.keyframeInterval,
-          signal: encodeSignal,
-          onFrame: async (rgb) => {
-            if (!frames.write(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength))) await once(frames, "drain", { signal: encodeSignal });
-          },
-          onProgress: (fraction) => progress(fraction * 0.98),
-        });
-        frames.end();
-      } catch (error) {
-        stop.abort(error);
-        // An input stream error makes fluent-ffmpeg kill ffmpeg (a plain destroy would leave it waiting on stdin).
-        frames.destroy(new Error("frame generation stopped"));
-        await encoding.catch(() => undefined);
-        throw signal.aborted ? signal.reason : error;
+        // Loading can take a while: a shutdown may have come meanwhile.
+        signal.throwIfAborted();
+        const frameBytes = input.width * input.height * 3;
+        const frames = new PassThrough({ highWaterMark: frameBytes * 4 });
+        const stop = new AbortController();
+        const encodeSignal = AbortSignal.any([signal, stop.signal]);
+        const encoding = encodeVideoStream(frames, input.width, input.height, input.fps, encodeSignal);
+        // If ffmpeg dies, stop generating instead of waiting on a pipe nobody reads.
+        encoding.catch((error: unknown) => stop.abort(error));
+        try {
+          await engine.generateFrames({
+            prompt: input.prompt,
+            negativePrompt: input.negativePrompt,
+            width: input.width,
+            height: input.height,
+            steps: input.steps,
+            cfgScale: input.cfgScale,
+            seed: input.seed,
+            frames: input.frames,
+            keyframeInterval: input.keyframeInterval,
+            signal: encodeSignal,
+            onFrame: async (rgb) => {
+              if (!frames.write(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength))) await once(frames, "drain", { signal: encodeSignal });
+            },
+            onProgress: (fraction) => progress(fraction * 0.98),
+          });
+          frames.end();
+        } catch (error) {
+          stop.abort(error);
+          // An input stream error makes fluent-ffmpeg kill ffmpeg (a plain destroy would leave it waiting on stdin).
+          frames.destroy(new Error("frame generation stopped"));
+          await encoding.catch(() => undefined);
+          throw signal.aborted ? signal.reason : error;
+        }
+        const mp4 = await encoding;
+        mkdirSync(dir, { recursive: true });
+        const path = join(dir, `${job.id}.mp4`);
+        writeFileSync(`${path}.partial`, mp4);
+        renameSync(`${path}.partial`, path);
+        return { path, bytes: mp4.length, contentType: "video/mp4" };
+      } finally {
+        lease.release();
       }
-      const mp4 = await encoding;
-      mkdirSync(dir, { recursive: true });
-      const path = join(dir, `${job.id}.mp4`);
-      writeFileSync(`${path}.partial`, mp4);
-      renameSync(`${path}.partial`, path);
-      return { path, bytes: mp4.length, contentType: "video/mp4" };
     },
   };
 }

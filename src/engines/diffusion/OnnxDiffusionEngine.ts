@@ -13,7 +13,21 @@ export { TaskAbortedError };
  * pipeline (image.workers threads, each with its own sessions). The event loop only queues
  * tasks and receives pixels; encoding (sharp, ffmpeg) happens in the services.
  */
-async function startPool(entry: ModelEntry): Promise<{ pool: WorkerPool; info: PipelineInfo }> {
+export interface DiffusionPool {
+  pool: WorkerPool;
+  info: PipelineInfo;
+}
+
+/**
+ * The settings that shape a pool: image and video entries on the same directory with equal
+ * values share one loaded pool (ModelManager keys shared loads by this).
+ */
+export function diffusionPoolKey(entry: ModelEntry): string {
+  const { workers, threads, executionProviders, scheduler, safetyChecker } = entry.image;
+  return JSON.stringify(["onnx-diffusion", entry.file, workers, threads, executionProviders, scheduler, safetyChecker ?? null, entry.queue.maxWaiting]);
+}
+
+export async function startDiffusionPool(entry: ModelEntry): Promise<DiffusionPool> {
   const settings = entry.image;
   const data: DiffusionWorkerData = {
     dir: entry.file!,
@@ -52,8 +66,13 @@ export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine 
   readonly kind = "image" as const;
 
   static async load(entry: ModelEntry): Promise<OnnxImageEngine> {
-    const { pool, info } = await startPool(entry);
+    const { pool, info } = await startDiffusionPool(entry);
     return new OnnxImageEngine(pool, info);
+  }
+
+  /** An image engine over a pool another engine (a video model on the same files) may share; the pool's owner disposes it. */
+  static over(shared: DiffusionPool): OnnxImageEngine {
+    return new OnnxImageEngine(shared.pool, shared.info);
   }
 
   get safetyChecker(): boolean {
@@ -89,8 +108,12 @@ export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine 
   readonly kind = "video" as const;
 
   static async load(entry: ModelEntry): Promise<OnnxVideoEngine> {
-    const { pool, info } = await startPool(entry);
+    const { pool, info } = await startDiffusionPool(entry);
     return new OnnxVideoEngine(pool, info);
+  }
+
+  static over(shared: DiffusionPool): OnnxVideoEngine {
+    return new OnnxVideoEngine(shared.pool, shared.info);
   }
 
   async generateFrames(options: VideoGenerateOptions): Promise<void> {

@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/** Path parameter of the load and unload endpoints (ids may contain '/': send them as is or URL-encoded). */
+export const AdminModelParams = z.object({ id: z.string().min(1) });
+
+const Memory = z.object({ ramBytes: z.number(), vramBytes: z.number() });
+
+/** One model's lifecycle, as ModelManager.status() reports it. */
+export const ModelStatusRecord = z.object({
+  id: z.string(),
+  object: z.literal("model.status"),
+  type: z.string(),
+  backend: z.string(),
+  state: z.enum(["unloaded", "loading", "loaded", "failed"]),
+  /** Why the last load failed (state "failed"); the next request retries after a short back-off. */
+  error: z.string().nullable(),
+  /** Estimated memory once loaded (GGUF: node-llama-cpp's estimate with the KV cache; ONNX: file sizes). */
+  memory: Memory.nullable(),
+  inFlight: z.number().int(),
+  queue: z.object({ busy: z.number().int(), waiting: z.number().int() }).nullable(),
+  loadedAt: z.number().nullable(),
+  lastUsedAt: z.number().nullable(),
+  /** -1: never unloaded for idleness. */
+  keepAliveSeconds: z.number().int(),
+  sharedWith: z.array(z.string()),
+});
+export type ModelStatusRecord = z.infer<typeof ModelStatusRecord>;
+
+export const MemoryBudget = z.object({
+  ram: z.object({ limitBytes: z.number().nullable(), usedBytes: z.number() }),
+  vram: z.object({ limitBytes: z.number().nullable(), usedBytes: z.number() }),
+});
+
+export const AdminModelsResponse = z.object({
+  object: z.literal("list"),
+  data: z.array(ModelStatusRecord),
+  budget: MemoryBudget,
+});
+export type AdminModelsResponse = z.infer<typeof AdminModelsResponse>;
+
+export const AdminModelResponse = z.object({ data: ModelStatusRecord, budget: MemoryBudget });
+export type AdminModelResponse = z.infer<typeof AdminModelResponse>;
