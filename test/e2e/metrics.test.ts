@@ -116,6 +116,11 @@ describe("GET /metrics", () => {
     expect(after.value("hearth_model_queue_depth", { model: "tiny-chat", kind: "chat" })).toBe(0);
     expect(after.value("hearth_model_busy_slots", { model: "tiny-chat", kind: "chat" })).toBe(0);
     expect(after.value("hearth_models_loaded", { kind: "chat" })).toBe(1);
+    // Its memory is the model manager's estimate (node-llama-cpp's, weights plus KV cache).
+    const estimate = server.models.statusOf("tiny-chat").memory!;
+    expect(estimate.ramBytes + estimate.vramBytes).toBeGreaterThan(0);
+    expect(after.value("hearth_model_memory_bytes", { model: "tiny-chat", memory: "ram" })).toBe(estimate.ramBytes);
+    expect(after.value("hearth_model_memory_bytes", { model: "tiny-chat", memory: "vram" })).toBe(estimate.vramBytes);
   });
 
   it("labels requests by route pattern, errors included, and unmatched URLs as one series", async () => {
