@@ -143,6 +143,17 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
   });
 });
 
+describe("GET /models", () => {
+  it("text models report supportsAudioInput exactly when the node can transcribe", async () => {
+    const capabilities = async (node: TestServer) => {
+      const res = await fetch(`${node.baseUrl}/models/tiny-chat`);
+      return ((await res.json()) as { model_spec: { capabilities: Record<string, unknown> } }).model_spec.capabilities;
+    };
+    expect((await capabilities(server)).supportsAudioInput).toBe(true);
+    expect((await capabilities(deaf)).supportsAudioInput).toBe(false);
+  });
+});
+
 describe("refusals name the offending field", () => {
   // Error-heavy: a key of its own, so the abuse guard's count does not touch other tests.
   let key: string;

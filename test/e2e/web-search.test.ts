@@ -298,6 +298,17 @@ describe("a node without a search provider", () => {
   });
 });
 
+describe("GET /models", () => {
+  it("text models report supportsWebSearch exactly when the node has a search provider", async () => {
+    const capabilities = async (node: TestServer) => {
+      const res = await fetch(`${node.baseUrl}/models/tiny-chat`);
+      return ((await res.json()) as { model_spec: { capabilities: Record<string, unknown> } }).model_spec.capabilities;
+    };
+    expect((await capabilities(withSearch)).supportsWebSearch).toBe(true);
+    expect((await capabilities(withoutSearch)).supportsWebSearch).toBe(false);
+  });
+});
+
 describe("a node that does not allow scraping (the default)", () => {
   it("enable_web_scraping: 400 naming the field, and nothing is fetched", async () => {
     const closed = await startTestServer();

@@ -78,13 +78,19 @@ function derivedCapabilities(features: ProbedChatFeatures): Record<string, unkno
   };
 }
 
+/** Abilities of the node that every text model gains (chat web search, input_audio parts). */
+export interface NodeAbilities {
+  webSearch: boolean;
+  audioInput: boolean;
+}
+
 /** The registry entry in the reference's model record shape; speech models list their voices, text models their derived chat capabilities. */
 export function toModelRecord(
   entry: ModelEntry,
   startedAt: number,
-  extra: { voices?: readonly string[]; engine?: Engine; features?: ProbedChatFeatures | null } = {},
+  extra: { voices?: readonly string[]; engine?: Engine; features?: ProbedChatFeatures | null; node?: NodeAbilities } = {},
 ): ModelRecord {
-  const { voices = [], engine, features = null } = extra;
+  const { voices = [], engine, features = null, node } = extra;
   const isText = entry.type === "text";
   const record: ModelRecord = {
     id: entry.id,
@@ -100,7 +106,13 @@ export function toModelRecord(
       offline: entry.offline,
       modelSource: entry.file ? basename(entry.file) : entry.backend,
       traits: entry.traits,
-      capabilities: features ? { ...entry.capabilities, ...derivedCapabilities(features) } : entry.capabilities,
+      capabilities: {
+        ...entry.capabilities,
+        ...(features ? derivedCapabilities(features) : {}),
+        // What this node adds to every text model: web search with a provider, audio parts with a speech-to-text model.
+        ...(isText && node?.webSearch ? { supportsWebSearch: true } : {}),
+        ...(isText && node?.audioInput ? { supportsAudioInput: true } : {}),
+      },
       constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
@@ -163,6 +175,7 @@ export function modelsRouter(deps: AppDeps): Router {
     voices: deps.models.voices(entry),
     engine: deps.models.loadedEngine(entry.id),
     features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
+    node: { webSearch: deps.config.searchUrl !== undefined, audioInput: entry.audioInput !== undefined || deps.models.defaultFor("asr") !== undefined },
   });
   router.get("/models", async (req, res) => {
     const { type } = parse(ListModelsQuery, req.query);
