@@ -27,6 +27,12 @@ export const SERVER_SETTINGS = {
     description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the admin-key route on the API port",
   },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
+  preload: {
+    flag: "--preload <ids>",
+    env: "HEARTH_PRELOAD",
+    default: "",
+    description: 'comma-separated model ids to load at start-up ("all": every model), with a progress bar; a model that fails is reported and the server starts anyway',
+  },
   keepAlive: {
     flag: "--keep-alive <seconds>",
     env: "HEARTH_KEEP_ALIVE",
@@ -144,6 +150,11 @@ export const ServerConfig = z.object({
   searchTimeoutMs: z.number().int().positive().default(10_000),
   /** Seconds an idle model stays loaded (ModelEntry.keepAlive overrides); 0: unload when idle; -1: never for idleness. */
   keepAlive: z.coerce.number().int().min(-1).default(300),
+  /** Model ids loaded at start-up by `hearth serve` ("all": every model); they then follow the keep-alive like any other. */
+  preload: z
+    .string()
+    .default("")
+    .transform((ids) => ids.split(",").map((id) => id.trim()).filter(Boolean)),
   /** Memory the loaded models may use together, in bytes; null: no limit. */
   ramBudget: ByteSize,
   vramBudget: ByteSize,

@@ -1,11 +1,13 @@
 import type { Command } from "commander";
 import { loadServerConfig, SECRET_ENV } from "../config.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
+import { formatBytes } from "../models/formatBytes.js";
+import type { RunningServer } from "../server.js";
 import { out, progressBar } from "./ui.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd"] as const) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
@@ -38,6 +40,7 @@ export function registerServeCommand(program: Command): void {
         "",
       ].join("\n"),
     );
+    await preloadModels(running, config.preload);
     const server = running;
     const shutdown = (signal: string) => {
       server.logger.info({ signal }, "shutting down");
@@ -52,4 +55,31 @@ export function registerServeCommand(program: Command): void {
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
   });
+}
+
+/**
+ * Loads the --preload models one after the other (a progress bar in a terminal, a line per model
+ * either way). A model that fails is reported with its cause and the server keeps serving.
+ */
+async function preloadModels(running: RunningServer, requested: readonly string[]): Promise<void> {
+  if (requested.length === 0) return;
+  const known = running.models.list().map((m) => m.id);
+  const ids = requested.includes("all") ? known : requested;
+  const progress = progressBar("Loading models");
+  progress.update(0, ids.length);
+  const lines: string[] = [];
+  for (const [index, id] of ids.entries()) {
+    const started = performance.now();
+    try {
+      if (!known.includes(id)) throw new Error(`no model "${id}" in the registry (configured: ${known.join(", ")})`);
+      const status = await running.models.load(id);
+      const memory = status.memory ? ` (${formatBytes(status.memory.ramBytes + status.memory.vramBytes)})` : "";
+      lines.push(`${out.green("Loaded")} ${id}${memory} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      lines.push(`${out.red("Could not load")} ${id}: ${(error as Error).message}`);
+    }
+    progress.update(index + 1, ids.length, id);
+  }
+  progress.stop();
+  process.stdout.write(lines.join("\n") + "\n");
 }

@@ -1,3 +1,4 @@
+import { formatBytes } from "./formatBytes.js";
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
 import {
@@ -562,15 +563,3 @@ export class ModelManager {
 
 /** The budget has no room now because every loaded model is in use (transient: not a failure of the model). */
 class MemoryBudgetFullError extends ModelUnavailableError {}
-
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return "unlimited";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
-}

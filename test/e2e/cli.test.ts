@@ -74,6 +74,26 @@ describe("the hearth CLI", () => {
     expect((await hearth(["keys", "revoke", keys[0]!.id, "--data-dir", dataDir])).status).toBe(1);
   });
 
+  it("serve --preload loads the named models at start-up and reports one it cannot load", async () => {
+    const dataDir = tempDir();
+    const registry = writeRegistry(dataDir);
+    const created = await hearth(["keys", "create", "--name", "ops", "--admin", "--data-dir", dataDir]);
+    const secret = created.stdout.trim().split("\n").at(-1)!;
+    const { child, baseUrl, output } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry, "--preload", "tiny-chat,nope"]);
+    try {
+      await expect.poll(output, { timeout: 30_000 }).toMatch(/Could not load nope: no model "nope"/);
+      expect(output()).toMatch(/Loaded tiny-chat \([\d.]+ [KM]iB\) in [\d.]+ s/);
+      // Piped output: no progress bar, no colour codes.
+      expect(output()).not.toMatch(/\u001b\[/);
+      const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
+      const status = (await res.json()) as { data: { id: string; state: string }[] };
+      expect(status.data.find((m) => m.id === "tiny-chat")?.state).toBe("loaded");
+    } finally {
+      child.kill("SIGTERM");
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
   it("writes the demo fixtures and lists the registry", async () => {
     const out = tempDir();
     const result = await hearth(["fixtures", "--out", out]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ByteSize, loadServerConfig } from "../../src/config.js";
-import { formatBytes } from "../../src/models/ModelManager.js";
+import { formatBytes } from "../../src/models/formatBytes.js";
 
 describe("memory budget settings", () => {
   it("reads sizes with units; a bare number is MiB; empty is no limit", () => {
