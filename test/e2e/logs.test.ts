@@ -47,6 +47,9 @@ async function accessLines(ids: string[], from: number) {
 
 describe("structured request logs", () => {
   it("tags every request-scoped line with the request id, writes one access line per request, and never logs a key or a signature", async () => {
+    // Model lifecycle lines (loading, loaded) belong to the node, not to the request that
+    // happened to need the model: load it before the window whose lines must all carry an id.
+    await server.models.load("tiny-chat");
     const from = captured.length;
     const { key, keyId } = server.createKey({ usd: 1 });
     const ids: string[] = [];
