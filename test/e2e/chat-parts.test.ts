@@ -2,8 +2,9 @@ import OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
+import { hashSecret } from "../../src/store/apiKeys.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
-import { startTestServer, tinyChatEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
+import { post, startTestServer, tinyChatEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
 
 /** $0.0001 per audio second on the transcription model the audio-capable chat model names. */
 const PRICED_ASR = { id: "whisper-priced", pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } } };
@@ -140,6 +141,16 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
     expect(asr[0]!.sku).toBe("whisper-priced-asr-second");
     // Two seconds of audio at $0.0001 per second.
     expect(asr[0]!.micros).toBe(-200);
+  });
+
+  it("a request the rate limit refuses is refused before its audio is transcribed, so it costs nothing", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    server.db.prepare("UPDATE api_keys SET rate_limit_overrides = ? WHERE secret_hash = ?").run(JSON.stringify({ "*": { rpm: 1 } }), hashSecret(key));
+    const body = { model: "tiny-chat-audio", max_tokens: 1, messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }] };
+    expect((await post(server, "/chat/completions", body, { key })).status).toBe(200);
+    expect((await post(server, "/chat/completions", body, { key })).status).toBe(429);
+    const transcriptions = server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge' AND model = 'whisper-priced'").pluck().get(accountId);
+    expect(transcriptions).toBe(1);
   });
 });
 

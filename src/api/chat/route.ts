@@ -39,11 +39,15 @@ export function chatRouter(deps: AppDeps): Router {
     requireJson(req);
     const body = parse(ChatCompletionRequest, req.body);
     const ctx = res.locals.ctx;
-    const chat = await service.prepare(body, ctx.requestId, (entry) => new RequestMeter(deps.credits, ctx, entry.id));
+    const chat = await service.prepare(
+      body,
+      ctx.requestId,
+      (entry) => new RequestMeter(deps.credits, ctx, entry.id),
+      (entry) => res.set(deps.limits.admit(ctx, entry, "chat")),
+    );
     try {
       setModelHeaders(res, chat.entry, chat.engine.router);
       res.set(chat.headers);
-      res.set(deps.limits.admit(ctx, chat.entry, "chat"));
       if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
     } catch (error) {
       chat.lease.release();

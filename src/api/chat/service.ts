@@ -64,7 +64,16 @@ export class ChatService {
     private readonly metrics: Metrics,
   ) {}
 
-  async prepare(request: ChatCompletionRequest, requestId: string, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedChat> {
+  /**
+   * `admit` is the rate-limit check: it runs once the model is known and before any paid or slow
+   * work (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
+   */
+  async prepare(
+    request: ChatCompletionRequest,
+    requestId: string,
+    meterFor: (entry: ModelEntry) => RequestMeter,
+    admit: (entry: ModelEntry) => void = () => {},
+  ): Promise<PreparedChat> {
     const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
     // Explicit body fields win over the suffix, which wins over the defaults.
     const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
@@ -74,6 +83,7 @@ export class ChatService {
     const modelId = suffix?.modelId ?? character!.modelId;
     const entry = this.models.get(modelId, "text");
     this.web.mode(request, params); // `on` without a search provider: 400 before any work
+    admit(entry);
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
