@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -141,6 +143,40 @@ describe("lifecycle without a budget", () => {
     }
   });
 });
+
+describe("a slow load", () => {
+  it("never holds up another model's requests", async () => {
+    // An upstream whose GET /models (read while its engine loads) answers only when told to.
+    let answerModels!: () => void;
+    const modelsAsked = new Promise<void>((asked) => {
+      upstreamPeer = createServer((req, res) => {
+        if (req.url?.endsWith("/models")) {
+          asked();
+          answerModels = () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data: [] }));
+        } else res.writeHead(503).end();
+      });
+    });
+    await new Promise<void>((listening) => upstreamPeer.listen(0, "127.0.0.1", listening));
+    const base = `http://127.0.0.1:${(upstreamPeer.address() as AddressInfo).port}/v1`;
+    const server = await startTestServer({ models: [tinyChatEntry(), tinyChatEntry({ id: "slow", backend: "upstream", file: undefined, upstream: { baseUrl: base } })] });
+    try {
+      const slow = post(server, "/chat/completions", { model: "slow", messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+      await modelsAsked;
+      expect(server.models.statusOf("slow").state).toBe("loading");
+      // The other model loads and answers while "slow" is still loading.
+      const completion = await chat(server, "tiny-chat");
+      expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
+      expect(server.models.statusOf("slow").state).toBe("loading");
+      answerModels();
+      expect((await slow).status).toBe(503);
+      expect(server.models.statusOf("slow").state).toBe("loaded");
+    } finally {
+      await server.stop();
+      upstreamPeer.close();
+    }
+  });
+});
+let upstreamPeer: Server;
 
 describe("memory budget", () => {
   let server: TestServer;
