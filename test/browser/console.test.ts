@@ -162,6 +162,15 @@ describe("web console", () => {
     // The live view's request list never carries a key.
     expect(await models.content()).not.toContain(server.adminKey);
     await screenshot(models, "models");
+
+    // Unload and load by hand: the buttons call the admin endpoints, the live view shows the result.
+    const row = models.locator("[data-model=tiny-chat]");
+    await row.getByRole("button", { name: "Unload" }).click();
+    await models.locator("[data-model=tiny-chat] [data-state=unloaded]").waitFor({ timeout: 5000 });
+    expect(server.models.statusOf("tiny-chat").state).toBe("unloaded");
+    await row.getByRole("button", { name: "Load" }).click();
+    await models.locator("[data-model=tiny-chat] [data-state=loaded]").waitFor({ timeout: 15_000 });
+    expect(server.models.statusOf("tiny-chat").state).toBe("loaded");
     await models.close();
   });
 

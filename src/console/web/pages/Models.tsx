@@ -1,9 +1,29 @@
-import { bytes, when } from "../api.ts";
+import { useState } from "preact/hooks";
+import { apiFetch, bytes, errorText, when } from "../api.ts";
 import type { PageProps } from "./types.ts";
 
-/** Models with their load state and queues, and the most recent requests: both from the live view. */
+/** Ids may hold '/' (openai/whisper-large-v3): each segment is encoded, the slashes stay. */
+const modelPath = (id: string) => id.split("/").map(encodeURIComponent).join("/");
+
+/**
+ * Models with their load state and queues, and the most recent requests: both from the live
+ * view, which also shows the outcome of the load and unload buttons (no reload needed).
+ */
 export function ModelsPage({ live }: PageProps) {
   const { snapshot, status } = live;
+  const [pending, setPending] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const act = async (id: string, action: "load" | "unload") => {
+    setPending(id);
+    setError(null);
+    try {
+      await apiFetch(`/admin/models/${modelPath(id)}/${action}`, { method: "POST" });
+    } catch (e) {
+      setError(`${action === "load" ? "Loading" : "Unloading"} ${id}: ${errorText(e)}`);
+    } finally {
+      setPending(null);
+    }
+  };
   if (!snapshot) return <p class="muted">{status === "refused" ? "The live view refused this key." : "Connecting to the live view…"}</p>;
   return (
     <>
@@ -20,6 +40,7 @@ export function ModelsPage({ live }: PageProps) {
               <th class="num">RAM</th>
               <th class="num">VRAM</th>
               <th>Last used</th>
+              <th />
             </tr>
           </thead>
           <tbody>
@@ -38,10 +59,26 @@ export function ModelsPage({ live }: PageProps) {
                 <td class="num">{bytes(m.memory?.ramBytes)}</td>
                 <td class="num">{bytes(m.memory?.vramBytes)}</td>
                 <td>{when(m.lastUsedAt)}</td>
+                <td class="actions">
+                  {m.state === "loaded" ? (
+                    <button class="small" disabled={pending === m.id || (m.inFlight ?? 0) > 0} onClick={() => void act(m.id, "unload")}>
+                      Unload
+                    </button>
+                  ) : (
+                    <button class="small" disabled={pending === m.id || m.state === "loading"} onClick={() => void act(m.id, "load")}>
+                      Load
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
       </section>
       <section>
         <h2>Recent requests</h2>
