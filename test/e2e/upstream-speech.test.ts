@@ -93,13 +93,14 @@ describe("speech relayed to an upstream server", () => {
     expect(record.model_spec.voices).toEqual(["af_heart", "af_bella", "am_adam", "bf_emma", "bm_george"]);
   });
 
-  it("leaves models without an upstream URL out of /models, and answers 502 when the upstream is down", async () => {
+  it("leaves models without an upstream URL out of /models, and answers 503 naming the upstream when it cannot be reached", async () => {
     const list = (await (await fetch(`${front.baseUrl}/models?type=tts`)).json()) as { data: { id: string; model_spec: { capabilities: unknown; voices: string[] } }[] };
     expect(list.data.map((m) => m.id)).toEqual(["tts-qwen3-0-6b", "tts-orpheus", "tts-xai-v1"]);
     expect(list.data[0]!.model_spec.capabilities).toEqual({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
     expect(front.models.skipped).toEqual([{ id: "tts-chatterbox-hd", reason: "HEARTH_TEST_UNSET_UPSTREAM_URL is not set" }]);
     expect((await post(front, "/audio/speech", { model: "tts-chatterbox-hd", input: "Hi." })).status).toBe(404);
     const down = await front.openai().audio.speech.create({ model: "tts-xai-v1", voice: "af_heart", input: "Hi." } as never).catch((e: unknown) => e);
-    expect((down as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    expect((down as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+    expect((down as Error).message, (down as Error).message).toMatch(/upstream speech server at 127\.0\.0\.1:\d+ could not be reached: \S/);
   });
 });

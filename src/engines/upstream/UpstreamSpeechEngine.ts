@@ -59,7 +59,9 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
       response = await fetch(`${this.settings.baseUrl}/audio/speech`, { method: "POST", headers, body: JSON.stringify(body), signal });
     } catch (error) {
       if (options.signal?.aborted) throw error;
-      throw new UpstreamError(`The upstream speech server could not be reached: ${(error as Error).message}`);
+      // As for chat: an upstream that cannot be reached is a 503 (try again later), naming the host and the cause.
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new UpstreamError(`The upstream speech server at ${new URL(this.settings.baseUrl).host} could not be reached: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 503);
     } finally {
       clearTimeout(timer);
     }
