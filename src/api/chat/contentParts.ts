@@ -30,6 +30,8 @@ export interface PartContext {
   limits: ContentPartLimits;
   /** Where the part is, for the error's details. */
   path: (string | number)[];
+  /** The caller went away: stop reading (transcribing) at once. */
+  signal?: AbortSignal;
 }
 
 type PartOf<T extends ContentPart["type"]> = Extract<ContentPart, { type: T }>;

@@ -41,33 +41,42 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
   }
   if (format === "pcm16" || format === "pcm24") audio = toWav(audio, format === "pcm16" ? 2 : 3);
 
-  const engine = await ctx.models.transcription(asr.id);
-  const timeout = AbortSignal.timeout(ctx.limits.requestTimeoutMs);
-  let samples: Float32Array;
+  // Held for the whole read, so the model manager never unloads it mid-transcription.
+  const lease = await ctx.models.acquire(asr.id, "transcription");
   try {
-    samples = await decodeAudio(audio, engine.sampleRate, timeout);
-  } catch (error) {
-    if (timeout.aborted) throw new RequestTimeoutError();
-    if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
-    throw error;
-  }
-  if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
-  const seconds = samples.length / engine.sampleRate;
-  const limit = asr.transcription.maxAudioSeconds;
-  if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
+    const { engine } = lease;
+    const timeout = AbortSignal.timeout(ctx.limits.requestTimeoutMs);
+    // A caller who goes away stops the decoding and the transcription too.
+    const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
+    let samples: Float32Array;
+    try {
+      samples = await decodeAudio(audio, engine.sampleRate, signal);
+    } catch (error) {
+      if (timeout.aborted) throw new RequestTimeoutError();
+      if (signal.aborted) throw error;
+      if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
+      throw error;
+    }
+    if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
+    const seconds = samples.length / engine.sampleRate;
+    const limit = asr.transcription.maxAudioSeconds;
+    if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
 
-  const meter = ctx.meterFor(asr);
-  meter.reserve(transcriptionCost(asr, seconds));
-  let text: string;
-  try {
-    ({ text } = await engine.transcribe({ audio: samples, timestamps: [], signal: timeout }));
-  } catch (error) {
-    meter.settle([]);
-    if (timeout.aborted) throw new RequestTimeoutError();
-    throw error;
+    const meter = ctx.meterFor(asr);
+    meter.reserve(transcriptionCost(asr, seconds));
+    let text: string;
+    try {
+      ({ text } = await engine.transcribe({ audio: samples, timestamps: [], signal }));
+    } catch (error) {
+      meter.settle([]);
+      if (timeout.aborted) throw new RequestTimeoutError();
+      throw error;
+    }
+    meter.settle(transcriptionCost(asr, seconds));
+    return `<audio transcript>\n${text.trim()}\n</audio>`;
+  } finally {
+    lease.release();
   }
-  meter.settle(transcriptionCost(asr, seconds));
-  return `<audio transcript>\n${text.trim()}\n</audio>`;
 }
 
 /** Headerless little-endian mono PCM (16- or 24-bit) as a 16-bit WAV file ffmpeg can read. */

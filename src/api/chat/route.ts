@@ -39,12 +39,12 @@ export function chatRouter(deps: AppDeps): Router {
     requireJson(req);
     const body = parse(ChatCompletionRequest, req.body);
     const ctx = res.locals.ctx;
-    const chat = await service.prepare(
-      body,
-      ctx.requestId,
-      (entry) => new RequestMeter(deps.credits, ctx, entry.id),
-      (entry) => res.set(deps.limits.admit(ctx, entry, "chat")),
-    );
+    const chat = await service.prepare(body, {
+      requestId: ctx.requestId,
+      meterFor: (entry) => new RequestMeter(deps.credits, ctx, entry.id),
+      admit: (entry) => res.set(deps.limits.admit(ctx, entry, "chat")),
+      signal: ctx.abort.signal,
+    });
     try {
       setModelHeaders(res, chat.entry, chat.engine.router);
       res.set(chat.headers);

@@ -53,6 +53,20 @@ export interface PreparedChat {
   web: WebAugmentation;
 }
 
+/** What `prepare` needs from the HTTP call it serves. */
+export interface PrepareCall {
+  requestId: string;
+  /** Meters work on a model for this call (the chat model, or the one transcribing an audio part). */
+  meterFor: (entry: ModelEntry) => RequestMeter;
+  /**
+   * The rate-limit check: it runs once the model is known and before any paid or slow work
+   * (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
+   */
+  admit?: (entry: ModelEntry) => void;
+  /** The caller went away: stop reading parts at once. */
+  signal?: AbortSignal;
+}
+
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
 export class ChatService {
   constructor(
@@ -64,16 +78,8 @@ export class ChatService {
     private readonly metrics: Metrics,
   ) {}
 
-  /**
-   * `admit` is the rate-limit check: it runs once the model is known and before any paid or slow
-   * work (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
-   */
-  async prepare(
-    request: ChatCompletionRequest,
-    requestId: string,
-    meterFor: (entry: ModelEntry) => RequestMeter,
-    admit: (entry: ModelEntry) => void = () => {},
-  ): Promise<PreparedChat> {
+  async prepare(request: ChatCompletionRequest, call: PrepareCall): Promise<PreparedChat> {
+    const { requestId, meterFor, admit = () => {}, signal } = call;
     const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
     // Explicit body fields win over the suffix, which wins over the defaults.
     const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
@@ -84,7 +90,7 @@ export class ChatService {
     const entry = this.models.get(modelId, "text");
     this.web.mode(request, params); // `on` without a search provider: 400 before any work
     admit(entry);
-    const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits });
+    const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const web = await this.web.gather(request, params, requestId);
