@@ -63,7 +63,7 @@ export interface PrepareCall {
    * (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
    */
   admit?: (entry: ModelEntry) => void;
-  /** The caller went away: stop reading parts at once. */
+  /** The caller went away: stop reading parts, fetching pages and searching at once. */
   signal?: AbortSignal;
 }
 
@@ -93,7 +93,7 @@ export class ChatService {
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
-    const web = await this.web.gather(request, params, requestId);
+    const web = await this.web.gather(request, params, requestId, signal);
     const conversation = placeWebContext(messages, positionOf, web);
     const lease = await this.models.acquire(entry.id, "chat");
     try {

@@ -129,7 +129,7 @@ export class WebAugmenter {
   }
 
   /** Scrapes the URLs of the latest user message and/or searches, as the parameters ask. */
-  async gather(request: ChatCompletionRequest, params: AppliedServiceParameters, requestId: string): Promise<WebAugmentation> {
+  async gather(request: ChatCompletionRequest, params: AppliedServiceParameters, requestId: string, signal?: AbortSignal): Promise<WebAugmentation> {
     const mode = this.mode(request, params);
     if (mode === "off" && !params.enable_web_scraping) return NO_WEB;
     const { logger } = this.options;
@@ -140,7 +140,7 @@ export class WebAugmenter {
 
     if (params.enable_web_scraping) {
       const urls = findUrls(text);
-      const outcomes = await Promise.all(urls.map((url) => scrapeUrl(url, this.options.scrape)));
+      const outcomes = await Promise.all(urls.map((url) => scrapeUrl(url, this.options.scrape, signal)));
       const pages = outcomes.flatMap((o) => (o.ok ? [o.page] : []));
       for (const failed of outcomes) if (!failed.ok) logger.warn({ requestId, url: failed.url, reason: failed.reason }, "web scraping skipped a URL");
       if (pages.length > 0) {
@@ -156,7 +156,7 @@ export class WebAugmenter {
     if (search) {
       let results: SearchResult[] | undefined;
       try {
-        results = await this.options.provider!.search(query);
+        results = await this.options.provider!.search(query, signal);
       } catch (error) {
         if (mode === "on" || !(error instanceof SearchProviderError)) throw error;
         logger.warn({ requestId, err: error.message }, "web search failed; answering without it (enable_web_search auto)");
