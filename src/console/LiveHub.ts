@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../logger.js";
-import type { ModelManager } from "../models/ModelManager.js";
+import type { MemoryBudgetStatus, ModelManager } from "../models/ModelManager.js";
 import { findActiveKey } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
 import { liveModels, type LiveModel } from "./liveModels.js";
@@ -16,6 +16,8 @@ export interface LiveSnapshot {
   at: string;
   models: LiveModel[];
   requests: RequestLogEntry[];
+  /** The memory budget and what the loaded models use of it (limitBytes null: no budget). */
+  budget: MemoryBudgetStatus;
 }
 
 export interface LiveHubOptions {
@@ -102,7 +104,7 @@ export class LiveHub {
   }
 
   snapshot(): LiveSnapshot {
-    return { type: "snapshot", at: new Date(this.now()).toISOString(), models: liveModels(this.options.models), requests: this.options.requestLog.recent() };
+    return { type: "snapshot", at: new Date(this.now()).toISOString(), models: liveModels(this.options.models), requests: this.options.requestLog.recent(), budget: this.options.models.budget() };
   }
 
   private startPolling(): void {
@@ -120,7 +122,7 @@ export class LiveHub {
   private push(): void {
     const snapshot = this.snapshot();
     // Compare without the timestamp, which changes every time.
-    const key = JSON.stringify([snapshot.models, snapshot.requests]);
+    const key = JSON.stringify([snapshot.models, snapshot.requests, snapshot.budget]);
     if (key === this.last) return;
     this.last = key;
     const text = JSON.stringify(snapshot);

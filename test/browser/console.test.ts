@@ -161,6 +161,8 @@ describe("web console", () => {
     expect(await request.first().textContent()).toMatch(/POST.*tiny-chat.*200/);
     // The live view's request list never carries a key.
     expect(await models.content()).not.toContain(server.adminKey);
+    // The budget line: what the loaded models use (no budget set on this node).
+    expect(await models.locator("#budget").textContent()).toMatch(/RAM [\d.]+ MiB of no budget/);
     await screenshot(models, "models");
 
     // Unload and load by hand: the buttons call the admin endpoints, the live view shows the result.

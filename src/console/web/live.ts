@@ -25,12 +25,18 @@ export interface LiveRequest {
   model: string | null;
 }
 
+/** Memory the loaded models use, against the operator's budget (limitBytes null: none set). */
+export interface BudgetUse {
+  limitBytes: number | null;
+  usedBytes: number;
+}
+
 export interface LiveSnapshot {
   type: "snapshot";
   at: string;
   models: LiveModel[];
   requests: LiveRequest[];
-  budget?: Record<string, unknown>;
+  budget?: { ram?: BudgetUse; vram?: BudgetUse };
 }
 
 export type LiveStatus = "connecting" | "live" | "closed" | "refused";

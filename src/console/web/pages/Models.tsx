@@ -24,10 +24,17 @@ export function ModelsPage({ live }: PageProps) {
       setPending(null);
     }
   };
+  const budgetText = (name: string, use: { limitBytes: number | null; usedBytes: number } | undefined) =>
+    use ? `${name} ${bytes(use.usedBytes)} of ${use.limitBytes === null ? "no budget" : bytes(use.limitBytes)}` : null;
   if (!snapshot) return <p class="muted">{status === "refused" ? "The live view refused this key." : "Connecting to the live view…"}</p>;
   return (
     <>
       <section>
+        {snapshot.budget && (
+          <p class="muted" id="budget">
+            Estimated memory of the loaded models: {[budgetText("RAM", snapshot.budget.ram), budgetText("VRAM", snapshot.budget.vram)].filter(Boolean).join(" · ")}
+          </p>
+        )}
         <table class="grid" id="models">
           <thead>
             <tr>
@@ -53,6 +60,7 @@ export function ModelsPage({ live }: PageProps) {
                   <span class={`state ${m.state ?? "unknown"}`} data-state={m.state ?? "unknown"} title={m.error ?? undefined}>
                     {m.state ?? "unknown"}
                   </span>
+                  {m.state === "failed" && m.error && <div class="error small">{m.error}</div>}
                 </td>
                 <td class="num">{m.inFlight ?? m.queue?.busy ?? 0}</td>
                 <td class="num">{m.queue?.waiting ?? 0}</td>
