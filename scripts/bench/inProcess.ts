@@ -1,6 +1,6 @@
 import { resolveChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type { LlamaSettings } from "../../src/config.js";
-import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
+import { chatContextOptions, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { LlamaChatEngine, toChatHistory } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { RequestTrace } from "./metrics.js";
 import { SAMPLING, type BenchRequest, type RunRequest } from "./workload.js";
@@ -33,13 +33,7 @@ export async function loadLlamaTarget(file: string, settings: LlamaSettings, gpu
   // The server's binding, so the comparison isolates the layers above llama.cpp.
   const llama = await getSharedLlama(gpu);
   const model = await llama.loadModel({ modelPath: file, gpuLayers: settings.gpuLayers });
-  const context = await model.createContext({
-    contextSize: settings.contextSize,
-    sequences: settings.sequences,
-    threads: contextThreads(settings.threads),
-    batchSize: settings.batchSize,
-    flashAttention: settings.flashAttention,
-  });
+  const context = await model.createContext(chatContextOptions(settings));
   const sequences = new SequenceQueue(context);
   const render = promptRenderer(model);
 

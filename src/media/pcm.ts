@@ -33,3 +33,15 @@ export function wavHeader(sampleRate: number, dataBytes?: number): Buffer {
   header.writeUInt32LE(unknown ? 0xffffffff : dataBytes, 40);
   return header;
 }
+
+/** Consecutive chunks of mono float audio as one buffer (a single chunk is returned as is). */
+export function concatSamples(parts: readonly Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}

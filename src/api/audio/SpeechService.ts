@@ -6,7 +6,7 @@ import type { ModelEntry, SpeechFormat } from "../../config.js";
 import type { PcmSpeechEngine, SpeechEngine, SpeechVoice } from "../../engines/types.js";
 import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
 import { createAudioEncoderStream, encodeAudio, stretchAudio } from "../../media/ffmpeg.js";
-import { floatToPcm16, wavHeader } from "../../media/pcm.js";
+import { concatSamples, floatToPcm16, wavHeader } from "../../media/pcm.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import { findClonedVoice, touchClonedVoice } from "../../store/clonedVoices.js";
 import type { Db } from "../../store/Store.js";
@@ -279,15 +279,6 @@ async function* coalesced(stream: Readable): AsyncGenerator<Buffer> {
   }
 }
 
-function concatSamples(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
 
 /** A complete file: WAV and PCM framed here (exact header), the compressed formats by ffmpeg. */
 async function encodeWhole(samples: Float32Array, sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {

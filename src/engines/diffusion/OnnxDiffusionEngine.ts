@@ -101,7 +101,6 @@ export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine 
       inferenceMs: result.inferenceMs,
     };
   }
-
 }
 
 export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine {

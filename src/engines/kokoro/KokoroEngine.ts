@@ -3,6 +3,7 @@ import { AutoTokenizer, type PreTrainedTokenizer } from "@huggingface/transforme
 import * as ort from "onnxruntime-node";
 import type { ModelEntry } from "../../config.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
+import { concatSamples } from "../../media/pcm.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
@@ -80,7 +81,7 @@ export class KokoroEngine implements PcmSpeechEngine {
     const parts = splitPhonemes(phonemes, MAX_PHONEME_TOKENS);
     const audio: Float32Array[] = [];
     for (const part of parts) audio.push(await this.queue.run(() => this.run(part, options), options.signal));
-    return concat(audio);
+    return concatSamples(audio);
   }
 
   private async run(phonemes: string, options: SynthesizeOptions): Promise<Float32Array> {
@@ -138,15 +139,4 @@ export function splitPhonemes(phonemes: string, max: number): string[] {
   }
   if (current) parts.push(current);
   return parts;
-}
-
-export function concat(parts: readonly Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

@@ -1,4 +1,5 @@
 import type { Token } from "node-llama-cpp";
+import { mulberry32 } from "../../random.js";
 
 /**
  * Entropy-scaled temperature ("dynatemp", llama.cpp's temp_ext sampler), which
@@ -44,16 +45,4 @@ function argmax(entries: [Token, number][]): Token {
   let best = entries[0]!;
   for (const entry of entries) if (entry[1] > best[1]) best = entry;
   return best[0];
-}
-
-/** mulberry32: small, fast, seedable; the same seed gives the same choices. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

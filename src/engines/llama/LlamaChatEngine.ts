@@ -18,7 +18,7 @@ import { InferenceError, InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FunctionDefinition } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
 import { ChoiceGeneration, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
-import { contextThreads, getSharedLlama } from "./getSharedLlama.js";
+import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { SequencePool } from "./SequencePool.js";
 import { TokenDescriber } from "./TokenDescriber.js";
@@ -72,13 +72,7 @@ export class LlamaChatEngine implements ChatEngine {
     const { settings } = options;
     const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers });
     try {
-      const context = await model.createContext({
-        contextSize: settings.contextSize,
-        sequences: settings.sequences,
-        threads: contextThreads(settings.threads),
-        batchSize: settings.batchSize,
-        flashAttention: settings.flashAttention,
-      });
+      const context = await model.createContext(chatContextOptions(settings));
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
       const syntax = ChatSyntax.from(chatWrapper, model);

@@ -1,3 +1,4 @@
+import type { LlamaSettings } from "../../config.js";
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 
@@ -21,4 +22,15 @@ export function getSharedLlama(gpu: "auto" | false = "auto"): Promise<Llama> {
  */
 export function contextThreads(configured: number): number {
   return configured > 0 ? configured : Math.max(1, availableParallelism());
+}
+
+/** A chat context's options from the registry's llama settings (the server and the bench build it alike). */
+export function chatContextOptions(settings: LlamaSettings) {
+  return {
+    contextSize: settings.contextSize,
+    sequences: settings.sequences,
+    threads: contextThreads(settings.threads),
+    batchSize: settings.batchSize,
+    flashAttention: settings.flashAttention,
+  };
 }
