@@ -71,10 +71,9 @@ function sniff(data: Uint8Array): DocumentType | undefined {
   if (buffer.subarray(0, 1024).includes("%PDF-")) return "pdf";
   if (buffer.subarray(0, 4).equals(Buffer.from([0x50, 0x4b, 0x03, 0x04]))) {
     // Office Open XML is a zip whose entry names (stored uncompressed in the headers) say what it holds.
-    const names = buffer.toString("latin1");
-    if (names.includes("word/document.xml")) return "docx";
-    if (names.includes("ppt/presentation.xml")) return "pptx";
-    if (names.includes("xl/workbook.xml")) return "xlsx";
+    if (buffer.includes("word/document.xml")) return "docx";
+    if (buffer.includes("ppt/presentation.xml")) return "pptx";
+    if (buffer.includes("xl/workbook.xml")) return "xlsx";
     return undefined;
   }
   const head = buffer.subarray(0, 8192);

@@ -1,6 +1,7 @@
 import Papa from "papaparse";
 import { detectDocumentType, SUPPORTED_DOCUMENTS, type DocumentHints, type DocumentType } from "./detectDocumentType.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { readHtml } from "./readHtml.js";
 
 /**
  * Documents to plain text a language model can read, one well-kept library per format. Each
@@ -50,14 +51,7 @@ export const DOCUMENT_EXTRACTORS = Object.freeze({
     return Papa.unparse(parsed.data, { newline: "\n" });
   },
   html: async (data) => {
-    const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
-    const html = utf8(data);
-    // Readability keeps the main text (no menus, footers, scripts); short or odd pages fall back to the whole body.
-    const article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0]).parse();
-    const main = article?.content ? blockText(parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body) : "";
-    const { document } = parseHTML(html);
-    const text = main.trim() ? main : blockText(document.body ?? document.documentElement);
-    const title = (article?.title ?? document.title ?? "").trim();
+    const { title, text } = await readHtml(utf8(data));
     return title && !text.trimStart().startsWith(title) ? `${title}\n\n${text}` : text;
   },
   markdown: async (data) => utf8(data),
@@ -86,32 +80,6 @@ export async function extractDocument(data: Buffer, hints: DocumentHints = {}): 
     throw new UnreadableDocumentError(TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
   }
   return { type, text: tidy(text) };
-}
-
-/** Elements that start a new line when a page is read as text. */
-const BLOCK_ELEMENTS = new Set(
-  "ADDRESS ARTICLE ASIDE BLOCKQUOTE BR DD DIV DL DT FIELDSET FIGCAPTION FIGURE FOOTER FORM H1 H2 H3 H4 H5 H6 HEADER HR LI MAIN NAV OL P PRE SECTION TABLE TR UL".split(" "),
-);
-const SKIPPED_ELEMENTS = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG"]);
-
-interface DomNode {
-  nodeType: number;
-  nodeName: string;
-  textContent: string | null;
-  childNodes: ArrayLike<DomNode>;
-}
-
-/** textContent with line breaks where blocks end (textContent alone runs headings into paragraphs). */
-function blockText(node: DomNode | null | undefined, pre = false): string {
-  if (!node) return "";
-  if (node.nodeType === 3) return pre ? (node.textContent ?? "") : (node.textContent ?? "").replace(/\s+/g, " ");
-  if (node.nodeType !== 1) return "";
-  const name = node.nodeName.toUpperCase();
-  if (SKIPPED_ELEMENTS.has(name)) return "";
-  let inner = "";
-  for (let i = 0; i < node.childNodes.length; i++) inner += blockText(node.childNodes[i], pre || name === "PRE");
-  if (name === "TD" || name === "TH") return `${inner.trim()}\t`;
-  return BLOCK_ELEMENTS.has(name) ? `\n${inner.trim()}\n` : inner;
 }
 
 function utf8(data: Buffer): string {

@@ -80,6 +80,8 @@ export interface ReasoningOptions {
    * (mode "on"), so an answer always has room after it; 1 or absent: no early close.
    */
   budgetShare?: number;
+  /** The effort the caller asked for (mode "on"), passed on as it is by engines that relay it. */
+  effort?: "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
 }
 
 export interface PromptCacheOptions {

@@ -1,5 +1,4 @@
-import { Readability } from "@mozilla/readability";
-import { parseHTML } from "linkedom";
+import { readHtml } from "../documents/readHtml.js";
 
 /**
  * Web scraping for chat requests: the http(s) URLs of a message, fetched and reduced to their
@@ -80,7 +79,7 @@ export async function scrapeUrl(url: string, options: ScrapeOptions, signal?: Ab
       return fail(`unsupported content type "${type || "none"}"`);
     }
     const body = await readCapped(response, options.maxBytes);
-    const page = html ? extractReadable(body) : { title: "", content: collapse(body) };
+    const page = html ? await extractReadable(body) : { title: "", content: collapse(body) };
     if (!page.content) return fail("no readable text");
     return { ok: true, page: { url, title: page.title || url, content: page.content.slice(0, options.maxChars) } };
   } catch (error) {
@@ -88,29 +87,10 @@ export async function scrapeUrl(url: string, options: ScrapeOptions, signal?: Ab
   }
 }
 
-/** Readability's article text, or the whole body's text when Readability finds no article. */
-export function extractReadable(html: string): { title: string; content: string } {
-  const { document } = parseHTML(html);
-  const title = collapse(document.querySelector("title")?.textContent ?? "");
-  let article: { title?: string | null; content?: string | null } | null = null;
-  try {
-    // Readability mutates the document it reads, so it gets its own parse.
-    article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 100 }).parse();
-  } catch {
-    article = null;
-  }
-  const fromArticle = article?.content ? blockText(parseHTML(`<html><body>${article.content}</body></html>`).document.body) : "";
-  if (fromArticle) return { title: collapse(article?.title ?? "") || title, content: fromArticle };
-  for (const element of document.querySelectorAll("script, style, noscript, template")) element.remove();
-  return { title, content: document.body ? blockText(document.body) : "" };
-}
-
-const BLOCKS = "p, div, section, article, header, footer, li, tr, h1, h2, h3, h4, h5, h6, blockquote, pre, br, hr, table, ul, ol, dl, dt, dd";
-
-/** An element's text with paragraph breaks where block elements end (textContent alone runs blocks together). */
-function blockText(root: { querySelectorAll(selector: string): Iterable<{ after(...nodes: string[]): void }>; textContent: string | null }): string {
-  for (const element of root.querySelectorAll(BLOCKS)) element.after("\n\n");
-  return collapse(root.textContent ?? "");
+/** The page's title and readable text (see readHtml), whitespace collapsed with paragraph breaks kept. */
+export async function extractReadable(html: string): Promise<{ title: string; content: string }> {
+  const { title, text } = await readHtml(html, { charThreshold: 100 });
+  return { title: collapse(title), content: collapse(text) };
 }
 
 /** Whitespace runs to one space, paragraph breaks kept. */

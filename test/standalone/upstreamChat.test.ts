@@ -87,7 +87,7 @@ describe("UpstreamChatEngine against a server of the standard", () => {
         maxTokens: 100,
         stop: ["END"],
         tools: { functions: [{ name: "get_weather", parametersSchema: schema, parameters: toJsonSchemaSubset(schema) }], choice: "required", parallel: false },
-        reasoning: { mode: "on", budgetShare: 1 / 4 },
+        reasoning: { mode: "on", budgetShare: 1 / 4, effort: "low" },
         onPromptReady: (p) => (plan = p),
         onStart: () => (started = true),
         onDelta: (_i, d) => deltas.push(d),

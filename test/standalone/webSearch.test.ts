@@ -58,14 +58,14 @@ describe("placeWebContext", () => {
 });
 
 describe("extractReadable", () => {
-  it("keeps the article's paragraphs and drops navigation and scripts; falls back to the body's text", () => {
-    const article = extractReadable(
+  it("keeps the article's paragraphs and drops navigation and scripts; falls back to the body's text", async () => {
+    const article = await extractReadable(
       `<html><head><title>T</title></head><body><nav>Menu</nav><article><h1>Head</h1><p>${"Words in a sentence. ".repeat(20)}</p><p>Last.</p></article><script>x()</script></body></html>`,
     );
     expect(article.title).toBe("T");
     expect(article.content.startsWith("Head\n\nWords in a sentence.")).toBe(true);
     expect(article.content.endsWith("Last.")).toBe(true);
     expect(article.content).not.toMatch(/Menu|x\(\)/);
-    expect(extractReadable("<html><body><p>tiny</p><script>x()</script></body></html>")).toEqual({ title: "", content: "tiny" });
+    expect(await extractReadable("<html><body><p>tiny</p><script>x()</script></body></html>")).toEqual({ title: "", content: "tiny" });
   });
 });

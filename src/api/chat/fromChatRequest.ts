@@ -135,7 +135,11 @@ export function toChoiceCount(request: ChatCompletionRequest, modelId: string, f
   return n;
 }
 
-export function toToolOptions(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): ToolOptions | undefined {
+/**
+ * The request's functions and tool_choice, checked on their own (names, schemas): done before
+ * any paid or slow work. Whether the model can call functions is `requireFunctionCalling`'s.
+ */
+export function toToolOptions(request: ChatCompletionRequest): ToolOptions | undefined {
   const choice = request.tool_choice ?? undefined;
   const functions: ToolOptions["functions"] = [];
   const seen = new Set<string>();
@@ -161,16 +165,20 @@ export function toToolOptions(request: ChatCompletionRequest, modelId: string, f
     }
     toolChoice = { name: choice.function.name };
   }
-  if (toolChoice !== "none" && !features.functionCalling) {
-    throw InvalidRequestError.forField(["tools"], `the model "${modelId}" does not support function calling (its chat template has no tool-call syntax)`);
-  }
   return { functions, choice: toolChoice, parallel: request.parallel_tool_calls ?? true };
 }
 
-export function toResponseFormat(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): ResponseFormat | undefined {
+export function requireFunctionCalling(tools: ToolOptions | undefined, modelId: string, features: ChatFeatures): ToolOptions | undefined {
+  if (tools && tools.choice !== "none" && !features.functionCalling) {
+    throw InvalidRequestError.forField(["tools"], `the model "${modelId}" does not support function calling (its chat template has no tool-call syntax)`);
+  }
+  return tools;
+}
+
+/** The requested output format, its schema checked (before any paid or slow work); the model's support is `requireStructuredOutput`'s. */
+export function toResponseFormat(request: ChatCompletionRequest): ResponseFormat | undefined {
   const format = request.response_format;
   if (!format || format.type === "text") return undefined;
-  if (!features.responseSchema) throw InvalidRequestError.forField(["response_format"], `the model "${modelId}" does not support structured output`);
   if (format.type === "json_object") return { type: "json_object" };
   const wrapper = format.json_schema as Record<string, unknown>;
   // The standard nests the schema as {name, schema, strict}; the reference sends the schema itself.
@@ -182,6 +190,11 @@ export function toResponseFormat(request: ChatCompletionRequest, modelId: string
     schema: schema as Record<string, unknown>,
   };
   return { type: "json_schema", schema: schemaSubset(schema, ["response_format", "json_schema", ...(nested ? ["schema"] : [])]), source };
+}
+
+export function requireStructuredOutput(format: ResponseFormat | undefined, modelId: string, features: ChatFeatures): ResponseFormat | undefined {
+  if (format && !features.responseSchema) throw InvalidRequestError.forField(["response_format"], `the model "${modelId}" does not support structured output`);
+  return format;
 }
 
 function schemaSubset(schema: unknown, path: (string | number)[]) {
@@ -205,6 +218,6 @@ const EFFORT_SHARE: Record<Exclude<ReasoningEffort, "none">, number> = { minimal
 export function toReasoning(request: ChatCompletionRequest, params: AppliedServiceParameters): ReasoningOptions {
   const effort = request.reasoning_effort ?? request.reasoning?.effort;
   if (params.disable_thinking || effort === "none") return { mode: "off" };
-  if (effort) return { mode: "on", budgetShare: EFFORT_SHARE[effort] };
+  if (effort) return { mode: "on", budgetShare: EFFORT_SHARE[effort], effort };
   return { mode: "auto" };
 }

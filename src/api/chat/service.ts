@@ -15,6 +15,8 @@ import {
   toLogprobs,
   toPromptCache,
   toReasoning,
+  requireFunctionCalling,
+  requireStructuredOutput,
   toResponseFormat,
   toSampling,
   toToolOptions,
@@ -88,12 +90,16 @@ export class ChatService {
     const character = this.character(params.character_slug, explicit.character_slug === undefined && suffix?.parameters.character_slug !== undefined);
     const modelId = suffix?.modelId ?? character!.modelId;
     const entry = this.models.get(modelId, "text");
-    this.web.mode(request, params); // `on` without a search provider: 400 before any work
+    // Every check that needs only the request comes before any paid or slow work.
+    const webMode = this.web.mode(request, params); // `on` without a search provider is a 400
+    const requestedTools = toToolOptions(request);
+    const requestedFormat = toResponseFormat(request);
     admit(entry);
+    // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
+    const web = await this.web.gather(request, params, webMode, requestId, signal);
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
-    const web = await this.web.gather(request, params, requestId, signal);
     const conversation = placeWebContext(messages, positionOf, web);
     const lease = await this.models.acquire(entry.id, "chat");
     try {
@@ -119,8 +125,8 @@ export class ChatService {
           stopTokenIds: request.stop_token_ids ?? undefined,
           choices: toChoiceCount(request, entry.id, features),
           logprobs,
-          tools: toToolOptions(request, entry.id, features),
-          responseFormat: toResponseFormat(request, entry.id, features),
+          tools: requireFunctionCalling(requestedTools, entry.id, features),
+          responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
           reasoning: toReasoning(request, params),
           cache: toPromptCache(request, conversation.positionOf),
           // Reserve the most this request can cost once its prompt is measured, before inference.

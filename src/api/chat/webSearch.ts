@@ -128,9 +128,8 @@ export class WebAugmenter {
     return mode;
   }
 
-  /** Scrapes the URLs of the latest user message and/or searches, as the parameters ask. */
-  async gather(request: ChatCompletionRequest, params: AppliedServiceParameters, requestId: string, signal?: AbortSignal): Promise<WebAugmentation> {
-    const mode = this.mode(request, params);
+  /** Scrapes the URLs of the latest user message and/or searches, as the parameters ask; `mode` is what `mode()` answered for this request. */
+  async gather(request: ChatCompletionRequest, params: AppliedServiceParameters, mode: WebSearchMode, requestId: string, signal?: AbortSignal): Promise<WebAugmentation> {
     if (mode === "off" && !params.enable_web_scraping) return NO_WEB;
     const { logger } = this.options;
     const text = lastUserText(request.messages);

@@ -1,3 +1,4 @@
+import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { CostLine } from "../../billing/money.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import type { CryptoRpcConfig, RpcFamily } from "../../walletConfig.js";
@@ -104,7 +105,7 @@ export class RpcProxy {
         redirect: "error",
       });
     } catch (error) {
-      throw new UpstreamRpcError(network.slug, timeout.aborted ? `did not answer within ${this.config.timeoutMs} ms` : `is unreachable (${causeOf(error)})`);
+      throw new UpstreamRpcError(network.slug, timeout.aborted ? `did not answer within ${this.config.timeoutMs} ms` : `is unreachable (${fetchFailureCause(error)})`);
     }
     if (!response.ok) {
       await response.body?.cancel();
@@ -160,9 +161,4 @@ async function readCapped(response: globalThis.Response, maxBytes: number): Prom
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString("utf8");
-}
-
-function causeOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error as Error).message;
 }

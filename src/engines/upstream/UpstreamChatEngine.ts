@@ -1,3 +1,4 @@
+import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { ModelEntry, UpstreamSettings } from "../../config.js";
 import { ApiError, InvalidRequestError, ModelAtCapacityError, PayloadTooLargeError, UpstreamError } from "../../errors.js";
 import { toolCallId } from "../llama/ChoiceGeneration.js";
@@ -84,8 +85,8 @@ export class UpstreamChatEngine implements ChatEngine {
       if (timedOut) return new UpstreamError(`The upstream chat server at ${this.host} did not answer within ${this.settings.timeoutMs} ms ${phase}`, 504);
       if (error instanceof ApiError) return error;
       // Not reachable at all: 503, as for a local model that cannot serve; broken off mid-answer: 502.
-      if (phase === "") return new UpstreamError(`The upstream chat server at ${this.host} could not be reached: ${causeOf(error)}`, 503);
-      return new UpstreamError(`The upstream chat server at ${this.host} failed ${phase}: ${causeOf(error)}`, 502);
+      if (phase === "") return new UpstreamError(`The upstream chat server at ${this.host} could not be reached: ${fetchFailureCause(error)}`, 503);
+      return new UpstreamError(`The upstream chat server at ${this.host} failed ${phase}: ${fetchFailureCause(error)}`, 502);
     };
 
     const sentAt = performance.now();
@@ -331,11 +332,6 @@ async function fetchContextSize(settings: ResolvedSettings, model: string): Prom
   }
 }
 
-/** Node's fetch wraps the socket error ("fetch failed" / ECONNREFUSED): name the real cause. */
-function causeOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
-}
 
 /** The message of an error body in any of the usual shapes: Hearth's {error}, the standard's {error: {message}}, FastAPI's {detail}. */
 function errorMessage(body: unknown): string | undefined {

@@ -1,3 +1,4 @@
+import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { ModelEntry, UpstreamSettings } from "../../config.js";
 import { InvalidRequestError, ModelAtCapacityError, UpstreamError } from "../../errors.js";
 import type { RelaySpeechEngine, SynthesizeOptions } from "../types.js";
@@ -60,8 +61,7 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
     } catch (error) {
       if (options.signal?.aborted) throw error;
       // As for chat: an upstream that cannot be reached is a 503 (try again later), naming the host and the cause.
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new UpstreamError(`The upstream speech server at ${new URL(this.settings.baseUrl).host} could not be reached: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 503);
+      throw new UpstreamError(`The upstream speech server at ${new URL(this.settings.baseUrl).host} could not be reached: ${fetchFailureCause(error)}`, 503);
     } finally {
       clearTimeout(timer);
     }

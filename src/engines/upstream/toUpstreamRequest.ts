@@ -57,7 +57,7 @@ export function toUpstreamRequest(options: ChatGenerateOptions, model: string, f
   if (features.reasoning && reasoning && reasoning.mode !== "auto") {
     if (reasoning.mode === "off") {
       if (features.reasoningToggle) body.reasoning_effort = "none";
-    } else body.reasoning_effort = effortOf(reasoning.budgetShare);
+    } else body.reasoning_effort = reasoning.effort ?? "medium";
   }
   set("prompt_cache_key", options.cache?.key);
   return body;
@@ -84,21 +84,6 @@ function toWireMessage(message: ChatMessage): Record<string, unknown> {
 
 function toWireToolChoice(choice: ToolChoice): unknown {
   return typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
-}
-
-/** The request's reasoning_effort, recovered from the share of the token budget it was turned into. */
-const EFFORT_BY_SHARE: [number, string][] = [
-  [1 / 8, "minimal"],
-  [1 / 4, "low"],
-  [1 / 2, "medium"],
-  [3 / 4, "high"],
-  [7 / 8, "xhigh"],
-  [1, "max"],
-];
-
-function effortOf(share: number | undefined): string {
-  if (share === undefined) return "medium";
-  return EFFORT_BY_SHARE.find(([s]) => share <= s + 1e-9)?.[1] ?? "max";
 }
 
 /**
