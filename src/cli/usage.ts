@@ -37,7 +37,8 @@ export function registerUsageCommand(program: Command): void {
       const filter = { accountId: flags.account, since: flags.since, until: flags.until };
       // The bar is drawn on stderr (and only in a terminal): stdout is the CSV.
       const progress = progressBar("Exporting usage");
-      const total = countUsageEntries(db, filter);
+      // Counting is for the bar only, drawn in a terminal: a piped export skips it.
+      const total = process.stderr.isTTY ? countUsageEntries(db, filter) : 0;
       let chunk = usageCsvHeader();
       let rows = 0;
       for (const row of iterateUsageEntries(db, filter)) {

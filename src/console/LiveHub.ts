@@ -104,7 +104,8 @@ export class LiveHub {
   }
 
   snapshot(): LiveSnapshot {
-    return { type: "snapshot", at: new Date(this.now()).toISOString(), models: liveModels(this.options.models), requests: this.options.requestLog.recent(), budget: this.options.models.budget() };
+    const { models, budget } = this.options.models.status();
+    return { type: "snapshot", at: new Date(this.now()).toISOString(), models: liveModels(models), requests: this.options.requestLog.recent(), budget };
   }
 
   private startPolling(): void {

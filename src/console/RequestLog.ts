@@ -31,11 +31,6 @@ export class RequestLog {
     if (this.entries.length > this.capacity) this.entries.splice(0, this.entries.length - this.capacity);
   }
 
-  /** The newest request's number (0 before the first): a cheap change check. */
-  get lastSeq(): number {
-    return this.seq;
-  }
-
   /** Newest first. */
   recent(): RequestLogEntry[] {
     return [...this.entries].reverse();

@@ -1,4 +1,4 @@
-import type { ModelManager } from "../models/ModelManager.js";
+import type { ModelStatus } from "../models/ModelManager.js";
 
 /**
  * A model as the console shows it: GET /api/v1/admin/models' record, times as ISO strings.
@@ -22,9 +22,9 @@ export interface LiveModel {
  * Each model's lifecycle from the model manager's status (synchronous: a model that is loading
  * must not hold up the live view), with times as ISO strings for the page.
  */
-export function liveModels(models: ModelManager): LiveModel[] {
+export function liveModels(statuses: readonly ModelStatus[]): LiveModel[] {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-  return models.status().models.map((status) => ({
+  return statuses.map((status) => ({
     id: status.id,
     type: status.type,
     backend: status.backend,

@@ -1,3 +1,4 @@
+import { microsToUnits } from "../billing/money.js";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Credits } from "../billing/credits.js";
 import type { ChatGenerateResult } from "../engines/types.js";
@@ -96,7 +97,7 @@ export class Metrics {
   });
   private readonly modelMemory = new Gauge({
     name: "hearth_model_memory_bytes",
-    help: "Memory a loaded model uses, by memory type (ram or vram); only reported where the model manager measures it",
+    help: "Estimated memory of a loaded model, by memory type (ram or vram): node-llama-cpp's estimate for GGUF, file sizes for ONNX",
     labelNames: ["model", "memory"] as const,
     registers: [this.registry],
   });
@@ -129,7 +130,7 @@ export class Metrics {
     this.models = sources.models;
     sources.credits.onMovement((movement) => {
       const counter = movement.kind === "charge" ? this.creditsCharged : this.creditsRefunded;
-      counter.inc({ currency: movement.currency }, movement.micros / 1_000_000);
+      counter.inc({ currency: movement.currency }, microsToUnits(movement.micros));
     });
     sources.limits.onRejection(({ limitType }) => this.rateLimited.inc({ limit_type: limitType }));
     return this;
@@ -159,7 +160,7 @@ export class Metrics {
 
   /** The exposition text; model gauges are sampled now. */
   async render(): Promise<string> {
-    if (this.models) this.setModelGauges(await sampleModels(this.models));
+    if (this.models) this.setModelGauges(sampleModels(this.models));
     return this.registry.metrics();
   }
 

@@ -15,7 +15,7 @@ export interface ModelSample {
  * The one place the metrics read the model manager: every loaded model with its engine queue
  * and its estimated memory (GGUF: node-llama-cpp's estimate; ONNX: file sizes).
  */
-export async function sampleModels(models: ModelManager): Promise<ModelSample[]> {
+export function sampleModels(models: ModelManager): ModelSample[] {
   return models
     .status()
     .models.filter((status) => status.state === "loaded")

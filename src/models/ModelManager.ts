@@ -274,13 +274,17 @@ export class ModelManager {
   // Status and administration
 
   /** Fills in the memory estimate of every model not estimated yet (reads GGUF headers and directory sizes). */
-  async estimate(): Promise<void> {
-    await Promise.all(
+  estimate(): Promise<void> {
+    // Once per process: a model whose files cannot be estimated is not re-read on every admin
+    // request (its load fills the estimate in, or says what is wrong).
+    this.estimating ??= Promise.all(
       [...new Set(this.slots.values())].map(async (slot) => {
         slot.memory ??= await estimateMemory(slot.entries[0]!, this.options.gpu).catch(() => null);
       }),
-    );
+    ).then(() => undefined);
+    return this.estimating;
   }
+  private estimating: Promise<void> | undefined;
 
   status(): { models: ModelStatus[]; budget: MemoryBudgetStatus } {
     const models = [...this.entries.values()].map((entry) => this.statusOf(entry));

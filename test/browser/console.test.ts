@@ -248,6 +248,10 @@ describe("console admin endpoints", () => {
     const zero = await grant(inference.accountId, { currency: "USD", amount: 0 });
     expect(zero.status).toBe(400);
     expect(((await zero.json()) as { details: Record<string, unknown> }).details).toHaveProperty("amount");
+    // Below one micro the ledger cannot hold it: a 400 naming the field, not a 500 from the ledger.
+    const dust = await grant(inference.accountId, { currency: "USD", amount: 0.0000001 });
+    expect(dust.status).toBe(400);
+    expect(JSON.stringify(((await dust.json()) as { details: Record<string, unknown> }).details)).toMatch(/amount.*at least 0\.000001/);
     const currency = await grant(inference.accountId, { currency: "EUR", amount: 1 });
     expect(((await currency.json()) as { details: Record<string, unknown> }).details).toHaveProperty("currency");
     expect((await grant("no-such-account", { currency: "USD", amount: 1 })).status).toBe(404);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { unitsToMicros } from "../../billing/money.js";
 
 /**
  * Admin endpoints behind the web console: every account of the node with its balances, credit
@@ -33,7 +34,11 @@ export type AdminAccountsResponse = z.infer<typeof AdminAccountsResponse>;
 export const GrantCreditsRequest = z.strictObject({
   currency: z.enum(["USD", "DIEM", "BUNDLED_CREDITS"]),
   /** Whole units, at most 6 decimals are kept (the ledger counts micros). */
-  amount: z.number().positive("amount must be greater than 0").max(1_000_000, "amount is at most 1,000,000 per grant"),
+  amount: z
+    .number()
+    .positive("amount must be greater than 0")
+    .max(1_000_000, "amount is at most 1,000,000 per grant")
+    .refine((amount) => unitsToMicros(amount) > 0, "amount must be at least 0.000001 (the ledger counts micros)"),
   note: z.string().max(200, "note is at most 200 characters").optional(),
 });
 export type GrantCreditsRequest = z.infer<typeof GrantCreditsRequest>;

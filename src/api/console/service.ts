@@ -1,3 +1,4 @@
+import { getAccount } from "../../store/accounts.js";
 import type { Credits } from "../../billing/credits.js";
 import { microsToUnits, unitsToMicros } from "../../billing/money.js";
 import { NotFoundError } from "../../errors.js";
@@ -37,7 +38,7 @@ export class ConsoleService {
   }
 
   grant(id: string, body: GrantCreditsRequest, grantedBy: string): AdminAccount {
-    this.account(id);
+    if (!getAccount(this.deps.db, id)) throw new NotFoundError(`No account with id ${id}`);
     const micros = unitsToMicros(body.amount);
     this.deps.credits.grant(id, body.currency, micros, body.note?.trim() || `granted in the web console by key ${grantedBy}`);
     return this.account(id);
