@@ -443,8 +443,8 @@ const UpstreamSettings = z.strictObject({
   timeoutMs: z.number().int().positive().default(120_000),
   /**
    * Text models: the upstream model's context window. It bounds the credit hold of a request
-   * without max_tokens; unset, it is read from the upstream's GET /models/{model}
-   * (context_length or max_model_len) when the model loads, else 8192.
+   * without max_tokens; unset, it is read from the upstream's GET /models list (the entry whose
+   * id is `model`: context_length or max_model_len) when the model loads, else 8192.
    */
   contextSize: z.number().int().min(64).optional(),
   /** Text models: what the upstream model can do (requests for anything else are refused here, before the upstream). */

@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { ConfigError, loadModelsConfig, loadServerConfig, ModelEntry, ModelsConfig } from "../config.js";
+import { formatBytes } from "../models/formatBytes.js";
 import { isServable } from "../models/isServable.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { printTable } from "./keys.js";
 
-const mib = (bytes: number | null | undefined) => (bytes == null ? "-" : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
+const mib = (bytes: number | null | undefined) => (bytes == null ? "-" : formatBytes(bytes));
 
 export function registerModelsCommand(program: Command): void {
   const models = program.command("models").description("inspect the model registry (models.config.json) and a running server's models");
@@ -69,7 +70,7 @@ export function registerModelsCommand(program: Command): void {
     .argument("<path>", "a .gguf file or a model directory")
     .option("--id <id>", "the model id (default: from the file name)")
     .option("--json", "print the inspection and the entry as JSON");
-  addSettingOption(add, "configPath");
+  add.option("--config <file>", "the registry to append to, created if missing; a relative path is taken from the current directory (env HEARTH_CONFIG, default ./models.config.json)");
   add.action(async (path: string, flags: SettingFlags & { id?: string; json?: boolean }) => {
     const configPath = resolve(settingFlags(flags).configPath ?? process.env.HEARTH_CONFIG ?? "./models.config.json");
     const file = resolve(path);

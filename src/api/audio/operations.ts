@@ -21,7 +21,7 @@ export const audioApi = defineApiGroup({
       access: "paid",
       body: { content: { "application/json": schemas.SpeechRequest } },
       responses: { 200: { description: "The audio", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: audioBytes } },
-      errors: INFERENCE_ERRORS,
+      errors: { ...INFERENCE_ERRORS, 502: "The upstream speech server refused this node or failed" },
     },
     {
       method: "post",

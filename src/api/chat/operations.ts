@@ -28,7 +28,11 @@ export const chatApi = defineApiGroup({
           },
         },
       },
-      errors: INFERENCE_ERRORS,
+      errors: {
+        ...INFERENCE_ERRORS,
+        413: "A `file` or `input_audio` content part is larger than the node's upload limit, or its audio longer than the transcription model accepts (`code` PAYLOAD_TOO_LARGE)",
+        502: "The web search provider failed (`code` SEARCH_PROVIDER_FAILED), or the upstream chat server refused this node or failed",
+      },
     },
   ],
 });

@@ -123,6 +123,7 @@ export const INFERENCE_HEADERS = { ...MODEL_HEADERS, ...BALANCE_HEADERS, ...RATE
 
 /** Errors of the engines behind inference endpoints. */
 export const INFERENCE_ERRORS = {
+  403: "The API key's `modelPrivacy` excludes this model",
   404: "The model does not exist (or is not of this endpoint's type)",
   500: "Inference failed",
   503: "The model is at capacity or could not be loaded",

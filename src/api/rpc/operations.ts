@@ -35,7 +35,7 @@ export const rpcApi = defineApiGroup({
           content: { "application/json": z.union([schemas.JsonRpcResponseItem, z.array(schemas.JsonRpcResponseItem)]) },
         },
       },
-      errors: { 404: "No such network", 502: "The upstream node failed" },
+      errors: { 404: "No such network", 500: "The upstream node failed, timed out or answered something that is not JSON-RPC (`code` UPSTREAM_RPC_ERROR; nothing is charged)" },
     },
   ],
 });

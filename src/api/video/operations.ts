@@ -25,7 +25,7 @@ export const videoApi = defineApiGroup({
       access: "paid",
       body: { content: { "application/json": schemas.QueueVideoRequest } },
       responses: { 200: { description: "The job's queue id", headers: INFERENCE_HEADERS, content: { "application/json": schemas.QueueVideoResponse } } },
-      errors: { 404: INFERENCE_ERRORS[404], 503: "The video queue is full" },
+      errors: { 403: INFERENCE_ERRORS[403], 404: INFERENCE_ERRORS[404] },
     },
     {
       method: "post",
@@ -41,7 +41,7 @@ export const videoApi = defineApiGroup({
           content: { "application/json": schemas.VideoStatusResponse, "video/mp4": binary("The finished video") },
         },
       },
-      errors: { 404: "No such job for this caller and model", 500: "The generation failed (`code` VIDEO_GENERATION_FAILED, `status` FAILED, `credits_refunded`)" },
+      errors: { 403: INFERENCE_ERRORS[403], 404: "No such job for this caller and model", 500: "The generation failed (`code` VIDEO_GENERATION_FAILED, `status` FAILED, `credits_refunded`)" },
     },
     {
       method: "post",
@@ -51,7 +51,7 @@ export const videoApi = defineApiGroup({
       access: "paid",
       body: { content: { "application/json": schemas.CompleteVideoRequest } },
       responses: { 200: { description: "Deleted", content: { "application/json": schemas.CompleteVideoResponse } } },
-      errors: { 404: "No such job for this caller and model" },
+      errors: { 403: INFERENCE_ERRORS[403], 404: "No such job for this caller and model" },
     },
   ],
 });

@@ -19,10 +19,17 @@ export const x402Api = defineApiGroup({
       headers: { "PAYMENT-SIGNATURE": { description: "The x402 payment payload, base64 JSON (X-PAYMENT is accepted too)" } },
       responses: {
         200: { description: "Credited", headers: { "PAYMENT-RESPONSE": "The settlement receipt, base64 JSON" }, content: { "application/json": schemas.X402TopUpResponse } },
-        400: { description: "The payment does not verify (`error` X402_INVALID_PAYMENT, `message`, `details.reason`)", content: { "application/json": z.looseObject({ error: z.string() }) } },
+        400: {
+          description:
+            "The payment does not verify (`error` X402_INVALID_PAYMENT), the transfer fails on chain (`error` PAYMENT_VERIFICATION_FAILED), or the same payment is still being settled (`error` X402_SETTLEMENT_IN_PROGRESS); with `message` and `details.reason`",
+          content: { "application/json": z.looseObject({ error: z.string() }) },
+        },
         402: { description: "The payment requirements", headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" }, content: { "application/json": schemas.PaymentRequiredResponse } },
       },
-      errors: { 404: "Top-ups are not enabled on this node", 502: "The payment failed on chain (PAYMENT_VERIFICATION_FAILED)" },
+      errors: {
+        500: "The transfer is not confirmed yet (`error` X402_SETTLEMENT_PENDING; send the same payment again for the result), or the chain node could not be asked (`error` PAYMENT_VERIFICATION_FAILED, `details.reason` settlement_node_unavailable)",
+        501: "Top-ups are not enabled on this node (`error` X402_TOPUPS_DISABLED)",
+      },
     },
     {
       method: "get",
