@@ -86,8 +86,10 @@ describe("response compression", () => {
     expect(res.headers["content-encoding"]).toBeUndefined();
     const events = res.body.toString("utf8").split("\n\n").filter((e) => e.startsWith("data: "));
     expect(events.at(-1)).toBe("data: [DONE]");
-    // Tokens leave as they are made: many separate arrivals spread over the generation, not one burst.
-    expect(res.arrivals.length).toBeGreaterThan(10);
+    // Tokens leave as they are made: many events, in separate arrivals spread over the generation, not
+    // one buffered burst (on a busy machine a few events may share one socket read, so not one per event).
+    expect(events.length).toBeGreaterThan(10);
+    expect(res.arrivals.length).toBeGreaterThan(2);
     expect(res.arrivals.at(-1)! - res.arrivals[0]!).toBeGreaterThan(5);
   });
 

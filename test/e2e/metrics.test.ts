@@ -140,7 +140,8 @@ describe("GET /metrics", () => {
     const account = createAccount(server.db, "limited");
     const key = createApiKey(server.db, { accountId: account.id, description: "limited", keyType: "INFERENCE", rateLimitOverrides: JSON.stringify({ "*": { rpm: 1 } }) }).secret;
     const before = await scrape();
-    expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).not.toBe(429);
+    // The account has no credit: the first call is admitted by the limit and refused for payment.
+    expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(402);
     expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(429);
     const after = await scrape();
     const labels = { limit_type: "RPM" };

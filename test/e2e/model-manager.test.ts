@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -215,7 +215,8 @@ describe("memory budget", () => {
 
       // A load that is waiting proceeds as soon as the holder lets go.
       const waiting = chat(server, "tiny-chat");
-      await new Promise((r) => setTimeout(r, 100));
+      // Let go only once the load is really waiting for room (it is "loading" while it waits).
+      await waitFor(() => server.models.statusOf("tiny-chat").state === "loading");
       lease.release();
       released = true;
       expect((await waiting).choices).toHaveLength(1);
@@ -332,6 +333,7 @@ describe("hearth models add and list", () => {
       expect(denied.stderr).toMatch(/401/);
     } finally {
       await running.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

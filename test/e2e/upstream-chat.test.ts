@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -17,6 +17,8 @@ import { post, startTestServer, tinyChatEntry, type TestServer } from "../helper
  * upstream key comes from an environment variable, as in production.
  */
 let upstream: TestServer;
+/** Holds the front's models.config.json. */
+let dir: string | undefined;
 let front: TestServer;
 let upstreamAccount: string;
 /** An HTTP server that accepts requests and never answers (for the timeout). */
@@ -56,7 +58,7 @@ beforeAll(async () => {
   const nodeKey = upstream.createKey({ usd: 10 });
   upstreamAccount = nodeKey.accountId;
 
-  const dir = mkdtempSync(join(tmpdir(), "hearth-upstream-chat-"));
+  dir = mkdtempSync(join(tmpdir(), "hearth-upstream-chat-"));
   const configPath = join(dir, "models.config.json");
   const relayed = (id: string, settings: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", pricing: PRICED, upstream: settings });
   writeFileSync(
@@ -79,6 +81,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await front?.stop();
   await upstream?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
   silent?.closeAllConnections();
   silent?.close();
 });
@@ -196,19 +199,22 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     expect(finish).toBe("tool_calls");
     expect(JSON.parse(streamedArgs)).toHaveProperty("unit");
 
-    const answer = await client.chat.completions.create({
-      model: "relay-chat",
+    const followUp = {
       messages: [
         ...user("What is the weather in Paris?"),
-        { role: "assistant", content: null, tool_calls: [call] },
-        { role: "tool", tool_call_id: call.id, content: JSON.stringify({ temperature: 21, sky: "clear" }) },
+        { role: "assistant" as const, content: null, tool_calls: [call] },
+        { role: "tool" as const, tool_call_id: call.id, content: JSON.stringify({ temperature: 21, sky: "clear" }) },
       ],
       tools: [weatherTool],
       max_tokens: 16,
       temperature: 0,
-    });
+    };
+    const answer = await client.chat.completions.create({ model: "relay-chat", ...followUp });
     expect(answer.choices[0]!.message.role).toBe("assistant");
     expect(answer.usage!.prompt_tokens).toBeGreaterThan(completion.usage!.prompt_tokens);
+    // The tool call and its result reached the upstream as they were: the same prompt as asking it directly.
+    const direct = await upstream.openai().chat.completions.create({ model: "tiny-chat", ...followUp });
+    expect(answer.usage!.prompt_tokens).toBe(direct.usage!.prompt_tokens);
   });
 
   it("forwards n, logprobs and response_format", async () => {
@@ -255,7 +261,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     await reader.cancel();
     let front499 = listUsage(front.db, accountId);
     let upstreamRows = listUsage(upstream.db, upstreamAccount);
-    for (let i = 0; i < 150 && (front499.length === 0 || upstreamRows.length === upstreamRowsBefore); i++) {
+    for (let i = 0; i < 500 && (front499.length === 0 || upstreamRows.length === upstreamRowsBefore); i++) {
       await new Promise((r) => setTimeout(r, 20));
       front499 = listUsage(front.db, accountId);
       upstreamRows = listUsage(upstream.db, upstreamAccount);

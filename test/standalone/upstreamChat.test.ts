@@ -17,6 +17,8 @@ let peer: Server;
 let baseUrl: string;
 let script: (req: IncomingMessage, res: ServerResponse, body: Record<string, unknown>) => void;
 const received: Record<string, unknown>[] = [];
+/** GET /v1/models calls the peer answered (a relayed model's features must never come from there). */
+let modelListCalls = 0;
 
 beforeAll(async () => {
   peer = createServer((req, res) => {
@@ -25,6 +27,7 @@ beforeAll(async () => {
     req.on("end", () => {
       const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
       if (req.url === "/v1/models") {
+        modelListCalls++;
         res.setHeader("content-type", "application/json");
         res.end(JSON.stringify({ object: "list", data: [{ id: "org/big-model", max_model_len: 32768 }] }));
         return;
@@ -215,9 +218,11 @@ describe("upstream text models in the registry", () => {
     const unknownFeature = ModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { vision: true } } }] });
     expect(unknownFeature.success).toBe(false);
 
-    const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl: "http://127.0.0.1:9/v1", features } });
+    const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl, features } });
     const manager = new ModelManager(ModelsConfig.parse({ models: [relayed("a", { functionCalling: false }), relayed("b", { reasoning: true, reasoningToggle: true })] }), { gpu: false });
+    const callsBefore = modelListCalls;
     expect(await manager.chatFeatures("a")).toMatchObject({ functionCalling: false, reasoning: false });
     expect(await manager.chatFeatures("b")).toMatchObject({ functionCalling: true, reasoning: true, reasoningToggle: true });
+    expect(modelListCalls).toBe(callsBefore);
   });
 });
