@@ -1,3 +1,5 @@
+import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+
 /**
  * Content carried inside the JSON body: a data URL (`data:<mime>[;base64],<data>`) or bare
  * base64. Decoding is strict: a typo in a base64 string is the caller's error, not a file
@@ -55,4 +57,18 @@ export function decodeBase64(value: string, maxBytes: number): Buffer {
   const estimated = Math.floor((compact.replace(/=+$/, "").length * 3) / 4);
   if (estimated > maxBytes) throw new InlineDataTooLargeError(estimated);
   return Buffer.from(compact, "base64");
+}
+
+/**
+ * decodeInlineData for a field of the request: content over `maxBytes` is a 413 (the message
+ * from `tooLarge`, after the field's path), anything malformed a 400 naming the field.
+ */
+export function decodeInlineField(value: string, field: readonly (string | number)[], maxBytes: number, tooLarge: (bytes: number) => string): InlineData {
+  try {
+    return decodeInlineData(value, maxBytes);
+  } catch (error) {
+    if (error instanceof InlineDataTooLargeError) throw new PayloadTooLargeError(`${field.join(".")}: ${tooLarge(error.bytes)}`);
+    if (error instanceof InlineDataError) throw InvalidRequestError.forField([...field], error.message);
+    throw error;
+  }
 }

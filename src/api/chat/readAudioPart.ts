@@ -3,7 +3,7 @@ import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError } from "
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
 import { wavHeader } from "../../media/pcm.js";
 import type { PartContext } from "./contentParts.js";
-import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "./inlineData.js";
+import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
 
 type AudioPart = Extract<ContentPart, { type: "input_audio" }>;
@@ -27,18 +27,12 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
   }
   const asr = ctx.models.get(asrId, "asr");
   const { data: base64, format } = part.input_audio;
-  let audio: Buffer;
-  try {
-    audio = decodeInlineData(base64, ctx.limits.maxFileBytes).data;
-  } catch (error) {
-    if (error instanceof InlineDataTooLargeError) {
-      throw new PayloadTooLargeError(
-        `${[...path, "data"].join(".")}: the audio is ${(error.bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
-      );
-    }
-    if (error instanceof InlineDataError) throw InvalidRequestError.forField([...path, "data"], error.message);
-    throw error;
-  }
+  let audio = decodeInlineField(
+    base64,
+    [...path, "data"],
+    ctx.limits.maxFileBytes,
+    (bytes) => `the audio is ${(bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
+  ).data;
   if (format === "pcm16" || format === "pcm24") audio = toWav(audio, format === "pcm16" ? 2 : 3);
 
   // Held for the whole read, so the model manager never unloads it mid-transcription.

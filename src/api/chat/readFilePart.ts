@@ -1,8 +1,8 @@
 import { extractDocument } from "../../documents/extractDocument.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
-import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import { InvalidRequestError } from "../../errors.js";
 import type { PartContext } from "./contentParts.js";
-import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "./inlineData.js";
+import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
 
 type FilePart = Extract<ContentPart, { type: "file" }>;
@@ -21,18 +21,12 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
     throw InvalidRequestError.forField([...path, "file_data"], "required: the file's content as a data URL (data:<mime type>;base64,...)");
   }
   const { maxFileBytes, maxFileChars } = ctx.limits;
-  let decoded;
-  try {
-    decoded = decodeInlineData(file.file_data, maxFileBytes);
-  } catch (error) {
-    if (error instanceof InlineDataTooLargeError) {
-      throw new PayloadTooLargeError(
-        `${[...path, "file_data"].join(".")}: the file is ${megabytes(error.bytes)} MB; this node accepts files up to ${megabytes(maxFileBytes)} MB (--max-upload-mb)`,
-      );
-    }
-    if (error instanceof InlineDataError) throw InvalidRequestError.forField([...path, "file_data"], error.message);
-    throw error;
-  }
+  const decoded = decodeInlineField(
+    file.file_data,
+    [...path, "file_data"],
+    maxFileBytes,
+    (bytes) => `the file is ${megabytes(bytes)} MB; this node accepts files up to ${megabytes(maxFileBytes)} MB (--max-upload-mb)`,
+  );
   if (decoded.data.length === 0) throw InvalidRequestError.forField([...path, "file_data"], "empty: the file has no content");
 
   let text: string;
