@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { browserRequired, launchBrowser, probeBrowser, skipLine } from "../helpers/browser.js";
 import { tinyImageEntry } from "../helpers/mediaModels.js";
 import { startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
 
@@ -16,7 +17,12 @@ import { startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from
  */
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const executablePath = process.env.HEARTH_CHROMIUM ?? "/usr/bin/chromium";
+const probe = await probeBrowser();
+if (probe.executablePath === null) {
+  if (browserRequired()) throw new Error(`HEARTH_REQUIRE_BROWSER=1 but no browser can run: ${probe.reason}`);
+  console.warn(skipLine(probe.reason));
+}
+const noBrowser = probe.executablePath === null;
 const shots = process.env.HEARTH_SCREENSHOTS ?? join(root, "test-results", "screenshots");
 
 let server: TestServer;
@@ -48,13 +54,7 @@ async function login(p: Page): Promise<void> {
 const screenshot = (p: Page, name: string) => p.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 
 beforeAll(async () => {
-  if (!existsSync(executablePath)) {
-    throw new Error(`No Chromium at ${executablePath}: the browser tests need one. Run \`apt-get install chromium\` (or point HEARTH_CHROMIUM at a Chromium binary).`);
-  }
-  mkdirSync(shots, { recursive: true });
   server = await startTestServer({ models: [tinyChatEntry({ pricing: { input: { usd: 100, diem: 100 }, output: { usd: 200, diem: 200 } } }), tinyKokoroEntry(), tinyImageEntry({ image: { defaultWidth: 64, defaultHeight: 64, defaultSteps: 2 } })] });
-  browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
-  page = await newPage("main");
 });
 
 afterAll(async () => {
@@ -62,7 +62,13 @@ afterAll(async () => {
   if (!stopped) await server?.stop();
 });
 
-describe("web console", () => {
+describe.skipIf(noBrowser)("web console", () => {
+  beforeAll(async () => {
+    mkdirSync(shots, { recursive: true });
+    browser = await launchBrowser(probe.executablePath!);
+    page = await newPage("main");
+  });
+
   it("serves the console at / without shadowing the API", async () => {
     const html = await fetch(`${server.url}/`, { headers: { accept: "text/html" } });
     expect(html.status).toBe(200);
@@ -301,7 +307,7 @@ describe("live view WebSocket", () => {
     // Nothing the console did since the mid-file check logged an error either.
     expect(browserErrors).toEqual([]);
     // The browser would reconnect to a stopping server (a console error that is not the console's fault).
-    await browser.close();
+    await browser?.close();
     const client = await open(liveUrl());
     client.ws.send(JSON.stringify({ type: "auth", key: server.adminKey }));
     const first = (await client.next()) as { type: string; models: { id: string; state: string }[]; requests: { path: string }[] };
