@@ -21,6 +21,7 @@ import type { RequestLog } from "./console/RequestLog.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { compressResponses } from "./http/compressResponses.js";
+import { formatErrorBody } from "./http/errorFormat.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
@@ -89,7 +90,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
-  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt)), deps.logger));
+  app.use(requestContext(formatServiceVersion(new Date(deps.startedAt)), deps.logger, deps.config.errorFormat));
+  app.use(servePlainV1AsAlias);
   app.use(observeRequests(deps.metrics));
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
@@ -105,9 +107,26 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.use(docsRouter());
   // The web console at /, after the API and /docs so it can never shadow them.
   app.use(consoleStatic(API_BASE_PATH));
-  app.use((req, _res, next) => next(new NotFoundError(`No route for ${req.method} ${req.path}`)));
+  app.use((req, _res, next) => next(new NotFoundError(noRouteMessage(req.method, req.path))));
   app.use(errorHandler(deps.logger, walletPaymentError(deps.wallet.requirements, deps.credits)));
   return app;
+}
+
+/**
+ * Many tools take a server's root and append `/v1` (the standard's own base path): `/v1/...` is
+ * served as `/api/v1/...`, the same routes, keys and billing (the OpenAPI document names /api/v1 only).
+ */
+function servePlainV1AsAlias(req: Request, _res: Response, next: NextFunction): void {
+  if (req.url === "/v1" || req.url.startsWith("/v1/") || req.url.startsWith("/v1?")) req.url = `/api${req.url}`;
+  next();
+}
+
+/** A 404 that tells a client on the wrong base path where the API is. */
+function noRouteMessage(method: string, fullPath: string): string {
+  // The path is the caller's: quote at most a short prefix of it.
+  const path = fullPath.length > 100 ? `${fullPath.slice(0, 100)}…` : fullPath;
+  if (path.startsWith(`${API_BASE_PATH}/`) || path === API_BASE_PATH) return `No route for ${method} ${path}. GET ${API_BASE_PATH}/openapi.json lists this node's operations.`;
+  return `No route for ${method} ${path}: this node's API is under ${API_BASE_PATH} (e.g. ${method} ${API_BASE_PATH}${path.startsWith("/") ? path : `/${path}`}); set your client's base URL to http(s)://<host>:<port>${API_BASE_PATH}.`;
 }
 
 function errorHandler(logger: Logger, translate: (error: unknown, req: Request, res: Response) => unknown) {
@@ -123,6 +142,6 @@ function errorHandler(logger: Logger, translate: (error: unknown, req: Request, 
       return;
     }
     res.set({ ...headers, ...errorHostHeader() });
-    res.status(status).json(body);
+    res.status(status).json(formatErrorBody(res.locals.ctx?.errorFormat ?? "provider", status, body));
   };
 }

@@ -83,6 +83,12 @@ export const SERVER_SETTINGS = {
     description: "let chat requests ask the node to fetch URLs from the user's message (enable_web_scraping); the node fetches any address it can reach, LAN included",
   },
   scrapePriceUsd: { flag: "--scrape-price <usd>", env: "HEARTH_SCRAPE_PRICE", default: "0.01", description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)" },
+  errorFormat: {
+    flag: "--error-format <format>",
+    env: "HEARTH_ERROR_FORMAT",
+    default: "provider",
+    description: 'error bodies: provider ({"error": "<message>"}, the reference API\'s shape) or standard ({"error": {"message", "type", "code", "param"}}, what the chat-completions SDKs read)',
+  },
 } as const;
 
 /** Secrets read from the environment only (never flags: they would show in the process list). */
@@ -144,6 +150,8 @@ export const ServerConfig = z.object({
   /** Per web search and per successfully scraped page, in whole USD (DIEM at the same amount). */
   searchPriceUsd: z.coerce.number().nonnegative().default(0.01),
   scrapePriceUsd: z.coerce.number().nonnegative().default(0.01),
+  /** The shape of error bodies: the reference API's `{error: "<message>"}`, or the chat-completions standard's nested object. */
+  errorFormat: z.enum(["provider", "standard"]).default("provider"),
   /** Whether enable_web_scraping is allowed (off: it is a 400 naming the field). */
   webScraping: z.enum(["on", "off"]).default("off"),
   /** How long a search or a page fetch may take. */

@@ -8,7 +8,7 @@ import { out, progressBar } from "./ui.js";
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
   for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
-  for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd"] as const) addSettingOption(serve, name);
+  for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
     [

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { NextFunction, Request, Response } from "express";
 import type { LimitOverrides } from "../limits/tiers.js";
 import type { Logger } from "../logger.js";
+import type { ErrorFormat } from "./errorFormat.js";
 
 /** A caller authenticated with `Authorization: Bearer <key>`. */
 export interface ApiKeyAuthContext {
@@ -34,7 +35,12 @@ export type AuthContext = ApiKeyAuthContext | WalletAuthContext;
 export const authSubject = (auth: AuthContext) => (auth.kind === "wallet" ? `wallet:${auth.wallet.address}` : auth.apiKeyId);
 
 export interface RequestContext {
+  /** This node's id for the request (CF-RAY, logs, holds, usage rows): always generated here, so always unique. */
   requestId: string;
+  /** The id sent back as x-request-id: the client's own X-Request-Id when it sent a usable one, else `requestId`. */
+  clientRequestId: string;
+  /** The shape error bodies are written in (the node's --error-format). */
+  errorFormat: ErrorFormat;
   startedAt: number;
   /** This request's logger: every line it writes carries the request id. */
   log: Logger;
@@ -59,16 +65,24 @@ export function formatServiceVersion(date: Date): string {
 
 const HOST_NAME = hostname();
 
+/** A client's X-Request-Id is echoed only when it is a short printable token (it goes into headers and logs). */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:\/+=-]{1,128}$/;
+
 /**
- * First middleware: request id (echoed as CF-RAY), the version header, the client's
- * timestamp echo, and an AbortController tied to the client connection.
+ * First middleware: request id (echoed as CF-RAY, and as x-request-id unless the client sent its
+ * own), the version header, the client's timestamp echo, and an AbortController tied to the
+ * client connection.
  */
-export function requestContext(serviceVersion: string, logger: Logger) {
+export function requestContext(serviceVersion: string, logger: Logger, errorFormat: ErrorFormat = "provider") {
   return (req: Request, res: Response, next: NextFunction) => {
     const requestId = randomUUID();
-    const ctx: RequestContext = { requestId, startedAt: Date.now(), log: logger.child({ requestId }), abort: new AbortController() };
+    const sent = req.get("x-request-id");
+    const clientRequestId = sent !== undefined && CLIENT_REQUEST_ID.test(sent) ? sent : requestId;
+    const log = logger.child(clientRequestId === requestId ? { requestId } : { requestId, clientRequestId });
+    const ctx: RequestContext = { requestId, clientRequestId, errorFormat, startedAt: Date.now(), log, abort: new AbortController() };
     res.locals.ctx = ctx;
     res.setHeader("CF-RAY", ctx.requestId);
+    res.setHeader("x-request-id", clientRequestId);
     res.setHeader("x-service-version", serviceVersion);
     const clientTimestamp = req.get("x-service-request-timestamp-ms") ?? req.get("x-venice-request-timestamp-ms");
     if (clientTimestamp && /^\d{1,16}$/.test(clientTimestamp)) res.setHeader("x-service-request-timestamp-ms", clientTimestamp);

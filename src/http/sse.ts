@@ -1,5 +1,6 @@
 import type { Response } from "express";
 import { toErrorResponse } from "../errors.js";
+import { formatErrorBody } from "./errorFormat.js";
 
 /**
  * Server-sent events in the chat-completions framing: `data: <json>` events, ending with
@@ -23,7 +24,10 @@ export class SseStream {
   }
 
   fail(error: unknown): void {
-    this.send({ error: toErrorResponse(error).body });
+    const { status, body } = toErrorResponse(error);
+    const format = this.res.locals.ctx?.errorFormat ?? "provider";
+    // The provider's shape wraps its body in `error`; the standard's body is already `{error: {...}}`.
+    this.send(format === "standard" ? formatErrorBody(format, status, body) : { error: body });
     this.end();
   }
 

@@ -30,7 +30,8 @@ export function rpcRouter(deps: AppDeps): Router {
     const body = parse(JsonRpcBody, req.body);
     const calls = Array.isArray(body) ? body : [body];
     const tiers = proxy.tiers(network, calls);
-    res.setHeader("X-Request-ID", ctx.requestId.replaceAll("-", ""));
+    // The proxy's own convention (a 32-character id), unless the client sent an X-Request-Id of its own.
+    if (ctx.clientRequestId === ctx.requestId) res.setHeader("X-Request-ID", ctx.requestId.replaceAll("-", ""));
 
     const keyHeader = req.get("idempotency-key");
     const key = keyHeader === undefined ? undefined : parse(IdempotencyKey, keyHeader);
