@@ -254,6 +254,18 @@ describe("POST /completions on the llama engine", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
+  it("shows in the Prometheus token counters as chat does", async () => {
+    const counter = async (name: string) => {
+      const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).text();
+      const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes('model="tiny-coder"'));
+      return line ? Number(line.split(" ").at(-1)) : 0;
+    };
+    const [completionBefore, promptBefore] = [await counter("hearth_chat_completion_tokens_total"), await counter("hearth_chat_prompt_tokens_total")];
+    const completion = await server.openai().completions.create({ model: "tiny-coder", prompt: "x=(", max_tokens: 5, ...greedy });
+    expect((await counter("hearth_chat_completion_tokens_total")) - completionBefore).toBe(completion.usage!.completion_tokens);
+    expect((await counter("hearth_chat_prompt_tokens_total")) - promptBefore).toBe(completion.usage!.prompt_tokens);
+  });
+
   it("a client that disconnects mid-stream pays once for what was produced", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
     const before = getBalances(server.db, accountId).USD;
