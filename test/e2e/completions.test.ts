@@ -88,6 +88,23 @@ describe("POST /completions on the llama engine", () => {
     for (const value of logprobs.token_logprobs!.slice(1)) expect(value).toBeLessThanOrEqual(0);
   });
 
+  it("an empty prompt starts from the beginning-of-sequence token", async () => {
+    const completion = await server.openai().completions.create({ model: "tiny-chat", prompt: "", max_tokens: 4, ...greedy });
+    expect(completion.usage!.prompt_tokens).toBe(1);
+    expect(completion.usage!.completion_tokens).toBe(4);
+  });
+
+  it("reuses a cached prompt, except where echo's log probabilities evaluate it afresh (billed as written, not cached)", async () => {
+    const client = server.openai();
+    const prompt = "The user asked the model to write a short summary of the document, and the assistant wrote it with care.";
+    const first = await client.completions.create({ model: "tiny-chat", prompt, max_tokens: 2, ...greedy });
+    const again = await client.completions.create({ model: "tiny-chat", prompt, max_tokens: 2, ...greedy });
+    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBe(first.usage!.prompt_tokens - 1);
+    const scored = await client.completions.create({ model: "tiny-chat", prompt, max_tokens: 2, echo: true, logprobs: 1, ...greedy });
+    expect(scored.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    expect(scored.choices[0]!.logprobs!.tokens).toHaveLength(first.usage!.prompt_tokens + 2);
+  });
+
   it("streams chunks whose text is the greedy completion, with usage last when asked", async () => {
     const client = server.openai();
     const whole = await client.completions.create({ model: "tiny-chat", prompt: "Hello there", max_tokens: 24, ...greedy });

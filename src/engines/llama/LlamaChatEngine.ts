@@ -173,18 +173,27 @@ export class LlamaChatEngine implements ChatEngine {
       if (++started === plans.length) options.onStart?.();
     };
     const onDelta = options.onDelta as ChatGenerateOptions["onDelta"];
-    const runs = await Promise.all(
+    // One prompt failing (its wait for sequences refused, say) stops the others: no unbilled work goes on.
+    const failed = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+    const settled = await Promise.allSettled(
       plans.map((plan, p) =>
         this.run(plan, count, {
           pinnedTokens: 0,
-          signal: options.signal,
+          signal,
           onStart,
           onDelta: onDelta && ((choice, delta) => onDelta(p * count + choice, delta)),
           indexOffset: p * count,
           echo: options.echo ? { prompt: options.prompts[p]!, logprobs: options.logprobs, onEcho: (echoed) => options.onEcho?.(p, echoed) } : undefined,
+        }).catch((error: unknown) => {
+          failed.abort(error);
+          throw error;
         }),
       ),
     );
+    const rejected = settled.find((s) => s.status === "rejected");
+    if (rejected) throw (rejected as PromiseRejectedResult).reason;
+    const runs = settled.map((s) => (s as PromiseFulfilledResult<Run>).value);
     const result: CompleteResult = toResult(runs);
     if (options.echo) result.echoed = runs.map((run) => run.echoed!);
     return result;
@@ -205,7 +214,14 @@ export class LlamaChatEngine implements ChatEngine {
       tokens = prompt as Token[];
     }
     const bos = this.model.tokens.shouldPrependBosToken ? this.model.tokens.bos : null;
-    if (suffix === undefined) return bos !== null && tokens[0] !== bos ? [bos, ...tokens] : tokens;
+    if (suffix === undefined) {
+      if (bos !== null && tokens[0] !== bos) return [bos, ...tokens];
+      if (tokens.length > 0) return tokens;
+      // An empty prompt starts from the beginning-of-sequence token, when the model has one.
+      const start = this.model.tokens.bos;
+      if (start === null) throw InvalidRequestError.forField(index === null ? ["prompt"] : ["prompt", index], "the prompt is empty and this model has no beginning-of-sequence token to start from");
+      return [start];
+    }
     const { prefix: pre, suffix: suf, middle: mid } = this.model.tokens.infill;
     if (pre === null || suf === null || mid === null) {
       throw InvalidRequestError.forField(
@@ -244,6 +260,8 @@ export class LlamaChatEngine implements ChatEngine {
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const choices = settled.map((s) => (s as PromiseFulfilledResult<ChoiceOutcome>).value);
     for (const choice of choices) choice.index += call.indexOffset ?? 0;
+    // The echoed prompt's log probabilities were read by evaluating it afresh: none of it came from the cache.
+    if (echoed?.tokens) choices[0]!.cachedTokens = 0;
     return { choices, promptTokens: plan.promptTokens.length, queueMs, echoed };
   }
 

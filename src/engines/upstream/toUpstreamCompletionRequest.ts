@@ -35,7 +35,7 @@ export function toUpstreamCompletionRequest(options: CompleteOptions, model: str
 
 /** An upper bound on the prompt tokens at the upstream: a byte-level tokenizer makes at most one token per UTF-8 byte. */
 export function completionPromptBound(options: CompleteOptions): number {
-  return sumPrompts(options, (text) => Buffer.byteLength(text, "utf8")) + FIM_ALLOWANCE;
+  return sumPrompts(options, (text) => Buffer.byteLength(text, "utf8")) + FIM_ALLOWANCE * options.prompts.length;
 }
 
 /** A typical count (about four bytes a token), for billing when the upstream reports no usage. */
@@ -43,7 +43,7 @@ export function completionPromptEstimate(options: CompleteOptions): number {
   return sumPrompts(options, (text) => Math.ceil(Buffer.byteLength(text, "utf8") / 4));
 }
 
-/** FIM and beginning-of-sequence tokens the upstream adds around the text. */
+/** FIM and beginning-of-sequence tokens the upstream adds around each prompt. */
 const FIM_ALLOWANCE = 8;
 
 function sumPrompts(options: CompleteOptions, count: (text: string) => number): number {
