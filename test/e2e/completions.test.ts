@@ -1,4 +1,6 @@
 import { join } from "node:path";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, streamText } from "ai";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalances } from "../../src/store/ledger.js";
@@ -281,6 +283,20 @@ describe("POST /completions on the llama engine", () => {
     const completion = await server.openai().completions.create({ model: "tiny-coder", prompt: "x=(", max_tokens: 5, ...greedy });
     expect((await counter("hearth_chat_completion_tokens_total")) - completionBefore).toBe(completion.usage!.completion_tokens);
     expect((await counter("hearth_chat_prompt_tokens_total")) - promptBefore).toBe(completion.usage!.prompt_tokens);
+  });
+
+  it("serves the Vercel AI SDK's completion model, whole and streamed", async () => {
+    const provider = createOpenAI({ baseURL: server.baseUrl, apiKey: server.adminKey });
+    const model = provider.completion("tiny-chat");
+    const whole = await generateText({ model, prompt: "Once upon a time", maxOutputTokens: 10, temperature: 0, seed: 7 });
+    expect(whole.text.length).toBeGreaterThan(0);
+    expect(whole.usage.outputTokens).toBe(10);
+    expect(whole.finishReason).toBe("length");
+    const streamed = streamText({ model, prompt: "Once upon a time", maxOutputTokens: 10, temperature: 0, seed: 7 });
+    let text = "";
+    for await (const piece of streamed.textStream) text += piece;
+    expect(text).toBe(whole.text);
+    expect((await streamed.usage).outputTokens).toBe(10);
   });
 
   it("a client that disconnects mid-stream pays once for what was produced", async () => {
