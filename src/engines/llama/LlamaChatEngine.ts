@@ -146,9 +146,12 @@ export class LlamaChatEngine implements ChatEngine {
       throw InvalidRequestError.forField([field], `this model generates at most ${this.pool.total} choices at once (prompts times n)`);
     }
     const prompts = options.prompts.map((prompt, index) => this.completionPrompt(prompt, options.suffix, options.prompts.length > 1 ? index : null));
-    const longest = Math.max(...prompts.map((p) => p.length));
-    if (longest >= this.contextSize) {
-      throw InvalidRequestError.forField(["prompt"], `the prompt is ${longest} tokens but this model's context holds ${this.contextSize}; shorten the prompt`);
+    const over = prompts.findIndex((p) => p.length >= this.contextSize);
+    if (over >= 0) {
+      throw InvalidRequestError.forField(
+        prompts.length > 1 ? ["prompt", over] : ["prompt"],
+        `the prompt is ${prompts[over]!.length} tokens but this model's context holds ${this.contextSize}; shorten the prompt`,
+      );
     }
     const plans = prompts.map((promptTokens) => {
       const room = this.contextSize - promptTokens.length;
@@ -202,7 +205,9 @@ export class LlamaChatEngine implements ChatEngine {
   /** A completion prompt's tokens: the text as it is, or the FIM layout around the suffix. */
   private completionPrompt(prompt: CompletionPrompt, suffix: string | undefined, index: number | null): Token[] {
     let tokens: Token[];
-    if (typeof prompt === "string") tokens = this.model.tokenize(prompt, false);
+    // A raw prompt may spell special tokens (an editor's own FIM or chat layout), as llama-server and
+    // vLLM read them; FIM parts are code, read as plain text.
+    if (typeof prompt === "string") tokens = this.model.tokenize(prompt, suffix === undefined);
     else {
       const vocabulary = this.features.vocabularySize;
       for (const [position, id] of prompt.entries()) {
