@@ -7,6 +7,7 @@ import { audioRouter } from "./api/audio/route.js";
 import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
+import { completionsRouter } from "./api/completions/route.js";
 import { consoleRouter } from "./api/console/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
@@ -68,7 +69,7 @@ export interface AppDeps {
 }
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, adminRouter, openapiRouter] as const;
+const ROUTERS = [modelsRouter, chatRouter, completionsRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, adminRouter, openapiRouter] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({

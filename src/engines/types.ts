@@ -177,6 +177,43 @@ export interface ChatGenerateResult {
   timeToFirstTokenMs: number | null;
 }
 
+/** One prompt of a raw-text completion: text, or token ids of the model's vocabulary. */
+export type CompletionPrompt = string | number[];
+
+/**
+ * A raw-text completion (the legacy completions API): the prompt is given to the model as it
+ * is, with no chat template. Shares sampling, stops, choices, log probabilities, streaming and
+ * the credit hold with chat.
+ */
+export interface CompleteOptions
+  extends Pick<ChatGenerateOptions, "maxTokens" | "sampling" | "stop" | "logprobs" | "signal" | "onPromptReady" | "onStart"> {
+  /** Each prompt gets `choices` completions; choice `p * choices + j` is prompt p's j-th. */
+  prompts: CompletionPrompt[];
+  choices?: number;
+  /**
+   * Fill-in-the-middle: the text that follows the gap (each prompt is the text before it). The
+   * model must have FIM tokens; the prompt is built from them instead of the raw text.
+   */
+  suffix?: string;
+  /** Report each prompt's text (and with `logprobs`, its tokens' log probabilities) to echo it. */
+  echo?: boolean;
+  /** With `echo`: called with each prompt's echo before any of its choices' deltas. */
+  onEcho?: (prompt: number, echoed: EchoedPrompt) => void;
+  /** Called as soon as a piece of a choice is safe to emit (content deltas only). */
+  onDelta?: (choice: number, delta: Extract<ChatDelta, { kind: "content" }>) => void;
+}
+
+/** A prompt as echoed: its text and, when log probabilities were asked for, its tokens' (the first has none: null). */
+export interface EchoedPrompt {
+  text: string;
+  tokens: { token: string; logprob: number | null; top: TopLogprob[] }[] | null;
+}
+
+export interface CompleteResult extends ChatGenerateResult {
+  /** With `echo`: each prompt's echo. */
+  echoed?: EchoedPrompt[];
+}
+
 /** What every loaded engine has; each kind adds its own methods. */
 export interface EngineBase {
   readonly kind: string;
@@ -199,6 +236,8 @@ export interface ChatFeatures {
   maxChoices: number;
   /** Token ids run from 0 to vocabularySize - 1. */
   vocabularySize: number;
+  /** Fill-in-the-middle (`suffix` on completions): the model has prefix/suffix/middle tokens. */
+  infill: boolean;
 }
 
 export interface ChatEngine extends EngineBase {
@@ -206,6 +245,8 @@ export interface ChatEngine extends EngineBase {
   readonly contextSize: number;
   readonly features: ChatFeatures;
   generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
+  /** Raw-text completion (no chat template), for the legacy completions API. */
+  complete(options: CompleteOptions): Promise<CompleteResult>;
   stats(): { sequences: number; busy: number; waiting: number };
 }
 

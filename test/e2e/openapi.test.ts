@@ -223,6 +223,27 @@ describe("real responses match their documented schemas", () => {
     for (const chunk of chunks) expectMatches("post", "/chat/completions", 200, chunk, pointer("components", "schemas", "ChatCompletionChunk"));
   });
 
+  it("legacy completions, whole (with logprobs and echo) and streamed", async () => {
+    const body = await expectConforms(
+      await post(server, "/completions", { model: "tiny-chat", prompt: ["Hi", "Ho"], max_tokens: 4, logprobs: 2, echo: true }),
+      "post",
+      "/completions",
+      200,
+    );
+    expect(body.object).toBe("text_completion");
+    expect(body.choices).toHaveLength(2);
+    expect(body.choices[0].logprobs.token_logprobs[0]).toBeNull();
+
+    const stream = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 4, logprobs: 1, stream: true, stream_options: { include_usage: true } });
+    expect(stream.status).toBe(200);
+    expect(doc.paths["/completions"].post.responses[200].content["text/event-stream"]["x-sse-data"]).toEqual({ $ref: "#/components/schemas/CompletionChunk" });
+    const events = (await stream.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    expect(chunks.at(-1).usage.total_tokens).toBeGreaterThan(0);
+    for (const chunk of chunks) expectMatches("post", "/completions", 200, chunk, pointer("components", "schemas", "CompletionChunk"));
+  });
+
   it("a drifted reply fails its schema (the checks can fail)", async () => {
     const body = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).json()) as Json;
     expect(() => expectMatches("post", "/chat/completions", 200, { ...body, surprise: 1 })).toThrow(/surprise|additional/);

@@ -287,7 +287,7 @@ function settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
 }
 
 /** A minimal push queue consumed with for-await; used to bridge engine callbacks to a generator. */
-class AsyncQueue<T> implements AsyncIterable<T> {
+export class AsyncQueue<T> implements AsyncIterable<T> {
   private items: T[] = [];
   private closed = false;
   private error: unknown;

@@ -4,6 +4,7 @@ import { adminApi } from "../admin/operations.js";
 import { consoleApi } from "../console/operations.js";
 import { charactersApi } from "../characters/operations.js";
 import { chatApi } from "../chat/operations.js";
+import { completionsApi } from "../completions/operations.js";
 import { embeddingsApi } from "../embeddings/operations.js";
 import { imagesApi } from "../images/operations.js";
 import { keysApi } from "../keys/operations.js";
@@ -22,6 +23,7 @@ import { openapiApi } from "./operations.js";
 export const API_GROUPS: readonly ApiGroup[] = [
   modelsApi,
   chatApi,
+  completionsApi,
   charactersApi,
   audioApi,
   imagesApi,

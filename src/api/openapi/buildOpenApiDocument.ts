@@ -57,7 +57,8 @@ export function buildOpenApiDocument(groups: readonly ApiGroup[], info: Document
       ].join("\n"),
     },
     servers: [{ url: "/api/v1", description: "This node" }],
-    tags: groups.map((g) => ({ name: g.tag, description: g.description })),
+    // Groups may share a tag (chat and legacy completions are both Chat): listed once, first description.
+    tags: groups.filter((g, i) => groups.findIndex((o) => o.tag === g.tag) === i).map((g) => ({ name: g.tag, description: g.description })),
     paths,
     components: {
       schemas: emitter.finish(),

@@ -409,18 +409,22 @@ export class ChoiceGeneration {
     const request = this.plan.logprobs;
     if (!request) return null;
     const probability = sampled.probabilities?.get(token) ?? (token === sampled.token ? sampled.confidence : undefined) ?? 0;
-    const { describer } = this.runtime;
-    const top: TokenLogprob["top"] = [];
-    if (request.top > 0 && sampled.probabilities) {
-      for (const [candidate, p] of sampled.probabilities) {
-        if (top.length >= request.top) break;
-        const { text, bytes } = describer.describe(candidate);
-        top.push({ token: text, logprob: toLogprob(p), bytes });
-      }
-    }
-    const { text, bytes } = describer.describe(token);
-    return { token: text, logprob: toLogprob(probability), bytes, top };
+    return tokenLogprob(this.runtime.describer, token, probability, sampled.probabilities, request.top);
   }
+}
+
+/** One token's log probability with the `top` most likely alternatives from the distribution it was drawn from. */
+export function tokenLogprob(describer: TokenDescriber, token: Token, probability: number, probabilities: Map<Token, number> | undefined, top: number): TokenLogprob {
+  const alternatives: TokenLogprob["top"] = [];
+  if (top > 0 && probabilities) {
+    for (const [candidate, p] of probabilities) {
+      if (alternatives.length >= top) break;
+      const { text, bytes } = describer.describe(candidate);
+      alternatives.push({ token: text, logprob: toLogprob(p), bytes });
+    }
+  }
+  const { text, bytes } = describer.describe(token);
+  return { token: text, logprob: toLogprob(probability), bytes, top: alternatives };
 }
 
 /** ln p, with the standard's -9999 standing in for an impossible token (JSON has no -Infinity). */

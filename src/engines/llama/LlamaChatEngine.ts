@@ -9,15 +9,28 @@ import {
   type ChatModelFunctions,
   type ChatModelResponse,
   type ChatWrapper,
+  type ControlledEvaluateInputItem,
   type LlamaContext,
+  type LlamaContextSequence,
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config.js";
 import { InferenceError, InvalidRequestError } from "../../errors.js";
-import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FunctionDefinition } from "../types.js";
+import type {
+  ChatEngine,
+  ChatFeatures,
+  ChatGenerateOptions,
+  ChatGenerateResult,
+  ChatMessage,
+  CompleteOptions,
+  CompleteResult,
+  CompletionPrompt,
+  EchoedPrompt,
+  FunctionDefinition,
+} from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
-import { ChoiceGeneration, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
+import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { SequencePool } from "./SequencePool.js";
@@ -64,6 +77,7 @@ export class LlamaChatEngine implements ChatEngine {
       dynamicTemperature: true,
       maxChoices: pool.total,
       vocabularySize: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0,
+      infill: model.tokens.infill.prefix !== null && model.tokens.infill.suffix !== null && model.tokens.infill.middle !== null,
     };
   }
 
@@ -117,34 +131,162 @@ export class LlamaChatEngine implements ChatEngine {
     if (count > this.pool.total) {
       throw InvalidRequestError.forField(["n"], `this model generates at most ${this.pool.total} choices at once`);
     }
+    const run = await this.run(plan, count, { pinnedTokens, cacheKey: options.cache?.key, signal: options.signal, onStart: options.onStart, onDelta: options.onDelta });
+    return toResult([run]);
+  }
+
+  /**
+   * Raw-text completion: each prompt is tokenized as it is (no chat template), or built from
+   * the model's FIM tokens around `suffix`; the choices run through the same token loop as chat.
+   */
+  async complete(options: CompleteOptions): Promise<CompleteResult> {
+    const count = options.choices ?? 1;
+    if (count * options.prompts.length > this.pool.total) {
+      const field = options.prompts.length > 1 ? "prompt" : "n";
+      throw InvalidRequestError.forField([field], `this model generates at most ${this.pool.total} choices at once (prompts times n)`);
+    }
+    const prompts = options.prompts.map((prompt, index) => this.completionPrompt(prompt, options.suffix, options.prompts.length > 1 ? index : null));
+    const over = prompts.findIndex((p) => p.length >= this.contextSize);
+    if (over >= 0) {
+      throw InvalidRequestError.forField(
+        prompts.length > 1 ? ["prompt", over] : ["prompt"],
+        `the prompt is ${prompts[over]!.length} tokens but this model's context holds ${this.contextSize}; shorten the prompt`,
+      );
+    }
+    const plans = prompts.map((promptTokens) => {
+      const room = this.contextSize - promptTokens.length;
+      const plan: GenerationPlan = {
+        promptTokens,
+        stopStrings: options.stop ?? [],
+        stopTokens: new Set(),
+        userStopTokens: new Set(),
+        maxTokens: Math.min(options.maxTokens ?? room, room),
+        sampling: options.sampling,
+        seed: options.sampling.seed ?? randomInt(2 ** 31),
+        logprobs: options.logprobs ?? null,
+        answer: { kind: "text" },
+        tools: null,
+        thinking: { startsInReasoning: false, open: false, budget: null },
+      };
+      return plan;
+    });
+    options.onPromptReady?.({ promptTokens: sum(prompts.map((p) => p.length)), maxTokens: sum(plans.map((p) => p.maxTokens)) * count });
+    let started = 0;
+    const onStart = () => {
+      if (++started === plans.length) options.onStart?.();
+    };
+    const onDelta = options.onDelta as ChatGenerateOptions["onDelta"];
+    // One prompt failing (its wait for sequences refused, say) stops the others: no unbilled work goes on.
+    const failed = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+    const settled = await Promise.allSettled(
+      plans.map((plan, p) =>
+        this.run(plan, count, {
+          pinnedTokens: 0,
+          signal,
+          onStart,
+          onDelta: onDelta && ((choice, delta) => onDelta(p * count + choice, delta)),
+          indexOffset: p * count,
+          echo: options.echo ? { prompt: options.prompts[p]!, logprobs: options.logprobs, onEcho: (echoed) => options.onEcho?.(p, echoed) } : undefined,
+        }).catch((error: unknown) => {
+          failed.abort(error);
+          throw error;
+        }),
+      ),
+    );
+    const rejected = settled.find((s) => s.status === "rejected");
+    if (rejected) throw (rejected as PromiseRejectedResult).reason;
+    const runs = settled.map((s) => (s as PromiseFulfilledResult<Run>).value);
+    const result: CompleteResult = toResult(runs);
+    if (options.echo) result.echoed = runs.map((run) => run.echoed!);
+    return result;
+  }
+
+  /** A completion prompt's tokens: the text as it is, or the FIM layout around the suffix. */
+  private completionPrompt(prompt: CompletionPrompt, suffix: string | undefined, index: number | null): Token[] {
+    let tokens: Token[];
+    // A raw prompt may spell special tokens (an editor's own FIM or chat layout), as llama-server and
+    // vLLM read them; FIM parts are code, read as plain text.
+    if (typeof prompt === "string") tokens = this.model.tokenize(prompt, suffix === undefined);
+    else {
+      const vocabulary = this.features.vocabularySize;
+      for (const [position, id] of prompt.entries()) {
+        if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
+          const path = index === null ? ["prompt", position] : ["prompt", index, position];
+          throw InvalidRequestError.forField(path, `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+        }
+      }
+      tokens = prompt as Token[];
+    }
+    const bos = this.model.tokens.shouldPrependBosToken ? this.model.tokens.bos : null;
+    if (suffix === undefined) {
+      if (bos !== null && tokens[0] !== bos) return [bos, ...tokens];
+      if (tokens.length > 0) return tokens;
+      // An empty prompt starts from the beginning-of-sequence token, when the model has one.
+      const start = this.model.tokens.bos;
+      if (start === null) throw InvalidRequestError.forField(index === null ? ["prompt"] : ["prompt", index], "the prompt is empty and this model has no beginning-of-sequence token to start from");
+      return [start];
+    }
+    const { prefix: pre, suffix: suf, middle: mid } = this.model.tokens.infill;
+    if (pre === null || suf === null || mid === null) {
+      throw InvalidRequestError.forField(
+        ["suffix"],
+        `the model "${this.modelId}" cannot fill in the middle: its vocabulary has no FIM prefix/suffix/middle tokens; send the prompt without a suffix, or use a code model that has them`,
+      );
+    }
+    // Prefix-suffix-middle order, as llama.cpp's infill and node-llama-cpp's LlamaCompletion build it.
+    const suffixTokens = this.model.tokenize(suffix, false);
+    return [...(bos !== null ? [bos] : []), pre, ...tokens, suf, ...suffixTokens, mid];
+  }
+
+  /** Takes `count` sequences for one plan and runs its choices on them. */
+  private async run(plan: GenerationPlan, count: number, call: RunCall): Promise<Run> {
     const queuedAt = performance.now();
-    const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: options.cache?.key, signal: options.signal });
+    const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: call.cacheKey, signal: call.signal });
     const queueMs = performance.now() - queuedAt;
-    options.onStart?.();
     const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer };
     let settled: PromiseSettledResult<ChoiceOutcome>[];
+    let echoed: EchoedPrompt | undefined;
     try {
-      settled = await Promise.allSettled(sequences.map((sequence, index) => new ChoiceGeneration(runtime, plan, index, options.onDelta).run(sequence, options.signal)));
+      if (call.echo) {
+        const { prompt, logprobs, onEcho } = call.echo;
+        const text = typeof prompt === "string" ? prompt : this.model.detokenize(prompt as Token[], false);
+        echoed = { text, tokens: logprobs ? await this.promptLogprobs(sequences[0]!, plan.promptTokens, logprobs.top) : null };
+        onEcho(echoed);
+      }
+      call.onStart?.();
+      settled = await Promise.allSettled(
+        sequences.map((sequence, index) => new ChoiceGeneration(runtime, plan, index, call.onDelta).run(sequence, call.signal)),
+      );
     } finally {
-      for (const sequence of sequences) this.pool.release(sequence, { cacheKey: options.cache?.key, pinnedTokens });
+      for (const sequence of sequences) this.pool.release(sequence, { cacheKey: call.cacheKey, pinnedTokens: call.pinnedTokens });
     }
     const failed = settled.find((s) => s.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
     const choices = settled.map((s) => (s as PromiseFulfilledResult<ChoiceOutcome>).value);
-    const first = choices[0]!;
-    const aborted = choices.some((c) => c.finishReason === "abort");
-    return {
-      choices: choices.map(({ cachedTokens: _cached, timeToFirstTokenMs: _ttft, ...choice }) => choice),
-      finishReason: aborted ? "abort" : first.finishReason,
-      promptTokens: plan.promptTokens.length,
-      completionTokens: sum(choices.map((c) => c.completionTokens)),
-      reasoningTokens: sum(choices.map((c) => c.reasoningTokens)),
-      // The prompt is counted once, as the first choice's sequence read and wrote it.
-      cachedTokens: first.cachedTokens,
-      cacheWriteTokens: plan.promptTokens.length - first.cachedTokens,
-      queueMs,
-      timeToFirstTokenMs: first.timeToFirstTokenMs,
-    };
+    for (const choice of choices) choice.index += call.indexOffset ?? 0;
+    // The echoed prompt's log probabilities were read by evaluating it afresh: none of it came from the cache.
+    if (echoed?.tokens) choices[0]!.cachedTokens = 0;
+    return { choices, promptTokens: plan.promptTokens.length, queueMs, echoed };
+  }
+
+  /**
+   * The prompt's own log probabilities (echo with logprobs): the prompt is evaluated on the
+   * sequence with the next-token distribution kept at every position, which also leaves it
+   * cached there for the generation that follows. The first token has none (null).
+   */
+  private async promptLogprobs(sequence: LlamaContextSequence, tokens: Token[], top: number): Promise<NonNullable<EchoedPrompt["tokens"]>> {
+    if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
+    // The last prompt token is left to the generation, which needs to evaluate at least one.
+    const evaluated = tokens.slice(0, -1);
+    const outputs = await sequence.controlledEvaluate(evaluated.map((token): ControlledEvaluateInputItem => [token, { generateNext: { probabilities: true } }]));
+    const first = this.describer.describe(tokens[0]!);
+    const entries: NonNullable<EchoedPrompt["tokens"]> = [{ token: first.text, logprob: null, top: [] }];
+    for (let i = 1; i < tokens.length; i++) {
+      const probabilities = outputs[i - 1]?.next.probabilities;
+      entries.push(tokenLogprob(this.describer, tokens[i]!, probabilities?.get(tokens[i]!) ?? 0, probabilities, top));
+    }
+    return entries;
   }
 
   /** Turns the request into a generation plan: prompt, stops, grammars, thinking, limits. */
@@ -267,6 +409,46 @@ export class LlamaChatEngine implements ChatEngine {
 }
 
 const ANY_OBJECT = { root: { kind: "object" as const, properties: [], open: true }, defs: {} };
+
+interface RunCall {
+  pinnedTokens: number;
+  cacheKey?: string;
+  signal?: AbortSignal;
+  onStart?: () => void;
+  onDelta?: ChatGenerateOptions["onDelta"];
+  /** Choice indexes of this run start here (a completion's later prompts). */
+  indexOffset?: number;
+  /** Echo the prompt (with its tokens' log probabilities when asked) before generating. */
+  echo?: { prompt: CompletionPrompt; logprobs?: { top: number }; onEcho: (echoed: EchoedPrompt) => void };
+}
+
+interface Run {
+  choices: ChoiceOutcome[];
+  promptTokens: number;
+  queueMs: number;
+  echoed: EchoedPrompt | undefined;
+}
+
+/** One request's runs (a chat: one; a completion: one per prompt) as the engine's result. */
+function toResult(runs: Run[]): ChatGenerateResult {
+  const choices = runs.flatMap((run) => run.choices);
+  const first = choices[0]!;
+  const aborted = choices.some((c) => c.finishReason === "abort");
+  const promptTokens = sum(runs.map((run) => run.promptTokens));
+  // Each prompt is counted once, as its first choice's sequence read and wrote it.
+  const cachedTokens = sum(runs.map((run) => run.choices[0]!.cachedTokens));
+  return {
+    choices: choices.map(({ cachedTokens: _cached, timeToFirstTokenMs: _ttft, ...choice }) => choice),
+    finishReason: aborted ? "abort" : first.finishReason,
+    promptTokens,
+    completionTokens: sum(choices.map((c) => c.completionTokens)),
+    reasoningTokens: sum(choices.map((c) => c.reasoningTokens)),
+    cachedTokens,
+    cacheWriteTokens: promptTokens - cachedTokens,
+    queueMs: Math.max(...runs.map((run) => run.queueMs)),
+    timeToFirstTokenMs: first.timeToFirstTokenMs,
+  };
+}
 
 function sum(values: number[]): number {
   return values.reduce((a, b) => a + b, 0);

@@ -9,11 +9,14 @@ import type {
   ChatFeatures,
   ChatGenerateOptions,
   ChatGenerateResult,
+  CompleteOptions,
+  CompleteResult,
   FinishReason,
   TokenLogprob,
   ToolCall,
 } from "../types.js";
 import { readSseEvents } from "./readSseEvents.js";
+import { completionPromptBound, completionPromptEstimate, toUpstreamCompletionRequest } from "./toUpstreamCompletionRequest.js";
 import { promptTokenBound, promptTokenEstimate, toUpstreamRequest } from "./toUpstreamRequest.js";
 
 /** Used when neither the configuration nor the upstream's model list gives the context window. */
@@ -42,7 +45,8 @@ export class UpstreamChatEngine implements ChatEngine {
   ) {
     this.host = new URL(settings.baseUrl).host;
     this.router = `upstream ${this.host}`;
-    this.features = { ...upstreamChatFeatures(settings), dynamicTemperature: settings.features?.dynamicTemperature ?? false, vocabularySize: 0 };
+    // infill: a suffix is relayed, and an upstream model without FIM tokens answers the 400 itself.
+    this.features = { ...upstreamChatFeatures(settings), dynamicTemperature: settings.features?.dynamicTemperature ?? false, vocabularySize: 0, infill: true };
   }
 
   static async load(entry: ModelEntry): Promise<UpstreamChatEngine> {
@@ -67,7 +71,42 @@ export class UpstreamChatEngine implements ChatEngine {
     // whole context per choice when max_tokens is absent; the upstream's usage settles it.
     const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
     options.onPromptReady?.({ promptTokens: promptTokenBound(body), maxTokens: maxTokens * count });
+    return this.relay("/chat/completions", body, count, promptTokenEstimate(body), options, (chunk) => chunk);
+  }
 
+  /** Raw-text completion relayed to the upstream's legacy POST /completions (same streaming, usage and errors as chat). */
+  async complete(options: CompleteOptions): Promise<CompleteResult> {
+    const count = (options.choices ?? 1) * options.prompts.length;
+    if (count > this.features.maxChoices) {
+      const field = options.prompts.length > 1 ? "prompt" : "n";
+      throw InvalidRequestError.forField([field], `this model generates at most ${this.features.maxChoices} choices at once (prompts times n)`);
+    }
+    if (options.echo && (options.logprobs || options.prompts.some((p) => typeof p !== "string"))) {
+      throw InvalidRequestError.forField(["echo"], "echo is relayed to this upstream model only for text prompts without logprobs");
+    }
+    const body = toUpstreamCompletionRequest(options, this.upstreamModel);
+    const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
+    options.onPromptReady?.({ promptTokens: completionPromptBound(options), maxTokens: maxTokens * count });
+    const echoed = options.echo ? options.prompts.map((prompt) => ({ text: prompt as string, tokens: null })) : undefined;
+    const onDelta = options.onDelta as ChatGenerateOptions["onDelta"];
+    const onStart = () => {
+      echoed?.forEach((echo, p) => options.onEcho?.(p, echo));
+      options.onStart?.();
+    };
+    const result: CompleteResult = await this.relay("/completions", body, count, completionPromptEstimate(options), { signal: options.signal, onStart, onDelta }, fromCompletionChunk);
+    if (echoed) result.echoed = echoed;
+    return result;
+  }
+
+  /** POSTs `body` to the upstream, streamed, and folds the answer (chunks mapped to the chat shape) into the engine result. */
+  private async relay(
+    path: string,
+    body: Record<string, unknown>,
+    count: number,
+    promptEstimate: number,
+    options: Pick<ChatGenerateOptions, "signal" | "onStart" | "onDelta">,
+    toChatChunk: (chunk: WireChunk) => WireChunk,
+  ): Promise<ChatGenerateResult> {
     const controller = new AbortController();
     this.inFlight.add(controller);
     let timedOut = false;
@@ -94,7 +133,7 @@ export class UpstreamChatEngine implements ChatEngine {
       armTimer();
       let response: Response;
       try {
-        response = await fetch(`${this.settings.baseUrl}/chat/completions`, { method: "POST", headers: this.headers(), body: JSON.stringify(body), signal });
+        response = await fetch(`${this.settings.baseUrl}${path}`, { method: "POST", headers: this.headers(), body: JSON.stringify(body), signal });
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason ?? error;
         throw failure(error, "");
@@ -110,14 +149,14 @@ export class UpstreamChatEngine implements ChatEngine {
             stream.done = true;
             break;
           }
-          stream.accept(parseChunk(data, this.host));
+          stream.accept(toChatChunk(parseChunk(data, this.host)));
         }
       } catch (error) {
-        if (options.signal?.aborted && !timedOut) return stream.result("abort", promptTokenEstimate(body), sentAt);
+        if (options.signal?.aborted && !timedOut) return stream.result("abort", promptEstimate, sentAt);
         throw failure(error, "mid-stream");
       }
       if (!stream.done && !stream.finished()) throw new UpstreamError(`The upstream chat server at ${this.host} ended the stream before the answer was complete`, 502);
-      return stream.result(null, promptTokenEstimate(body), sentAt);
+      return stream.result(null, promptEstimate, sentAt);
     } finally {
       clearTimeout(timer);
       // Stops the upstream's generation when the caller left, timed out or the stream ended early.
@@ -164,8 +203,10 @@ interface WireLogprob {
 interface WireChunk {
   choices?: {
     index?: number;
+    /** The legacy completions chunk's text (mapped to delta.content). */
+    text?: string | null;
     delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: WireToolCallDelta[] | null };
-    logprobs?: { content?: WireLogprob[] | null } | null;
+    logprobs?: { content?: WireLogprob[] | null; tokens?: string[]; token_logprobs?: (number | null)[]; top_logprobs?: (Record<string, number> | null)[] | null } | null;
     finish_reason?: string | null;
   }[];
   usage?: {
@@ -297,6 +338,22 @@ class UpstreamStream {
       timeToFirstTokenMs: this.firstTokenAt === null ? null : this.firstTokenAt - sentAt,
     };
   }
+}
+
+/** A legacy completions chunk (`text`, logprobs as parallel arrays) in the chat chunk's shape. */
+function fromCompletionChunk(chunk: WireChunk): WireChunk {
+  return {
+    ...chunk,
+    choices: chunk.choices?.map((choice) => {
+      const legacy = choice.logprobs;
+      const content = legacy?.tokens?.map((token, i) => ({
+        token,
+        logprob: legacy.token_logprobs?.[i] ?? -9999,
+        top_logprobs: Object.entries(legacy.top_logprobs?.[i] ?? {}).map(([alternative, logprob]) => ({ token: alternative, logprob })),
+      }));
+      return { index: choice.index, delta: { content: choice.text ?? "" }, logprobs: content ? { content } : null, finish_reason: choice.finish_reason };
+    }),
+  };
 }
 
 function toTokenLogprob(wire: WireLogprob): TokenLogprob {

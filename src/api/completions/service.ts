@@ -1,0 +1,282 @@
+import type { Cost } from "../../billing/credits.js";
+import { maxTextCost, textCost } from "../../billing/pricing.js";
+import type { RequestMeter } from "../../billing/RequestMeter.js";
+import type { ModelEntry } from "../../config.js";
+import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
+import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, TokenLogprob } from "../../engines/types.js";
+import type { Metrics } from "../../metrics/Metrics.js";
+import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
+import { AsyncQueue } from "../chat/service.js";
+import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
+import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
+
+/** The standard's max_tokens when the request leaves it out. */
+export const DEFAULT_MAX_TOKENS = 16;
+
+export interface PreparedCompletion {
+  id: string;
+  created: number;
+  entry: ModelEntry;
+  engine: ChatEngine;
+  /** Holds the model loaded until the route releases it (in its `finally`). */
+  lease: ModelLease<"chat">;
+  options: Omit<CompleteOptions, "signal" | "onDelta" | "onStart">;
+  includeUsageChunk: boolean;
+  /** Response headers this request adds (parameters accepted but not honoured). */
+  headers: Record<string, string>;
+  meter: RequestMeter;
+}
+
+export interface PrepareCompletionCall {
+  requestId: string;
+  meterFor: (entry: ModelEntry) => RequestMeter;
+  /** The rate-limit check, once the model is known and before the model is loaded. */
+  admit?: (entry: ModelEntry) => void;
+}
+
+type WireChoice = CompletionResponse["choices"][number];
+
+/**
+ * Wire request -> engine completion -> wire response, on the chat engines (the same model
+ * registry, sampling, credit hold and settlement as chat). Knows nothing about Express.
+ */
+export class CompletionService {
+  constructor(
+    private readonly models: ModelManager,
+    private readonly requestTimeoutMs: number,
+    private readonly metrics: Metrics,
+  ) {}
+
+  async prepare(request: CompletionRequest, call: PrepareCompletionCall): Promise<PreparedCompletion> {
+    const entry = this.models.get(request.model, "text");
+    call.admit?.(entry);
+    const lease = await this.models.acquire(entry.id, "chat");
+    try {
+      const { engine } = lease;
+      const { features } = engine;
+      const prompts = toPrompts(request.prompt);
+      const n = request.n ?? 1;
+      if (n * prompts.length > features.maxChoices) {
+        const field = prompts.length > 1 ? "prompt" : "n";
+        throw InvalidRequestError.forField([field], `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times n)`);
+      }
+      if (request.logprobs != null && !features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${entry.id}" does not report log probabilities`);
+      if (request.suffix != null && !features.infill) {
+        throw InvalidRequestError.forField(["suffix"], `the model "${entry.id}" cannot fill in the middle: it has no FIM prefix/suffix/middle tokens`);
+      }
+      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+      const unsupported: string[] = [];
+      if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
+      if (request.logit_bias && Object.keys(request.logit_bias).length > 0) unsupported.push("logit_bias");
+      const meter = call.meterFor(entry);
+      return {
+        id: `cmpl-${call.requestId.replaceAll("-", "")}`,
+        created: Math.floor(Date.now() / 1000),
+        entry,
+        engine,
+        lease,
+        options: {
+          prompts,
+          choices: n,
+          suffix: request.suffix ?? undefined,
+          echo: request.echo === true,
+          maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
+          sampling: {
+            temperature: request.temperature ?? entry.constraints.temperature.default,
+            topP: request.top_p ?? entry.constraints.top_p.default,
+            seed: request.seed ?? undefined,
+            frequencyPenalty: request.frequency_penalty ?? undefined,
+            presencePenalty: request.presence_penalty ?? undefined,
+          },
+          stop: stop.filter((s) => s.length > 0),
+          logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
+          // Reserve the most this request can cost once its prompts are measured, before inference.
+          onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
+        },
+        includeUsageChunk: request.stream_options?.include_usage === true,
+        headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
+        meter,
+      };
+    } catch (error) {
+      lease.release();
+      throw error;
+    }
+  }
+
+  /** Non-streaming: the whole completion, or 504 past the configured timeout. */
+  async complete(prepared: PreparedCompletion, clientSignal: AbortSignal): Promise<{ response: CompletionResponse; result: CompleteResult }> {
+    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+    const signal = AbortSignal.any([clientSignal, timeout]);
+    const timer = this.metrics.chatTimer(prepared.entry.id);
+    let result: CompleteResult;
+    try {
+      result = await prepared.engine.complete({ ...prepared.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) });
+      timer.finished(result);
+    } catch (error) {
+      if (timeout.aborted) throw new RequestTimeoutError();
+      throw error;
+    }
+    if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+    const cost = settle(prepared, result);
+    const n = prepared.options.choices ?? 1;
+    const wantLogprobs = prepared.options.logprobs !== undefined;
+    const choices = result.choices.map((choice): WireChoice => {
+      const echoed = result.echoed?.[Math.floor(choice.index / n)];
+      const logprobs = new LegacyLogprobs();
+      let text = "";
+      if (echoed) {
+        text += echoed.text;
+        if (wantLogprobs) logprobs.addPrompt(echoed);
+      }
+      if (wantLogprobs) logprobs.add(choice.logprobs ?? []);
+      text += choice.content;
+      return { index: choice.index, text, logprobs: wantLogprobs ? logprobs.value() : null, finish_reason: toWireFinish(choice.finishReason) as "stop" | "length" };
+    });
+    return {
+      result,
+      response: { id: prepared.id, object: "text_completion", created: prepared.created, model: prepared.entry.id, choices, usage: toUsage(result), cost },
+    };
+  }
+
+  /**
+   * Streaming: yields chunks as tokens arrive; the last value returned is the engine result
+   * (for metering). Aborting `signal` stops generation at once and frees the sequences.
+   */
+  async *stream(prepared: PreparedCompletion, signal: AbortSignal): AsyncGenerator<CompletionChunk, CompleteResult | undefined> {
+    const base = { id: prepared.id, object: "text_completion" as const, created: prepared.created, model: prepared.entry.id };
+    const usageField = prepared.includeUsageChunk ? { usage: null } : {};
+    const n = prepared.options.choices ?? 1;
+    const wantLogprobs = prepared.options.logprobs !== undefined;
+    const total = n * prepared.options.prompts.length;
+    // Offsets continue across a choice's chunks, so each choice keeps its own.
+    const offsets = Array.from({ length: total }, () => new LegacyLogprobs());
+    const queue = new AsyncQueue<CompletionChunk["choices"][number]>();
+    const piece = (index: number, text: string, tokens: readonly TokenLogprob[]) => {
+      const logprobs = offsets[index]!;
+      const start = logprobs.length;
+      if (wantLogprobs) logprobs.add(tokens);
+      queue.push({ index, text, logprobs: wantLogprobs ? logprobs.value(start) : null, finish_reason: null });
+    };
+    let markStarted!: () => void;
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const timer = this.metrics.chatTimer(prepared.entry.id);
+    const generation = prepared.engine
+      .complete({
+        ...prepared.options,
+        // The echoed prompt goes out first, as each choice's first piece.
+        onEcho: (prompt, echoed) => {
+          for (let j = 0; j < n; j++) {
+            const index = prompt * n + j;
+            const logprobs = offsets[index]!;
+            if (wantLogprobs) logprobs.addPrompt(echoed);
+            queue.push({ index, text: echoed.text, logprobs: wantLogprobs ? logprobs.value(0) : null, finish_reason: null });
+          }
+        },
+        signal,
+        onStart: () => {
+          timer.started();
+          markStarted();
+        },
+        onDelta: (index, delta) => {
+          timer.piece(index);
+          piece(index, delta.text, delta.logprobs ?? []);
+        },
+      })
+      .then((result) => {
+        timer.finished(result);
+        return result;
+      })
+      .finally(() => queue.close());
+    generation.catch((error: unknown) => queue.fail(error));
+    // Nothing is sent before the engine accepts the request, so its refusals keep their status codes.
+    await Promise.race([started, generation]);
+
+    for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
+    const result = await generation;
+    // A client that went away pays for what was produced.
+    const cost = settle(prepared, result);
+    if (result.finishReason === "abort") return result;
+    for (const [position, choice] of result.choices.entries()) {
+      const last = position === result.choices.length - 1;
+      yield {
+        ...base,
+        choices: [{ index: choice.index, text: "", logprobs: null, finish_reason: toWireFinish(choice.finishReason) as "stop" | "length" }],
+        ...usageField,
+        ...(last ? { cost } : {}),
+      };
+    }
+    if (prepared.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
+    return result;
+  }
+}
+
+/** `prompt` in its four wire forms as a list of prompts (a string, strings, token ids, lists of token ids). */
+export function toPrompts(prompt: CompletionRequest["prompt"]): CompletionPrompt[] {
+  if (typeof prompt === "string") return [prompt];
+  if (prompt.length > 0 && typeof prompt[0] === "number") return [prompt as number[]];
+  return prompt as CompletionPrompt[];
+}
+
+/**
+ * One choice's legacy log probabilities, built up piece by piece: text_offset is each token's
+ * character offset in the choice's text (which starts with the prompt when echoed).
+ */
+class LegacyLogprobs {
+  private readonly tokens: string[] = [];
+  private readonly tokenLogprobs: (number | null)[] = [];
+  private readonly top: (Record<string, number> | null)[] = [];
+  private readonly offsets: number[] = [];
+  private offset = 0;
+
+  get length(): number {
+    return this.tokens.length;
+  }
+
+  /** The echoed prompt: its text, and its tokens when the engine reported them. */
+  addPrompt(echoed: EchoedPrompt): void {
+    if (!echoed.tokens) {
+      this.offset += echoed.text.length;
+      return;
+    }
+    // The first prompt token has no log probability (nothing precedes it): null, as the standard has it.
+    for (const entry of echoed.tokens) this.push(entry.token, entry.logprob, entry.logprob === null ? null : topOf(entry));
+  }
+
+  add(entries: readonly TokenLogprob[]): void {
+    for (const entry of entries) this.push(entry.token, entry.logprob, topOf(entry));
+  }
+
+  private push(token: string, logprob: number | null, top: Record<string, number> | null): void {
+    this.tokens.push(token);
+    this.tokenLogprobs.push(logprob);
+    this.top.push(top);
+    this.offsets.push(this.offset);
+    this.offset += token.length;
+  }
+
+  /** The lists from entry `start` on (a stream chunk's share). */
+  value(start = 0): CompletionLogprobs {
+    return {
+      tokens: this.tokens.slice(start),
+      token_logprobs: this.tokenLogprobs.slice(start),
+      top_logprobs: this.top.slice(start),
+      text_offset: this.offsets.slice(start),
+    };
+  }
+}
+
+function topOf(entry: Pick<TokenLogprob, "top">): Record<string, number> {
+  return Object.fromEntries(entry.top.map((t) => [t.token, t.logprob]));
+}
+
+/** Charges the produced tokens of every choice (idempotent: the route settles again in `finally`). */
+function settle(prepared: PreparedCompletion, result: CompleteResult): Cost {
+  return prepared.meter.settle(
+    textCost(prepared.entry, {
+      promptTokens: result.promptTokens,
+      cachedTokens: result.cachedTokens,
+      cacheWriteTokens: result.cacheWriteTokens,
+      completionTokens: result.completionTokens,
+    }),
+  );
+}
