@@ -176,6 +176,18 @@ describe("POST /completions on the llama engine", () => {
     expect(offsets).toEqual(whole.choices[0]!.logprobs!.text_offset);
   });
 
+  it("streams an echoed prompt first, its tokens leading the log probabilities", async () => {
+    const ask = { model: "tiny-chat", prompt: "Tell me a story", max_tokens: 6, logprobs: 1, echo: true, ...greedy } as const;
+    const whole = (await server.openai().completions.create(ask)).choices[0]!;
+    const chunks = [];
+    for await (const chunk of await server.openai().completions.create({ ...ask, stream: true })) chunks.push(...chunk.choices);
+    expect(chunks[0]!.text).toBe("Tell me a story");
+    expect(chunks[0]!.logprobs!.token_logprobs![0]).toBeNull();
+    expect(chunks.map((c) => c.text).join("")).toBe(whole.text);
+    expect(chunks.flatMap((c) => c.logprobs?.tokens ?? [])).toEqual(whole.logprobs!.tokens);
+    expect(chunks.flatMap((c) => c.logprobs?.text_offset ?? [])).toEqual(whole.logprobs!.text_offset);
+  });
+
   it("n: 2 and an array of prompts: choice p * n + j is prompt p's j-th, billed for all", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
     const before = getBalances(server.db, accountId).USD;
