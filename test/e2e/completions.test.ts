@@ -267,6 +267,9 @@ describe("POST /completions on the llama engine", () => {
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string; details: Record<string, any> };
     expect(body.details.suffix._errors[0]).toMatch(/fill in the middle.*FIM/);
+    // An empty suffix asks for nothing it cannot do: a plain completion.
+    const empty = await post(server, "/completions", { model: "tiny-chat", prompt: "def f(", suffix: "", max_tokens: 2 });
+    expect(empty.status).toBe(200);
   });
 
   it("a prompt over the context is a 400 naming prompt that says so, and costs nothing", async () => {
