@@ -176,6 +176,18 @@ describe("POST /completions on the llama engine", () => {
     expect(offsets).toEqual(whole.choices[0]!.logprobs!.text_offset);
   });
 
+  it("streams an echoed prompt first, its tokens leading the log probabilities", async () => {
+    const ask = { model: "tiny-chat", prompt: "Tell me a story", max_tokens: 6, logprobs: 1, echo: true, ...greedy } as const;
+    const whole = (await server.openai().completions.create(ask)).choices[0]!;
+    const chunks = [];
+    for await (const chunk of await server.openai().completions.create({ ...ask, stream: true })) chunks.push(...chunk.choices);
+    expect(chunks[0]!.text).toBe("Tell me a story");
+    expect(chunks[0]!.logprobs!.token_logprobs![0]).toBeNull();
+    expect(chunks.map((c) => c.text).join("")).toBe(whole.text);
+    expect(chunks.flatMap((c) => c.logprobs?.tokens ?? [])).toEqual(whole.logprobs!.tokens);
+    expect(chunks.flatMap((c) => c.logprobs?.text_offset ?? [])).toEqual(whole.logprobs!.text_offset);
+  });
+
   it("n: 2 and an array of prompts: choice p * n + j is prompt p's j-th, billed for all", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
     const before = getBalances(server.db, accountId).USD;
@@ -255,6 +267,9 @@ describe("POST /completions on the llama engine", () => {
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string; details: Record<string, any> };
     expect(body.details.suffix._errors[0]).toMatch(/fill in the middle.*FIM/);
+    // An empty suffix asks for nothing it cannot do: a plain completion.
+    const empty = await post(server, "/completions", { model: "tiny-chat", prompt: "def f(", suffix: "", max_tokens: 2 });
+    expect(empty.status).toBe(200);
   });
 
   it("a prompt over the context is a 400 naming prompt that says so, and costs nothing", async () => {
@@ -267,12 +282,20 @@ describe("POST /completions on the llama engine", () => {
     expect(getBalances(server.db, accountId).USD).toBe(before);
   });
 
-  it("refuses bad fields with a 400 naming them (logprobs above 5, a negative max_tokens, best_of below n)", async () => {
+  it("refuses bad fields with a 400 naming them, never a 500", async () => {
     for (const [field, extra] of [
       ["logprobs", { logprobs: 6 }],
       ["max_tokens", { max_tokens: -1 }],
       ["best_of", { best_of: 1, n: 2 }],
       ["prompt", { prompt: [] }],
+      ["prompt", { prompt: [1, "a"] }],
+      ["prompt", { prompt: [["a"]] }],
+      ["prompt", { prompt: ["a", "b", "c"], n: 2 }],
+      ["n", { n: 5 }],
+      ["logit_bias", { logit_bias: { "1": "x" } }],
+      ["temperature", { temperature: 3 }],
+      ["stop", { stop: 5 }],
+      ["model", { model: "" }],
     ] as const) {
       const res = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", ...extra });
       expect(res.status, field).toBe(400);

@@ -61,7 +61,9 @@ export class CompletionService {
         throw InvalidRequestError.forField([field], `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times n)`);
       }
       if (request.logprobs != null && !features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${entry.id}" does not report log probabilities`);
-      if (request.suffix != null && !features.infill) {
+      // An empty suffix asks for nothing a model without FIM tokens cannot do: a plain completion.
+      const suffix = request.suffix === "" && !features.infill ? undefined : (request.suffix ?? undefined);
+      if (suffix !== undefined && !features.infill) {
         throw InvalidRequestError.forField(["suffix"], `the model "${entry.id}" cannot fill in the middle: it has no FIM prefix/suffix/middle tokens`);
       }
       const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
@@ -78,7 +80,7 @@ export class CompletionService {
         options: {
           prompts,
           choices: n,
-          suffix: request.suffix ?? undefined,
+          suffix,
           echo: request.echo === true,
           maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
           sampling: {
