@@ -129,13 +129,17 @@ describe("streaming speech", () => {
     expect(info.durationSeconds!).toBeLessThan(expectedSeconds + 0.3);
   });
 
-  it("accepts the standard's stream_format 'audio' as streaming and refuses 'sse'", async () => {
+  it("accepts the standard's stream_format 'audio' as streaming and 'sse' as events, and refuses others naming the field", async () => {
     const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi there.", stream_format: "audio", response_format: "wav" });
     expect(response.headers.get("transfer-encoding")).toBe("chunked");
     await response.arrayBuffer();
     const sse = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi.", stream_format: "sse" });
-    expect(sse.status).toBe(400);
-    expect(((await sse.json()) as { error: string }).error).toMatch(/stream_format/);
+    expect(sse.status).toBe(200);
+    expect(sse.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(await sse.text()).toMatch(/"type":"speech\.audio\.done"/);
+    const bogus = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi.", stream_format: "ogg" });
+    expect(bogus.status).toBe(400);
+    expect(((await bogus.json()) as { details: Record<string, unknown> }).details).toHaveProperty("stream_format");
   });
 });
 
