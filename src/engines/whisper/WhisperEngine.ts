@@ -136,10 +136,11 @@ export class WhisperEngine implements TranscriptionEngine {
     const wantWords = options.timestamps.includes("word") && this.supportsWordTimestamps;
     const wantSegments = options.timestamps.includes("segment");
     return this.queue.run(async () => {
-      const language = options.language ?? (await this.detectLanguage(options.audio));
+      // An English-only model hears English whatever the hint says.
+      const language = !this.supportsTranslation ? "en" : (options.language ?? (await this.detectLanguage(options.audio)));
+      // English-only models take neither a task nor a language (transformers.js refuses both).
       const base = {
-        task,
-        ...(language ? { language } : {}),
+        ...(this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {}),
         ...(options.temperature && options.temperature > 0 ? { do_sample: true, temperature: options.temperature } : {}),
       };
       const toWords = (chunks: PipelineChunk[] | undefined) =>
