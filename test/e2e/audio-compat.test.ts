@@ -3,7 +3,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { experimental_transcribe as transcribe } from "ai";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeMedia } from "../../src/media/ffmpeg.js";
+import { encodeAudio, probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
@@ -183,6 +183,37 @@ describe("transcription the standard's way", () => {
     const charged = 1_000_000 - getBalances(server.db, accountId).USD;
     expect(charged).toBe(Math.round(done.cost.usd * 1e6));
     expect(listUsage(server.db, accountId)).toMatchObject([{ endpoint: "/audio/transcriptions", status: 200 }]);
+  });
+
+  it("a stream the client leaves after the first delta is charged once, for the audio its decoded segments covered", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const rate = 16000;
+    // 70 s: three 30 s windows, one segment each from the tiny model.
+    const samples = Float32Array.from({ length: 70 * rate }, (_, i) => 0.3 * Math.sin((2 * Math.PI * (200 + (i % rate) / 40) * i) / rate));
+    const form = new FormData();
+    form.append("model", "whisper-1");
+    form.append("language", "en");
+    form.append("stream", "true");
+    form.append("file", new Blob([new Uint8Array(await encodeAudio(samples, rate, "mp3"))]), "long.mp3");
+    const abort = new AbortController();
+    const response = await fetch(`${server.baseUrl}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form, signal: abort.signal });
+    expect(response.status).toBe(200);
+    // The whole audio (70 s and the MP3 encoder's padding) is announced up front.
+    expect(Number(response.headers.get("x-service-cost-usd"))).toBeGreaterThanOrEqual(0.007);
+    expect(Number(response.headers.get("x-service-cost-usd"))).toBeLessThan(0.0072);
+    const reader = response.body!.getReader();
+    let received = "";
+    while (!received.includes("transcript.text.delta")) received += new TextDecoder().decode((await reader.read()).value);
+    abort.abort();
+    const deadline = Date.now() + 20_000;
+    while (listUsage(server.db, accountId).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(listUsage(server.db, accountId)).toMatchObject([{ endpoint: "/audio/transcriptions", status: 499 }]);
+    const charges = server.db.prepare("SELECT -delta_micros AS micros FROM ledger WHERE account_id = ? AND kind = 'charge'").all(accountId) as { micros: number }[];
+    expect(charges).toHaveLength(1);
+    // Segments end 1 s into each window: the charge stops at the first window's (the client left) or the
+    // second's (decoded while the abort travelled), never the whole 70 s.
+    expect([100, 3100]).toContain(charges[0]!.micros);
+    expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(charges[0]!.micros);
   });
 
   it("audio.translations.create answers English text in every format, billed like a transcription", async () => {

@@ -41,7 +41,7 @@ export const audioApi = defineApiGroup({
       operationId: "createTranscription",
       summary: "Transcribe audio",
       description:
-        "`response_format` json and verbose_json answer JSON; text and srt answer text/plain, vtt text/vtt. verbose_json segments carry Whisper's decoder statistics (tokens, avg_logprob, compression_ratio, no_speech_prob, temperature, seek). `stream: true` answers server-sent events: `transcript.text.delta` as each segment is decoded, then `transcript.text.done` with the whole text, the usage and the charged `cost`; a stream cut short is charged for the audio its segments covered. `model` may be one of the standard's names (`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`). Without `language` the model detects it.",
+        "`response_format` json and verbose_json answer JSON; text and srt answer text/plain, vtt text/vtt. verbose_json segments carry Whisper's decoder statistics (tokens, avg_logprob, compression_ratio, no_speech_prob, temperature, seek). `stream: true` answers server-sent events: `transcript.text.delta` as each segment is decoded, then `transcript.text.done` with the whole text, the usage and the charged `cost`; a stream cut short is charged once, for the audio covered by the segments decoded before it stopped. `model` may be one of the standard's names (`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`). Without `language` the model detects it.",
       access: "paid",
       body: { content: { "multipart/form-data": { fields: schemas.TranscriptionRequest, files: { file: "The audio (any format ffmpeg decodes)" } } } },
       responses: {

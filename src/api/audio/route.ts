@@ -148,7 +148,7 @@ export function audioRouter(deps: AppDeps): Router {
         if (!ctx.abort.signal.aborted) sse.fail(error);
       } finally {
         job.lease.release();
-        // Charges the audio its segments covered: all of it when done, what a stream delivered when cut short, else nothing.
+        // Charges the audio its segments covered: all of it when done, what a stream had decoded when cut short, else nothing.
         if (status === 200 || sse?.started) transcription.settle(job);
         else job.meter.settle([]);
         usage(ctx, { endpoint, model: job.entry.id, status, audioSeconds: job.audioSeconds });
