@@ -201,6 +201,11 @@ describe("models and voices", () => {
     expect(kokoro.pricing).toEqual(PRICED.pricing);
     expect(list.data[1].model_spec.voices).toEqual(["default"]);
     expect(list.data[1].model_spec.voice_cloning).toBeUndefined();
+    // A single-speaker VITS model says every standard voice with its one speaker.
+    expect(Object.values(list.data[1].model_spec.voice_aliases)).toEqual(Array(13).fill("default"));
+    const vits = await post(server, "/audio/speech", { model: "tts-vits", input: "Hi.", voice: "nova", response_format: "pcm" });
+    expect(vits.status).toBe(200);
+    expect((await vits.arrayBuffer()).byteLength).toBeGreaterThan(0);
   });
 
   it("lists one model's voices under /models/{id}", async () => {
