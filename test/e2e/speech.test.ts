@@ -251,7 +251,10 @@ describe("billing", () => {
     expect(getBalances(server.db, accountId).USD).toBe(5);
   });
 
-  it("a client that leaves mid-stream pays for the sentences synthesised, not the rest", async () => {
+  it.each([
+    ["raw audio", { streaming: true }],
+    ["events", { stream_format: "sse" }],
+  ])("a client that leaves mid-stream (%s) pays once for the sentences synthesised, not the rest", async (_, streamOptions) => {
     const engine = (await server.models.speech("tts-kokoro")) as KokoroEngine;
     const original = engine.synthesize.bind(engine);
     engine.synthesize = async (options) => {
@@ -261,7 +264,7 @@ describe("billing", () => {
     };
     try {
       const { key, accountId } = server.createKey({ usd: 1 });
-      const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: SENTENCES, response_format: "pcm", streaming: true }, { key });
+      const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: SENTENCES, response_format: "pcm", ...streamOptions }, { key });
       const reader = response.body!.getReader();
       await reader.read();
       await reader.cancel();
@@ -275,6 +278,7 @@ describe("billing", () => {
       expect(row!.characters).toBeGreaterThan(0);
       expect(row!.characters).toBeLessThan(SENTENCES.length);
       expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(Math.ceil(row!.characters! * 10));
+      expect(server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId)).toBe(1);
       expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
     } finally {
       engine.synthesize = original;
