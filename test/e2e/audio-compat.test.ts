@@ -183,6 +183,16 @@ describe("transcription the standard's way", () => {
     const charged = 1_000_000 - getBalances(server.db, accountId).USD;
     expect(charged).toBe(Math.round(done.cost.usd * 1e6));
     expect(listUsage(server.db, accountId)).toMatchObject([{ endpoint: "/audio/transcriptions", status: 200 }]);
+    // Refused before the first event: a real status, no stream, no cost header, nothing charged.
+    const poor = server.createKey({ usd: 0.000001 });
+    const form = new FormData();
+    form.append("stream", "true");
+    form.append("file", new Blob([new Uint8Array(spoken)]), "a.wav");
+    const refused = await fetch(`${server.baseUrl}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${poor.key}` }, body: form });
+    expect(refused.status).toBe(402);
+    expect(refused.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(refused.headers.get("x-service-cost-usd")).toBeNull();
+    expect(getBalances(server.db, poor.accountId).USD).toBe(1);
   });
 
   it("a stream the client leaves after the first delta is charged once, for the audio its decoded segments covered", async () => {

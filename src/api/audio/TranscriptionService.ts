@@ -101,14 +101,11 @@ export class TranscriptionService {
     }
   }
 
-  /**
-   * Decodes, holds the price of the audio's length, transcribes, settles. `onSegment` sees each
-   * segment as it is decoded (a stream); `onStart` is called once the hold is taken, before any inference.
-   */
+  /** Decodes, holds the price of the audio's length, transcribes, settles. `onSegment` sees each segment as it is decoded (a stream). */
   async run(
     job: PreparedTranscription,
     clientSignal: AbortSignal,
-    events: { onStart?: () => void; onSegment?: (segment: TranscriptionSegment) => void } = {},
+    onSegment?: (segment: TranscriptionSegment) => void,
   ): Promise<{ result: TranscriptionBody; cost: Cost; engineResult: TranscriptionResult }> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const signal = AbortSignal.any([clientSignal, timeout]);
@@ -123,7 +120,6 @@ export class TranscriptionService {
     const limit = job.entry.transcription.maxAudioSeconds;
     if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is ${Math.round(job.audioSeconds)} s long; ${job.entry.id} accepts at most ${limit} s.`);
     job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
-    events.onStart?.();
     let result: TranscriptionResult;
     try {
       result = await job.engine.transcribe({
@@ -131,7 +127,7 @@ export class TranscriptionService {
         task: job.task,
         onSegment: (segment) => {
           job.transcribedSeconds = Math.max(job.transcribedSeconds, segment.end);
-          events.onSegment?.(segment);
+          onSegment?.(segment);
         },
         language: job.language,
         prompt: job.prompt,

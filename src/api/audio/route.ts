@@ -124,18 +124,19 @@ export function audioRouter(deps: AppDeps): Router {
       const sse = body.stream ? new SseStream(res) : undefined;
       try {
         let sent = "";
-        const { result, cost, engineResult } = await transcription.run(job, ctx.abort.signal, {
-          // The hold is taken: headers can go out with what it covers (the charge of the whole audio).
-          onStart: () => sse && res.set(costHeaders(job.meter.reservedCost())),
-          onSegment: (segment) => {
-            if (!sse || !segment.text) return;
-            const delta = sent ? ` ${segment.text}` : segment.text;
-            sent += delta;
-            sse.send({ type: "transcript.text.delta", delta });
-          },
+        // The first event's headers announce what the hold covers: the charge of the whole audio.
+        const send = (stream: SseStream, event: unknown) => {
+          if (!stream.started) res.set(costHeaders(job.meter.reservedCost()));
+          stream.send(event);
+        };
+        const { result, cost, engineResult } = await transcription.run(job, ctx.abort.signal, (segment) => {
+          if (!sse || !segment.text) return;
+          const delta = sent ? ` ${segment.text}` : segment.text;
+          sent += delta;
+          send(sse, { type: "transcript.text.delta", delta });
         });
         if (sse) {
-          sse.send({ type: "transcript.text.done", text: engineResult.text, usage: streamUsage(job, engineResult.outputTokens ?? 0), cost });
+          send(sse, { type: "transcript.text.done", text: engineResult.text, usage: streamUsage(job, engineResult.outputTokens ?? 0), cost });
           sse.end();
           return;
         }
