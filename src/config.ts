@@ -19,7 +19,7 @@ export const SERVER_SETTINGS = {
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
   logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
-  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions and /audio/voices, and largest file or audio part in a chat message (413 above)" },
+  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions, /audio/translations and /audio/voices, and largest file or audio part in a chat message (413 above)" },
   metricsPort: {
     flag: "--metrics-port <port>",
     env: "HEARTH_METRICS_PORT",
@@ -387,6 +387,11 @@ const SpeechSettings = z.strictObject({
   voices: z.array(z.string().min(1).max(512)).optional(),
   /** Used when a request names no voice; defaults to the first voice listed. */
   defaultVoice: z.string().min(1).optional(),
+  /**
+   * The standard's voice names (alloy, onyx, ...) or any other name -> one of this model's voices.
+   * Merged over the backend's default map (GET /models shows the result as voice_aliases).
+   */
+  voiceAliases: z.record(z.string().min(1).max(512), z.string().min(1).max(512)).optional(),
   defaultFormat: z.enum(SPEECH_FORMATS).default("mp3"),
   supportedFormats: z.array(z.enum(SPEECH_FORMATS)).min(1).default([...SPEECH_FORMATS]),
   /** Capabilities advertised on GET /models?type=tts; unsupported request parameters are ignored. */
@@ -492,6 +497,8 @@ export const ModelEntry = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, "model ids use letters, digits, '.', '_' and '-' (and '/' between segments)"),
   name: z.string().optional(),
   description: z.string().optional(),
+  /** Other names a request may use for this model (e.g. the standard's "whisper-1"); they win over the built-in standard names. */
+  aliases: z.array(z.string().min(1).max(256)).default([]),
   type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music"]),
   backend: z.enum(Object.keys(BACKEND_TYPES) as [Backend, ...Backend[]]),
   /**
@@ -549,9 +556,19 @@ export const ModelsConfig = z
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();
+    const ids = new Set(config.models.map((m) => m.id));
+    const aliased = new Map<string, string>();
     config.models.forEach((model, index) => {
       if (seen.has(model.id)) ctx.addIssue({ code: "custom", path: ["models", index, "id"], message: `duplicate model id "${model.id}"` });
       seen.add(model.id);
+      model.aliases.forEach((alias, i) => {
+        const owner = ids.has(alias) ? alias : aliased.get(alias);
+        if (owner) ctx.addIssue({ code: "custom", path: ["models", index, "aliases", i], message: `"${alias}" already names the model "${owner}"` });
+        aliased.set(alias, model.id);
+      });
+      for (const [name, voice] of Object.entries(model.speech.voiceAliases ?? {}))
+        if (model.speech.voices && !model.speech.voices.includes(voice))
+          ctx.addIssue({ code: "custom", path: ["models", index, "speech", "voiceAliases", name], message: "must be one of speech.voices" });
       if (model.type === "text" && model.pricing && !("output" in model.pricing))
         ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: "text models are priced per million input and output tokens: { input, output, cache_input?, cache_write? }" });
       if (model.backend === "llama" && !model.file)

@@ -95,9 +95,11 @@ export class NotFoundError extends ApiError {
     super(404, message);
   }
 }
+/** Model types as a message names them, with their article. */
+const MODEL_TYPE_NAMES: Record<string, string> = { asr: "an ASR", tts: "a TTS", image: "an image", embedding: "an embedding", inpaint: "an inpaint", upscale: "an upscale" };
 export class ModelNotFoundError extends NotFoundError {
   constructor(modelId: string, type?: string) {
-    super(`The model "${modelId}" does not exist${type ? ` as a ${type} model` : ""}. GET /models lists the models this node serves.`);
+    super(`The model "${modelId}" does not exist${type ? ` as ${MODEL_TYPE_NAMES[type] ?? `a ${type}`} model` : ""}. GET /models lists the models this node serves.`);
   }
 }
 export class UnsupportedMediaTypeError extends ApiError {

@@ -1,10 +1,12 @@
 import type { Backend, ModelEntry } from "../config.js";
 import { diffusionPoolKey, OnnxImageEngine, OnnxVideoEngine, startDiffusionPool, type DiffusionPool } from "./diffusion/OnnxDiffusionEngine.js";
 import { KokoroEngine } from "./kokoro/KokoroEngine.js";
+import { kokoroStandardVoices } from "./kokoro/kokoroStandardVoices.js";
 import { listKokoroVoices } from "./kokoro/kokoroVoices.js";
 import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
 import { LlamaEmbeddingEngine } from "./llama/LlamaEmbeddingEngine.js";
 import { TransformersEmbeddingEngine } from "./transformers/TransformersEmbeddingEngine.js";
+import { everyStandardVoiceTo } from "./standardVoices.js";
 import type { Engine } from "./types.js";
 import { UpstreamChatEngine, upstreamChatFeatures } from "./upstream/UpstreamChatEngine.js";
 import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
@@ -65,6 +67,18 @@ export const speechVoiceListers = Object.freeze({
   vits: (entry) => vitsVoices(entry),
   upstream: (entry) => entry.speech.voices ?? [],
 } as const satisfies Partial<Record<Backend, (entry: ModelEntry) => string[]>>);
+
+/**
+ * Each speech backend's default map from the standard's voices (alloy, onyx, ...) to its own,
+ * given the model's voices; `speech.voiceAliases` in the registry overrides entries. Kokoro picks
+ * by name and gender, a VITS model has one speaker for all of them, and an upstream gets the
+ * names as they are (it speaks the standard itself).
+ */
+export const standardVoiceMaps = Object.freeze({
+  kokoro: (_entry, voices) => kokoroStandardVoices(voices),
+  vits: (entry, voices) => everyStandardVoiceTo(entry.speech.defaultVoice ?? voices[0]),
+  upstream: () => ({}),
+} as const satisfies Partial<Record<Backend, (entry: ModelEntry, voices: readonly string[]) => Record<string, string>>>);
 
 /** What a model's chat features are before it is loaded (for GET /models). */
 export type ProbedChatFeatures = { functionCalling: boolean; reasoning: boolean; reasoningToggle: boolean; responseSchema: boolean; logprobs: boolean };

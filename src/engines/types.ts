@@ -306,23 +306,51 @@ export interface TranscribeOptions {
   audio: Float32Array;
   /** ISO 639-1 code or language name; undefined lets the model detect it. */
   language?: string;
+  /** transcribe: text in the spoken language; translate: English text (Whisper's translate task). */
+  task?: "transcribe" | "translate";
   prompt?: string;
   temperature?: number;
   timestamps: readonly TimestampGranularity[];
+  /** Called with each segment as soon as it is decoded, in order (what a stream sends). */
+  onSegment?: (segment: TranscriptionSegment) => void;
   signal?: AbortSignal;
+}
+
+/** A stretch of decoded text with the decoder's own statistics (those of the 30 s window it came from). */
+export interface TranscriptionSegment {
+  start: number;
+  end: number;
+  text: string;
+  /** Token ids, timestamp tokens included (as Whisper reports them). */
+  tokens?: number[];
+  /** Mean log probability of the window's tokens, end-of-text included. */
+  avgLogprob?: number;
+  /** Text bytes over zlib-compressed bytes (repetitive text scores high). */
+  compressionRatio?: number;
+  /** Probability of the no-speech token at the window's first decoding step; null when the model has none. */
+  noSpeechProb?: number | null;
+  temperature?: number;
+  /** Where the window starts, in 10 ms mel frames. */
+  seek?: number;
 }
 
 export interface TranscriptionResult {
   text: string;
-  segments: { start: number; end: number; text: string }[];
+  segments: TranscriptionSegment[];
   /** Present when word timestamps were asked for and the model supports them. */
   words?: { word: string; start: number; end: number }[];
+  /** The spoken language (the hint, or what the model detected), when known. */
+  language?: string;
+  /** Text tokens generated. */
+  outputTokens?: number;
 }
 
 export interface TranscriptionEngine extends EngineBase {
   readonly kind: "transcription";
   readonly sampleRate: number;
   readonly supportsWordTimestamps: boolean;
+  /** Whether the translate task is available (multilingual Whisper models). */
+  readonly supportsTranslation: boolean;
   transcribe(options: TranscribeOptions): Promise<TranscriptionResult>;
 }
 

@@ -6,11 +6,13 @@ import {
   engineFactories,
   sharedEngineLoaders,
   speechVoiceListers,
+  standardVoiceMaps,
   type EngineFactoryOptions,
   type ProbedChatFeatures,
   type SharedEngineLoader,
 } from "../engines/registry.js";
 import { isServable } from "./isServable.js";
+import { STANDARD_MODEL_NAMES, standardModelType } from "./standardModelNames.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
 import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
@@ -102,6 +104,8 @@ interface Slot {
  */
 export class ModelManager {
   private readonly entries = new Map<string, ModelEntry>();
+  /** Configured alias -> model id. */
+  private readonly aliasIndex = new Map<string, string>();
   private readonly slots = new Map<string, Slot>();
   /** Configured models that cannot run here (an upstream without a base URL): absent from every listing. */
   readonly skipped: { id: string; reason: string }[] = [];
@@ -125,6 +129,7 @@ export class ModelManager {
         continue;
       }
       this.entries.set(model.id, model);
+      for (const alias of model.aliases) this.aliasIndex.set(alias, model.id);
       const shared = sharedEngineLoaders[model.backend as keyof typeof sharedEngineLoaders] as SharedEngineLoader<unknown> | undefined;
       const key = shared ? shared.key(model) : `model:${model.id}`;
       let slot = byKey.get(key);
@@ -157,9 +162,50 @@ export class ModelManager {
   }
 
   get(id: string, type?: ModelEntry["type"]): ModelEntry {
-    const entry = this.entries.get(id);
-    if (!entry || (type && entry.type !== type)) throw new ModelNotFoundError(id, type);
+    const entry = this.resolve(id, type);
+    if (!entry) throw new ModelNotFoundError(id, type);
     return entry;
+  }
+
+  /**
+   * The model a name means: a model id, else a model's configured alias, else one of the
+   * standard's names (tts-1, whisper-1, dall-e-3, ...) for the default model of its type.
+   */
+  resolve(name: string, type?: ModelEntry["type"]): ModelEntry | undefined {
+    const fits = (entry: ModelEntry | undefined) => (entry && (!type || entry.type === type) ? entry : undefined);
+    const direct = this.entries.get(name);
+    if (direct) return fits(direct);
+    const aliased = this.aliasIndex.get(name);
+    if (aliased) return fits(this.entries.get(aliased));
+    const standardType = standardModelType(name);
+    return standardType && (!type || type === standardType) ? this.defaultFor(standardType) : undefined;
+  }
+
+  /**
+   * Every name other than an id that resolves to a model: the configured aliases, then the
+   * standard's names that fall to a default model (a standard name configured as an alias is listed once).
+   */
+  compatibilityMapping(): { name: string; model: string; type: ModelEntry["type"]; source: "alias" | "standard" }[] {
+    const mapping: ReturnType<ModelManager["compatibilityMapping"]> = [...this.aliasIndex].map(([name, id]) => ({ name, model: id, type: this.entries.get(id)!.type, source: "alias" }));
+    for (const [name, type] of Object.entries(STANDARD_MODEL_NAMES)) {
+      if (this.entries.has(name) || this.aliasIndex.has(name)) continue;
+      const entry = this.defaultFor(type);
+      if (entry) mapping.push({ name, model: entry.id, type, source: "standard" });
+    }
+    return mapping;
+  }
+
+  /** The names besides its id that a request may use for this model. */
+  aliasesOf(entry: ModelEntry): string[] {
+    return this.compatibilityMapping()
+      .filter((m) => m.model === entry.id)
+      .map((m) => m.name);
+  }
+
+  /** A speech model's map from other voice names (the standard's alloy, onyx, ...) to its own voices. */
+  voiceAliases(entry: ModelEntry): Record<string, string> {
+    const mapper = standardVoiceMaps[entry.backend as keyof typeof standardVoiceMaps] as ((e: ModelEntry, voices: readonly string[]) => Record<string, string>) | undefined;
+    return { ...mapper?.(entry, this.voices(entry)), ...entry.speech.voiceAliases };
   }
 
   /**

@@ -129,13 +129,17 @@ describe("streaming speech", () => {
     expect(info.durationSeconds!).toBeLessThan(expectedSeconds + 0.3);
   });
 
-  it("accepts the standard's stream_format 'audio' as streaming and refuses 'sse'", async () => {
+  it("accepts the standard's stream_format 'audio' as streaming and 'sse' as events, and refuses others naming the field", async () => {
     const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi there.", stream_format: "audio", response_format: "wav" });
     expect(response.headers.get("transfer-encoding")).toBe("chunked");
     await response.arrayBuffer();
     const sse = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi.", stream_format: "sse" });
-    expect(sse.status).toBe(400);
-    expect(((await sse.json()) as { error: string }).error).toMatch(/stream_format/);
+    expect(sse.status).toBe(200);
+    expect(sse.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(await sse.text()).toMatch(/"type":"speech\.audio\.done"/);
+    const bogus = await post(server, "/audio/speech", { model: "tts-kokoro", input: "Hi.", stream_format: "ogg" });
+    expect(bogus.status).toBe(400);
+    expect(((await bogus.json()) as { details: Record<string, unknown> }).details).toHaveProperty("stream_format");
   });
 });
 
@@ -197,6 +201,11 @@ describe("models and voices", () => {
     expect(kokoro.pricing).toEqual(PRICED.pricing);
     expect(list.data[1].model_spec.voices).toEqual(["default"]);
     expect(list.data[1].model_spec.voice_cloning).toBeUndefined();
+    // A single-speaker VITS model says every standard voice with its one speaker.
+    expect(Object.values(list.data[1].model_spec.voice_aliases)).toEqual(Array(13).fill("default"));
+    const vits = await post(server, "/audio/speech", { model: "tts-vits", input: "Hi.", voice: "nova", response_format: "pcm" });
+    expect(vits.status).toBe(200);
+    expect((await vits.arrayBuffer()).byteLength).toBeGreaterThan(0);
   });
 
   it("lists one model's voices under /models/{id}", async () => {
@@ -242,7 +251,10 @@ describe("billing", () => {
     expect(getBalances(server.db, accountId).USD).toBe(5);
   });
 
-  it("a client that leaves mid-stream pays for the sentences synthesised, not the rest", async () => {
+  it.each([
+    ["raw audio", { streaming: true }],
+    ["events", { stream_format: "sse" }],
+  ])("a client that leaves mid-stream (%s) pays once for the sentences synthesised, not the rest", async (_, streamOptions) => {
     const engine = (await server.models.speech("tts-kokoro")) as KokoroEngine;
     const original = engine.synthesize.bind(engine);
     engine.synthesize = async (options) => {
@@ -252,7 +264,7 @@ describe("billing", () => {
     };
     try {
       const { key, accountId } = server.createKey({ usd: 1 });
-      const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: SENTENCES, response_format: "pcm", streaming: true }, { key });
+      const response = await post(server, "/audio/speech", { model: "tts-kokoro", input: SENTENCES, response_format: "pcm", ...streamOptions }, { key });
       const reader = response.body!.getReader();
       await reader.read();
       await reader.cancel();
@@ -266,6 +278,7 @@ describe("billing", () => {
       expect(row!.characters).toBeGreaterThan(0);
       expect(row!.characters).toBeLessThan(SENTENCES.length);
       expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(Math.ceil(row!.characters! * 10));
+      expect(server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId)).toBe(1);
       expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
     } finally {
       engine.synthesize = original;

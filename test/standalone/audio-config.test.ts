@@ -43,6 +43,8 @@ describe("audio models in models.config.json", () => {
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { voices: ["a"], defaultVoice: "b" } }, "models.0.speech.defaultVoice"],
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { supportedFormats: ["wav"] } }, "models.0.speech.defaultFormat"],
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { supportedFormats: ["ogg"] } }, "models.0.speech.supportedFormats"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { voices: ["a"], voiceAliases: { alloy: "b" } } }, "models.0.speech.voiceAliases.alloy"],
+    [{ id: "x", type: "tts", backend: "kokoro", file: "k", aliases: ["x"] }, "models.0.aliases.0"],
   ])("names the bad field of an audio entry (%#)", (entry, field) => {
     expect(() => loadModelsConfig(registry([entry]), "/data", {})).toThrow(new RegExp(field.replaceAll(".", "\\.")));
   });
@@ -51,5 +53,33 @@ describe("audio models in models.config.json", () => {
     const config = loadModelsConfig(registry([{ id: "openai/whisper-large-v3", type: "asr", backend: "whisper", file: "{dataDir}/whisper-large-v3" }]), "/data", {});
     expect(config.models[0]).toMatchObject({ id: "openai/whisper-large-v3", file: "/data/whisper-large-v3" });
     expect(() => loadModelsConfig(registry([{ id: "a//b", type: "asr", backend: "whisper", file: "w" }]), "/data", {})).toThrow(/models\.0\.id/);
+  });
+
+  it("refuses an alias another model already has, and resolves aliases and standard names by type", () => {
+    const whisper = (id: string, extra: object = {}) => ({ id, type: "asr", backend: "whisper", file: "w", ...extra });
+    expect(() => loadModelsConfig(registry([whisper("a", { aliases: ["whisper-1"] }), whisper("b", { aliases: ["whisper-1"] })]), "/data", {})).toThrow(
+      /models\.1\.aliases\.0.*"whisper-1" already names the model "a"/,
+    );
+    expect(() => loadModelsConfig(registry([whisper("a"), whisper("b", { aliases: ["a"] })]), "/data", {})).toThrow(/models\.1\.aliases\.0/);
+    const models = new ModelManager(
+      loadModelsConfig(registry([whisper("a"), whisper("b", { aliases: ["gpt-4o-transcribe", "my-asr"] }), { id: "k", type: "tts", backend: "kokoro", file: "k" }]), "/data", {}),
+      { gpu: false },
+    );
+    expect(models.get("whisper-1", "asr").id).toBe("a");
+    expect(models.get("gpt-4o-transcribe", "asr").id).toBe("b");
+    expect(models.get("my-asr").id).toBe("b");
+    expect(models.get("tts-1").id).toBe("k");
+    expect(() => models.get("tts-1", "asr")).toThrow(/"tts-1" does not exist as an ASR model/);
+    expect(() => models.get("dall-e-3")).toThrow(/does not exist/);
+    expect(models.aliasesOf(models.get("a"))).toEqual(["whisper-1", "gpt-4o-mini-transcribe"]);
+    expect(models.compatibilityMapping()).toEqual([
+      { name: "gpt-4o-transcribe", model: "b", type: "asr", source: "alias" },
+      { name: "my-asr", model: "b", type: "asr", source: "alias" },
+      { name: "tts-1", model: "k", type: "tts", source: "standard" },
+      { name: "tts-1-hd", model: "k", type: "tts", source: "standard" },
+      { name: "gpt-4o-mini-tts", model: "k", type: "tts", source: "standard" },
+      { name: "whisper-1", model: "a", type: "asr", source: "standard" },
+      { name: "gpt-4o-mini-transcribe", model: "a", type: "asr", source: "standard" },
+    ]);
   });
 });

@@ -4,7 +4,9 @@ import { formatTimestamp, toSrt, toVtt } from "../../src/api/audio/Transcription
 import { countCharacters, speechCost, transcriptionCost } from "../../src/billing/pricing.js";
 import { ModelEntry } from "../../src/config.js";
 import { logMelSpectrogram, melFilterBank, STYLETTS2_MEL } from "../../src/engines/kokoro/melSpectrogram.js";
-import { isSilenceError } from "../../src/engines/whisper/WhisperEngine.js";
+import { kokoroStandardVoices } from "../../src/engines/kokoro/kokoroStandardVoices.js";
+import { KOKORO_V1_VOICES } from "../../src/engines/kokoro/kokoroVoices.js";
+import { compressionRatio, isSilenceError } from "../../src/engines/whisper/WhisperEngine.js";
 import { WorkQueue } from "../../src/engines/WorkQueue.js";
 import { atempoChain, createAudioEncoderStream, probeMedia, stretchAudio } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
@@ -127,5 +129,25 @@ describe("engine helpers", () => {
     await Promise.all([first, second]);
     expect(order).toEqual([1, 2]);
     expect(queue.stats()).toEqual({ busy: 0, waiting: 0 });
+  });
+});
+
+describe("standard voices and Whisper statistics", () => {
+  it("maps the standard voices to Kokoro's namesakes, else a voice of the same gender, English first", () => {
+    expect(kokoroStandardVoices(KOKORO_V1_VOICES)).toEqual({
+      alloy: "af_alloy", ash: "am_michael", ballad: "bm_george", coral: "af_heart", echo: "am_echo", fable: "bm_fable", nova: "af_nova",
+      onyx: "am_onyx", sage: "af_sarah", shimmer: "af_bella", verse: "am_puck", marin: "af_kore", cedar: "am_fenrir",
+    });
+    // Only Japanese and Spanish voices: by gender; only women: everyone gets the first voice of the right gender or the first voice.
+    expect(kokoroStandardVoices(["jf_alpha", "em_alex", "jm_kumo"])).toMatchObject({ alloy: "jf_alpha", onyx: "em_alex", fable: "em_alex" });
+    expect(kokoroStandardVoices(["zf_xiaobei"])).toMatchObject({ onyx: "zf_xiaobei", nova: "zf_xiaobei" });
+    expect(kokoroStandardVoices([])).toEqual({});
+  });
+
+  it("computes the compression ratio as openai/whisper does: UTF-8 bytes over zlib bytes", () => {
+    expect(compressionRatio("")).toBe(0);
+    // Repetition compresses: a looping transcript scores far above Whisper's 2.4 threshold, plain text below it.
+    expect(compressionRatio("the same words again ".repeat(20))).toBeGreaterThan(2.4);
+    expect(compressionRatio("Hello there, this is an ordinary sentence.")).toBeLessThan(2.4);
   });
 });

@@ -24,7 +24,10 @@ export interface PreparedSpeech {
   voice: SpeechVoice;
   format: SpeechFormat;
   contentType: string;
+  /** Raw audio bytes as they are synthesised. */
   streaming: boolean;
+  /** The audio as server-sent events (stream_format "sse"). */
+  events: boolean;
   speed: number;
   language?: string;
   prompt?: string;
@@ -76,6 +79,7 @@ export class SpeechService {
         format,
         contentType: SPEECH_CONTENT_TYPES[format],
         streaming: request.streaming,
+        events: request.stream_format === "sse",
         speed: request.speed,
         language: request.language,
         // Parameters the model does not advertise are ignored, as the reference says.
@@ -111,11 +115,30 @@ export class SpeechService {
       if (engine.output !== "pcm" || !engine.cloning) throw InvalidRequestError.forField(["voice"], `${entry.id} does not take cloned voices`);
       return { kind: "cloned", id: cloned.id, style: cloned.embedding };
     }
-    if (offered.length > 0 && !offered.includes(name) && !entry.speech.supportsCustomVoiceId) {
+    if (offered.includes(name)) return { kind: "preset", name };
+    // Another name for one of its voices: the standard's (alloy, onyx, ...) or one configured in speech.voiceAliases.
+    const aliased = this.models.voiceAliases(entry)[name];
+    if (aliased !== undefined) {
+      if (offered.length > 0 && !offered.includes(aliased) && !entry.speech.supportsCustomVoiceId) {
+        throw InvalidRequestError.forField(["voice"], `"${name}" stands for "${aliased}", which is not a voice of ${entry.id}`);
+      }
+      return { kind: "preset", name: aliased };
+    }
+    if (offered.length > 0 && !entry.speech.supportsCustomVoiceId) {
       const list = offered.length > 20 ? `${offered.slice(0, 20).join(", ")}, ...` : offered.join(", ");
-      throw InvalidRequestError.forField(["voice"], `"${name}" is not a voice of ${entry.id}; its voices are ${list}`);
+      throw InvalidRequestError.forField(["voice"], `"${name}" is not a voice of ${entry.id}; its voices are ${list} (GET /models shows voice_aliases)`);
     }
     return { kind: "preset", name };
+  }
+
+  /**
+   * The standard's usage for a speech event stream: input_tokens counts the characters billed,
+   * output_tokens the audio produced in 20 ms frames (a relayed model reports none).
+   */
+  usage(speech: PreparedSpeech): { input_tokens: number; output_tokens: number; total_tokens: number } {
+    const outcome = this.outcome(speech);
+    const output = Math.round(outcome.audioSeconds * 50);
+    return { input_tokens: outcome.characters, output_tokens: output, total_tokens: outcome.characters + output };
   }
 
   /** The cost when every character is synthesised: what the headers of a streamed response announce. */

@@ -4,7 +4,8 @@ import type { Cost } from "../../billing/credits.js";
 import { transcriptionCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config.js";
-import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult } from "../../engines/types.js";
+import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../../engines/types.js";
+import { whisperLanguageName } from "../../engines/whisper/whisperLanguages.js";
 import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError, UndecodableMediaError } from "../../errors.js";
 import type { MultipartPart } from "../../http/multipart.js";
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
@@ -17,6 +18,8 @@ export interface PreparedTranscription {
   /** Holds the model loaded until the route releases it. */
   lease: ModelLease<"transcription">;
   file: MultipartPart;
+  /** transcribe, or translate into English (POST /audio/translations). */
+  task: TranscriptionTask;
   format: TranscriptionFormat;
   granularities: TimestampGranularity[];
   language?: string;
@@ -25,6 +28,16 @@ export interface PreparedTranscription {
   meter: RequestMeter;
   /** Set once the audio is decoded. */
   audioSeconds: number;
+  /** Audio covered by the segments decoded so far: what a stream cut short is charged for. */
+  transcribedSeconds: number;
+}
+
+export type TranscriptionTask = "transcribe" | "translate";
+
+/** The standard's usage on a streamed transcription's done event: Whisper's 50 encoder positions per second of audio in, text tokens out. */
+export function streamUsage(job: PreparedTranscription, outputTokens: number) {
+  const input = Math.ceil(job.audioSeconds * 50);
+  return { type: "tokens" as const, input_tokens: input, output_tokens: outputTokens, total_tokens: input + outputTokens };
 }
 
 /** A finished transcription in the requested response format. */
@@ -40,7 +53,12 @@ export class TranscriptionService {
     private readonly maxUploadBytes: number,
   ) {}
 
-  async prepare(request: TranscriptionRequest, file: MultipartPart | undefined, meterFor: (entry: ModelEntry) => RequestMeter): Promise<PreparedTranscription> {
+  async prepare(
+    request: TranscriptionRequest,
+    file: MultipartPart | undefined,
+    meterFor: (entry: ModelEntry) => RequestMeter,
+    task: TranscriptionTask = "transcribe",
+  ): Promise<PreparedTranscription> {
     if (!file || file.data.length === 0) throw InvalidRequestError.forField(["file"], 'upload the audio as the multipart field "file"');
     if (file.data.length > this.maxUploadBytes) {
       throw new PayloadTooLargeError(`File exceeds the maximum allowed size of ${Math.round(this.maxUploadBytes / 1e6)} MB.`);
@@ -61,11 +79,13 @@ export class TranscriptionService {
       if (granularities.has("word") && !engine.supportsWordTimestamps) {
         throw InvalidRequestError.forField(["timestamp_granularities"], `${entry.id} has no word timestamps`);
       }
+      if (task === "translate" && !engine.supportsTranslation) throw InvalidRequestError.forField(["model"], `${entry.id} is English-only and cannot translate`);
       return {
         entry,
         engine,
         lease,
         file,
+        task,
         format: request.response_format,
         granularities: [...granularities],
         language: request.language,
@@ -73,6 +93,7 @@ export class TranscriptionService {
         temperature: request.temperature,
         meter: meterFor(entry),
         audioSeconds: 0,
+        transcribedSeconds: 0,
       };
     } catch (error) {
       lease.release();
@@ -80,8 +101,12 @@ export class TranscriptionService {
     }
   }
 
-  /** Decodes, holds the price of the audio's length, transcribes, settles. */
-  async run(job: PreparedTranscription, clientSignal: AbortSignal): Promise<{ result: TranscriptionBody; cost: Cost }> {
+  /** Decodes, holds the price of the audio's length, transcribes, settles. `onSegment` sees each segment as it is decoded (a stream). */
+  async run(
+    job: PreparedTranscription,
+    clientSignal: AbortSignal,
+    onSegment?: (segment: TranscriptionSegment) => void,
+  ): Promise<{ result: TranscriptionBody; cost: Cost; engineResult: TranscriptionResult }> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const signal = AbortSignal.any([clientSignal, timeout]);
     let audio: Float32Array;
@@ -99,6 +124,11 @@ export class TranscriptionService {
     try {
       result = await job.engine.transcribe({
         audio,
+        task: job.task,
+        onSegment: (segment) => {
+          job.transcribedSeconds = Math.max(job.transcribedSeconds, segment.end);
+          onSegment?.(segment);
+        },
         language: job.language,
         prompt: job.prompt,
         temperature: job.temperature,
@@ -109,8 +139,14 @@ export class TranscriptionService {
       if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
       throw error;
     }
+    job.transcribedSeconds = job.audioSeconds;
     const cost = job.meter.settle(transcriptionCost(job.entry, job.audioSeconds));
-    return { result: formatTranscription(job, result, cost), cost };
+    return { result: formatTranscription(job, result, cost), cost, engineResult: result };
+  }
+
+  /** Charges the audio transcribed so far (all of it once done; nothing when no segment was decoded). Exactly once. */
+  settle(job: PreparedTranscription): Cost {
+    return job.meter.settle(transcriptionCost(job.entry, Math.min(job.transcribedSeconds, job.audioSeconds)));
   }
 }
 
@@ -120,6 +156,7 @@ export function formatTranscription(job: PreparedTranscription, result: Transcri
   const duration = round(job.audioSeconds);
   const usage = { type: "duration" as const, seconds: Math.ceil(job.audioSeconds) };
   const segments = result.segments.map((s) => ({ text: s.text, start: round(s.start), end: round(s.end) }));
+  const language = result.language ?? job.language;
   const words = result.words?.map((w) => ({ word: w.word, start: round(w.start), end: round(w.end) }));
   switch (job.format) {
     case "text":
@@ -132,12 +169,23 @@ export function formatTranscription(job: PreparedTranscription, result: Transcri
       return {
         kind: "json",
         body: {
-          task: "transcribe",
-          // transformers.js does not detect the language: without a hint, Whisper transcribes as English.
-          language: job.language ?? "english",
+          task: job.task,
+          // The hint, else what the model detected (an English-only model hears English).
+          language: language ? whisperLanguageName(language) : "english",
           duration,
           text: result.text,
-          segments: segments.map((s, id) => ({ id, seek: Math.floor(s.start * 100), start: s.start, end: s.end, text: s.text, temperature: job.temperature ?? 0 })),
+          segments: result.segments.map((s, id) => ({
+            id,
+            seek: s.seek ?? Math.floor(s.start * 100),
+            start: round(s.start),
+            end: round(s.end),
+            text: s.text,
+            tokens: s.tokens ?? [],
+            temperature: s.temperature ?? job.temperature ?? 0,
+            avg_logprob: s.avgLogprob ?? 0,
+            compression_ratio: s.compressionRatio ?? 0,
+            no_speech_prob: s.noSpeechProb ?? 0,
+          })),
           ...(job.granularities.includes("word") ? { words: words ?? [] } : {}),
           usage,
           cost,

@@ -9,9 +9,10 @@ import { parse, requireJson } from "../../http/parse.js";
 import type { RequestContext } from "../../http/requestContext.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
-import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest } from "./schema.js";
+import { SseStream } from "../../http/sse.js";
+import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest, TranslationRequest } from "./schema.js";
 import { SpeechService, type PreparedSpeech } from "./SpeechService.js";
-import { TranscriptionService } from "./TranscriptionService.js";
+import { streamUsage, TranscriptionService } from "./TranscriptionService.js";
 import { toVoiceRecord, VoiceService } from "./VoiceService.js";
 
 /** Status recorded for requests whose client went away before the response ended (nginx's convention). */
@@ -54,9 +55,12 @@ export function audioRouter(deps: AppDeps): Router {
     }
 
     let status = 200;
-    const delivery = { started: false };
+    const delivery: SpeechDelivery = { started: false };
     try {
-      if (prepared.streaming) {
+      if (prepared.events) {
+        await streamSpeechEvents(res, speech, prepared, ctx.abort.signal, delivery);
+        if (ctx.abort.signal.aborted) status = CLIENT_CLOSED_REQUEST;
+      } else if (prepared.streaming) {
         await streamSpeech(res, speech, prepared, ctx.abort.signal, delivery);
         if (ctx.abort.signal.aborted) status = CLIENT_CLOSED_REQUEST;
       } else {
@@ -76,8 +80,10 @@ export function audioRouter(deps: AppDeps): Router {
         prepared.meter.settle([]);
         throw error;
       }
-      // Audio already went out: the status line is sent, so the stream is cut short instead.
-      res.destroy(error as Error);
+      // Audio already went out: the status line is sent, so the stream is cut short instead
+      // (an event stream says why in an error event).
+      if (delivery.events && !ctx.abort.signal.aborted) delivery.events.fail(error);
+      else res.destroy(error as Error);
     } finally {
       prepared.lease.release();
       // Charges what was synthesised (a no-op when already settled).
@@ -94,34 +100,63 @@ export function audioRouter(deps: AppDeps): Router {
     }
   });
 
-  router.post("/audio/transcriptions", deps.authenticate, multipartBody, async (req, res) => {
-    const form = readMultipart(req);
-    const body = parse(TranscriptionRequest, form.textFields());
-    const ctx = res.locals.ctx;
-    const job = await transcription.prepare(body, form.file("file"), meterFor(ctx));
-    try {
-      setModelHeaders(res, job.entry, job.engine.router);
-      res.set(deps.limits.admit(ctx, job.entry, "audio"));
-      if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
-    } catch (error) {
-      job.lease.release();
-      throw error;
-    }
-    let status = 200;
-    try {
-      const { result, cost } = await transcription.run(job, ctx.abort.signal);
-      res.set(costHeaders(cost));
-      if (result.kind === "json") res.json(result.body);
-      else res.type(result.contentType).send(result.body);
-    } catch (error) {
-      status = ctx.abort.signal.aborted ? CLIENT_CLOSED_REQUEST : toErrorResponse(error).status;
-      throw error;
-    } finally {
-      job.lease.release();
-      job.meter.settle([]);
-      usage(ctx, { endpoint: "/audio/transcriptions", model: job.entry.id, status, audioSeconds: job.audioSeconds });
-    }
-  });
+  /**
+   * Transcriptions and translations: one handler, billed and limited the same way. A stream
+   * (transcriptions, stream: true) sends each segment's text as it is decoded; cut short, it is
+   * charged for the audio its segments covered.
+   */
+  const transcribe = (endpoint: "/audio/transcriptions" | "/audio/translations") =>
+    async function handle(req: express.Request, res: Response) {
+      const form = readMultipart(req);
+      const task = endpoint === "/audio/translations" ? "translate" : "transcribe";
+      const body = parse(task === "translate" ? TranslationRequest : TranscriptionRequest, form.textFields()) as TranscriptionRequest;
+      const ctx = res.locals.ctx;
+      const job = await transcription.prepare(body, form.file("file"), meterFor(ctx), task);
+      try {
+        setModelHeaders(res, job.entry, job.engine.router);
+        res.set(deps.limits.admit(ctx, job.entry, "audio"));
+        if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+      } catch (error) {
+        job.lease.release();
+        throw error;
+      }
+      let status = 200;
+      const sse = body.stream ? new SseStream(res) : undefined;
+      try {
+        let sent = "";
+        // The first event's headers announce what the hold covers: the charge of the whole audio.
+        const send = (stream: SseStream, event: unknown) => {
+          if (!stream.started) res.set(costHeaders(job.meter.reservedCost()));
+          stream.send(event);
+        };
+        const { result, cost, engineResult } = await transcription.run(job, ctx.abort.signal, (segment) => {
+          if (!sse || !segment.text) return;
+          const delta = sent ? ` ${segment.text}` : segment.text;
+          sent += delta;
+          send(sse, { type: "transcript.text.delta", delta });
+        });
+        if (sse) {
+          send(sse, { type: "transcript.text.done", text: engineResult.text, usage: streamUsage(job, engineResult.outputTokens ?? 0), cost });
+          sse.end();
+          return;
+        }
+        res.set(costHeaders(cost));
+        if (result.kind === "json") res.json(result.body);
+        else res.type(result.contentType).send(result.body);
+      } catch (error) {
+        status = ctx.abort.signal.aborted ? CLIENT_CLOSED_REQUEST : toErrorResponse(error).status;
+        if (!sse?.started) throw error;
+        if (!ctx.abort.signal.aborted) sse.fail(error);
+      } finally {
+        job.lease.release();
+        // Charges the audio its segments covered: all of it when done, what a stream had decoded when cut short, else nothing.
+        if (status === 200 || sse?.started) transcription.settle(job);
+        else job.meter.settle([]);
+        usage(ctx, { endpoint, model: job.entry.id, status, audioSeconds: job.audioSeconds });
+      }
+    };
+  router.post("/audio/transcriptions", deps.authenticate, multipartBody, transcribe("/audio/transcriptions"));
+  router.post("/audio/translations", deps.authenticate, multipartBody, transcribe("/audio/translations"));
 
   router.post("/audio/voices", deps.authenticate, multipartBody, async (req, res) => {
     const form = readMultipart(req);
@@ -151,6 +186,37 @@ export function audioRouter(deps: AppDeps): Router {
   });
 
   return router;
+}
+
+interface SpeechDelivery {
+  /** Whether the status line went out. */
+  started: boolean;
+  /** The event stream, for stream_format "sse". */
+  events?: SseStream;
+}
+
+/**
+ * stream_format "sse": the encoded audio as the standard's speech.audio.delta events (base64),
+ * as it is synthesised, then speech.audio.done with the usage and the charged cost. Headers
+ * announce the cost of the whole input, as for a raw stream.
+ */
+async function streamSpeechEvents(res: Response, service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal, delivery: SpeechDelivery): Promise<void> {
+  const events = new SseStream(res);
+  const start = () => {
+    delivery.started = true;
+    delivery.events = events;
+    res.set(costHeaders(service.fullCost(prepared)));
+  };
+  for await (const chunk of service.stream(prepared, signal)) {
+    if (!delivery.started) start();
+    if (res.writableEnded || res.destroyed) break;
+    events.send({ type: "speech.audio.delta", audio: chunk.toString("base64") });
+  }
+  if (!delivery.started) start();
+  if (res.destroyed) return;
+  const cost = service.settle(prepared);
+  events.send({ type: "speech.audio.done", usage: service.usage(prepared), cost });
+  events.end();
 }
 
 /**

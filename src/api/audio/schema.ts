@@ -39,7 +39,8 @@ const SpeechFields = z.looseObject({
   prompt: z.string().max(500).optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().min(0).max(1).optional(),
-  stream_format: z.literal("audio", 'only stream_format "audio" is supported: audio streams as raw bytes (streaming: true)').optional(),
+  /** audio: raw bytes as they are synthesised (streaming: true); sse: speech.audio.delta events with base64 audio, then speech.audio.done. */
+  stream_format: z.enum(["audio", "sse"]).optional(),
 });
 
 function acceptSpeechAliases(input: unknown): unknown {
@@ -47,6 +48,9 @@ function acceptSpeechAliases(input: unknown): unknown {
   const body = { ...(input as Record<string, unknown>) };
   if (body.prompt === undefined && typeof body.instructions === "string") body.prompt = body.instructions;
   delete body.instructions;
+  // The standard's custom voice reference: { id }.
+  const voice = body.voice as { id?: unknown } | null | undefined;
+  if (voice && typeof voice === "object" && !Array.isArray(voice) && typeof voice.id === "string") body.voice = voice.id;
   // The standard's stream_format "audio" is a raw audio stream, which is what streaming: true sends.
   if (body.streaming === undefined && body.stream_format === "audio") body.streaming = true;
   return body;
@@ -71,7 +75,8 @@ const TranscriptionFields = z.looseObject({
   timestamps: FormBoolean.default(false),
   timestamp_granularities: z.array(z.enum(["segment", "word"])).default([]),
   temperature: FormNumber.pipe(z.number().min(0).max(1)).optional(),
-  stream: FormBoolean.pipe(z.literal(false, "streaming transcription is not supported; omit stream")).optional(),
+  /** Server-sent events: transcript.text.delta as segments are decoded, then transcript.text.done. */
+  stream: FormBoolean.default(false),
 });
 
 /** The multipart encodings of arrays: timestamp_granularities[] (openai-node) or a repeated field. */
@@ -86,6 +91,13 @@ function collectGranularities(input: unknown): unknown {
 
 export const TranscriptionRequest = z.preprocess(collectGranularities, TranscriptionFields);
 export type TranscriptionRequest = z.infer<typeof TranscriptionFields>;
+
+/** POST /audio/translations: the transcription fields (`language` is a hint about the spoken language), answered in English. */
+export const TranslationRequest = z.preprocess(
+  collectGranularities,
+  TranscriptionFields.extend({ stream: FormBoolean.pipe(z.literal(false, "streaming is available for transcriptions; omit stream")).optional() }),
+);
+
 
 export const CreateVoiceRequest = z.looseObject({
   model: z.string().min(1).optional(),
@@ -121,13 +133,34 @@ export const TranscriptionResponse = z.object({
   cost: Cost,
 });
 
-/** response_format verbose_json: the standard's shape. */
+/**
+ * response_format verbose_json: the standard's shape. Segment statistics are those of the 30 s
+ * window the segment was decoded in, as Whisper reports them.
+ */
 export const VerboseTranscriptionResponse = z.object({
-  task: z.literal("transcribe"),
+  task: z.enum(["transcribe", "translate"]),
   language: z.string(),
   duration: z.number(),
   text: z.string(),
-  segments: z.array(z.object({ id: z.number().int(), seek: z.number().int(), start: z.number(), end: z.number(), text: z.string(), temperature: z.number() })),
+  segments: z.array(
+    z.object({
+      id: z.number().int(),
+      /** The window's start, in 10 ms mel frames. */
+      seek: z.number().int(),
+      start: z.number(),
+      end: z.number(),
+      text: z.string(),
+      /** Token ids, timestamp tokens included. */
+      tokens: z.array(z.number().int()),
+      temperature: z.number(),
+      /** Mean log probability of the window's tokens (end-of-text included). */
+      avg_logprob: z.number(),
+      /** UTF-8 bytes of the window's text over its zlib-compressed bytes. */
+      compression_ratio: z.number(),
+      /** Probability of the no-speech token at the window's first step (0 for models without one). */
+      no_speech_prob: z.number(),
+    }),
+  ),
   words: z.array(Word).optional(),
   usage: z.object({ type: z.literal("duration"), seconds: z.number() }),
   cost: Cost,
@@ -135,3 +168,20 @@ export const VerboseTranscriptionResponse = z.object({
 
 export const VoiceList = z.object({ object: z.literal("list"), data: z.array(VoiceRecord) });
 export const DeleteVoiceResponse = z.object({ id: z.string(), object: z.literal("voice"), deleted: z.literal(true) });
+
+/** Streamed transcription (stream: true): the standard's events. */
+export const TranscriptTextDelta = z.object({ type: z.literal("transcript.text.delta"), delta: z.string() });
+export const TranscriptTextDone = z.object({
+  type: z.literal("transcript.text.done"),
+  text: z.string(),
+  usage: z.object({ type: z.literal("tokens"), input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() }),
+  cost: Cost,
+});
+
+/** Speech as server-sent events (stream_format: "sse"): the standard's events. */
+export const SpeechAudioDelta = z.object({ type: z.literal("speech.audio.delta"), audio: z.string().describe("A piece of the encoded audio stream, base64") });
+export const SpeechAudioDone = z.object({
+  type: z.literal("speech.audio.done"),
+  usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() }),
+  cost: Cost,
+});

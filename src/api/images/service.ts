@@ -98,7 +98,7 @@ export class ImageService {
 
   /** The standard's request: model ids this node lacks fall back to the default image model, as the reference says. */
   planSimple(request: SimpleGenerateImageRequest): ImagePlan {
-    const known = this.models.list().find((m) => m.id === request.model && m.type === "image");
+    const known = this.models.resolve(request.model, "image");
     const entry = known ?? this.defaultModel();
     const settings = entry.image;
     let width = settings.defaultWidth;

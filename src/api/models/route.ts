@@ -88,9 +88,9 @@ export interface NodeAbilities {
 export function toModelRecord(
   entry: ModelEntry,
   startedAt: number,
-  extra: { voices?: readonly string[]; engine?: Engine; features?: ProbedChatFeatures | null; node?: NodeAbilities } = {},
+  extra: { voices?: readonly string[]; voiceAliases?: Record<string, string>; aliases?: string[]; engine?: Engine; features?: ProbedChatFeatures | null; node?: NodeAbilities } = {},
 ): ModelRecord {
-  const { voices = [], engine, features = null, node } = extra;
+  const { voices = [], voiceAliases = {}, aliases = [], engine, features = null, node } = extra;
   const isText = entry.type === "text";
   const record: ModelRecord = {
     id: entry.id,
@@ -116,6 +116,7 @@ export function toModelRecord(
       constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
+      ...(aliases.length ? { aliases } : {}),
     },
   };
   if (isText) {
@@ -126,7 +127,7 @@ export function toModelRecord(
     record.model_spec.availableContextTokens = contextSize;
     record.model_spec.maxCompletionTokens = entry.maxCompletionTokens ?? contextSize;
   }
-  if (entry.type === "tts") Object.assign(record.model_spec, speechSpec(entry, voices));
+  if (entry.type === "tts") Object.assign(record.model_spec, speechSpec(entry, voices), { voice_aliases: voiceAliases });
   if (entry.type === "asr") {
     record.model_spec.capabilities = { supportsTimestamps: true, supportsWordTimestamps: entry.transcription.wordTimestamps, supportsLanguageHint: true };
     record.model_spec.constraints = { maxAudioSeconds: entry.transcription.maxAudioSeconds };
@@ -173,6 +174,8 @@ export function modelsRouter(deps: AppDeps): Router {
   const router = Router();
   const extrasOf = async (entry: ModelEntry) => ({
     voices: deps.models.voices(entry),
+    voiceAliases: entry.type === "tts" ? deps.models.voiceAliases(entry) : undefined,
+    aliases: deps.models.aliasesOf(entry),
     engine: deps.models.loadedEngine(entry.id),
     features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
     node: { webSearch: deps.config.searchUrl !== undefined, audioInput: entry.audioInput !== undefined || deps.models.defaultFor("asr") !== undefined },

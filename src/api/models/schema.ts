@@ -28,9 +28,13 @@ export const ModelRecord = z.object({
     constraints: z.record(z.string(), z.unknown()),
     pricing: ModelPricing.optional(),
     deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
+    /** Other names requests may use for this model: configured aliases and the standard's names (tts-1, whisper-1, ...) it is the default for. */
+    aliases: z.array(z.string()).optional(),
     /** Text-to-speech models (the reference's ModelResponse fields). */
     voices: z.array(z.string()).optional(),
     default_voice: z.string().optional(),
+    /** Other voice names accepted (the standard's alloy, onyx, ...) -> the voice of this model they mean. */
+    voice_aliases: z.record(z.string(), z.string()).optional(),
     voice_cloning: z
       .strictObject({
         mode: z.enum(["zero_shot", "persistent"]),

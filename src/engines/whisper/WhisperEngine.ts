@@ -1,7 +1,8 @@
-import { pipeline, type AutomaticSpeechRecognitionPipeline } from "@huggingface/transformers";
+import { deflateSync } from "node:zlib";
+import { LogitsProcessor, LogitsProcessorList, pipeline, type AutomaticSpeechRecognitionPipeline, type Tensor } from "@huggingface/transformers";
 import type { ModelEntry, TranscriptionSettings } from "../../config.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { TranscribeOptions, TranscriptionEngine, TranscriptionResult } from "../types.js";
+import type { TranscribeOptions, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../types.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 
@@ -10,23 +11,90 @@ export const WHISPER_SAMPLE_RATE = 16000;
 /** transformers.js' Whisper decoding throws this when a window yields no tokens (silence): that is empty text, not an error. */
 export const isSilenceError = (error: unknown) => String((error as Error)?.message ?? "").includes("token_ids must be a non-empty array of integers");
 
+/** Whisper's geometry: 10 ms mel frames, 30 s windows, two mel frames per encoder position, 20 ms timestamp steps. */
+const HOP_SAMPLES = 160;
+const WINDOW_FRAMES = 3000;
+const FRAMES_PER_TIMESTAMP = 2;
+const TIMESTAMP_SECONDS = 0.02;
+/** Tokens one window may generate (openai/whisper's sample_len: half the decoder's context). */
+const MAX_NEW_TOKENS = 224;
+
 interface PipelineChunk {
   text: string;
   timestamp: [number, number | null];
 }
 
+/** The pieces of transformers.js' Whisper that the windowed decoder drives directly. */
+interface WhisperModel {
+  generation_config: {
+    alignment_heads?: unknown[];
+    no_timestamps_token_id?: number;
+    eos_token_id: number | number[];
+    decoder_start_token_id: number;
+    is_multilingual?: boolean;
+    lang_to_id?: Record<string, number>;
+  };
+  forward(inputs: unknown): Promise<{ logits: Tensor }>;
+  generate(options: Record<string, unknown>): Promise<Tensor>;
+}
+interface WhisperTokenizer {
+  decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
+  convert_tokens_to_ids(tokens: string[]): (number | undefined)[];
+}
+
 /**
- * Whisper-family models through transformers.js' `automatic-speech-recognition` pipeline,
- * offline, on 16 kHz mono audio decoded by ffmpeg. Audio longer than one window is transcribed
- * in overlapping chunks (chunk_length_s / stride_length_s). Word timestamps come from the
- * cross-attention alignment heads; segment timestamps from Whisper's timestamp tokens.
+ * Records the log probability of each sampled token under the distribution it was sampled
+ * from, after Whisper's rules (suppressed tokens, timestamp constraints) and before the
+ * temperature, as openai/whisper sums them. It runs before the processors Whisper appends and
+ * keeps a reference to the logits, which those processors change in place: the distribution is
+ * read one step later, when the sampled token is known.
+ */
+class TokenLogprobs extends LogitsProcessor {
+  promptTokens = -1;
+  readonly values: number[] = [];
+  private pending: Tensor | undefined;
+
+  override _call(inputIds: bigint[][], logits: Tensor): Tensor {
+    const ids = inputIds[0]!;
+    if (this.promptTokens < 0) this.promptTokens = ids.length;
+    else this.record(Number(ids.at(-1)));
+    this.pending = logits;
+    return logits;
+  }
+
+  /** The last sampled token (end-of-text, usually), once generation has returned. */
+  finish(lastToken: number | undefined): void {
+    if (lastToken !== undefined) this.record(lastToken);
+    this.pending = undefined;
+  }
+
+  private record(token: number): void {
+    if (!this.pending) return;
+    this.values.push(logSoftmaxAt(this.pending.data as Float32Array, token));
+    this.pending = undefined;
+  }
+}
+
+/**
+ * Whisper-family models through transformers.js, offline, on 16 kHz mono audio decoded by
+ * ffmpeg. Segments come from Whisper's own windowed decoding (openai/whisper's seek loop over
+ * 30 s windows with timestamp tokens), which also reports each window's tokens, average log
+ * probability, compression ratio and no-speech probability, detects the language when none is
+ * given, and translates (task "translate"). Word timestamps come from the
+ * `automatic-speech-recognition` pipeline's cross-attention alignment.
  */
 export class WhisperEngine implements TranscriptionEngine {
   readonly kind = "transcription";
   readonly sampleRate = WHISPER_SAMPLE_RATE;
   readonly router = "whisper (transformers.js automatic-speech-recognition)";
   readonly supportsWordTimestamps: boolean;
+  readonly supportsTranslation: boolean;
   private readonly queue: WorkQueue;
+  private readonly model: WhisperModel;
+  private readonly tokenizer: WhisperTokenizer;
+  /** Sees the raw logits of every decoder call (the no-speech probability and language detection read them). */
+  private onLogits: ((logits: Tensor) => void) | undefined;
+  private readonly noSpeechToken: number | undefined;
 
   private constructor(
     private readonly transcriber: AutomaticSpeechRecognitionPipeline,
@@ -35,8 +103,19 @@ export class WhisperEngine implements TranscriptionEngine {
     maxWaiting: number,
   ) {
     this.queue = new WorkQueue(modelId, maxWaiting);
-    const generation = (transcriber.model as unknown as { generation_config?: { alignment_heads?: unknown[] } }).generation_config;
-    this.supportsWordTimestamps = settings.wordTimestamps && (generation?.alignment_heads?.length ?? 0) > 0;
+    this.model = transcriber.model as unknown as WhisperModel;
+    this.tokenizer = transcriber.tokenizer as unknown as WhisperTokenizer;
+    const generation = this.model.generation_config;
+    this.supportsWordTimestamps = settings.wordTimestamps && (generation.alignment_heads?.length ?? 0) > 0;
+    this.supportsTranslation = generation.is_multilingual === true;
+    const [noSpeech, noCaptions] = this.tokenizer.convert_tokens_to_ids(["<|nospeech|>", "<|nocaptions|>"]);
+    this.noSpeechToken = noSpeech ?? noCaptions;
+    const forward = this.model.forward.bind(this.model);
+    this.model.forward = async (inputs) => {
+      const outputs = await forward(inputs);
+      this.onLogits?.(outputs.logits);
+      return outputs;
+    };
   }
 
   static async load(entry: ModelEntry): Promise<WhisperEngine> {
@@ -51,47 +130,189 @@ export class WhisperEngine implements TranscriptionEngine {
 
   async transcribe(options: TranscribeOptions): Promise<TranscriptionResult> {
     const duration = options.audio.length / this.sampleRate;
-    if (options.audio.length === 0) return { text: "", segments: [], words: options.timestamps.includes("word") ? [] : undefined };
+    const task = options.task ?? "transcribe";
+    if (task === "translate" && !this.supportsTranslation) throw InvalidRequestError.forField(["model"], "this model is English-only and cannot translate");
+    if (options.audio.length === 0) return { text: "", segments: [], words: options.timestamps.includes("word") ? [] : undefined, language: options.language, outputTokens: 0 };
     const wantWords = options.timestamps.includes("word") && this.supportsWordTimestamps;
     const wantSegments = options.timestamps.includes("segment");
-    const long = duration > this.settings.chunkLengthSeconds;
-    const base = {
-      task: "transcribe",
-      ...(options.language ? { language: options.language } : {}),
-      ...(long ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) } : {}),
-      ...(options.temperature && options.temperature > 0 ? { do_sample: true, temperature: options.temperature } : {}),
-    };
     return this.queue.run(async () => {
+      // An English-only model hears English whatever the hint says.
+      const language = !this.supportsTranslation ? "en" : (options.language ?? (await this.detectLanguage(options.audio)));
+      // English-only models take neither a task nor a language (transformers.js refuses both).
+      const base = {
+        ...(this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {}),
+        ...(options.temperature && options.temperature > 0 ? { do_sample: true, temperature: options.temperature } : {}),
+      };
       const toWords = (chunks: PipelineChunk[] | undefined) =>
         (chunks ?? []).map((c) => ({ word: c.text.trim(), start: c.timestamp[0], end: c.timestamp[1] ?? duration })).filter((w) => w.word);
+      const alignWords = async () => {
+        const long = duration > this.settings.chunkLengthSeconds;
+        const chunking = long ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) } : {};
+        return this.run(options.audio, { ...base, ...chunking, return_timestamps: "word" });
+      };
       // Word timestamps alone: one pass with token-level alignment gives the text too.
       if (wantWords && !wantSegments) {
-        const aligned = await this.run(options.audio, { ...base, return_timestamps: "word" });
+        const aligned = await alignWords();
         const text = aligned.text.trim();
-        return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks) };
+        options.onSegment?.({ start: 0, end: duration, text });
+        return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks), language };
       }
-      const main = await this.run(options.audio, { ...base, return_timestamps: wantSegments || long });
-      const text = main.text.trim();
-      const segments = (main.chunks ?? []).map((c) => ({ start: c.timestamp[0], end: c.timestamp[1] ?? duration, text: c.text.trim() }));
-      if (segments.length === 0 && text) segments.push({ start: 0, end: duration, text });
+      const decoded = await this.decodeWindows(options.audio, base, options);
       // Both granularities: a second pass aligns the words.
-      const words = wantWords ? (text ? toWords((await this.run(options.audio, { ...base, return_timestamps: "word" })).chunks) : []) : undefined;
-      return { text, segments, words };
+      const words = wantWords ? (decoded.text ? toWords((await alignWords()).chunks) : []) : undefined;
+      return { ...decoded, words, language };
     }, options.signal);
+  }
+
+  /**
+   * openai/whisper's transcription loop: decode a 30 s window with timestamp tokens, cut it into
+   * segments at consecutive timestamp pairs, and move on to the end of the last complete segment
+   * (or past the window when it ended with a lone timestamp).
+   */
+  private async decodeWindows(audio: Float32Array, base: Record<string, unknown>, options: TranscribeOptions): Promise<Omit<TranscriptionResult, "words" | "language">> {
+    const generation = this.model.generation_config;
+    const timestampBegin = (generation.no_timestamps_token_id ?? Number.MAX_SAFE_INTEGER - 1) + 1;
+    const endOfText = Array.isArray(generation.eos_token_id) ? generation.eos_token_id[0]! : generation.eos_token_id;
+    const temperature = (base.temperature as number | undefined) ?? 0;
+    const totalFrames = Math.ceil(audio.length / HOP_SAMPLES);
+    const duration = audio.length / this.sampleRate;
+    const segments: TranscriptionSegment[] = [];
+    let outputTokens = 0;
+    let seek = 0;
+    while (seek < totalFrames) {
+      options.signal?.throwIfAborted();
+      const windowFrames = Math.min(WINDOW_FRAMES, totalFrames - seek);
+      const offset = seek * HOP_SAMPLES / this.sampleRate;
+      const window = await this.decodeWindow(audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES), base);
+      const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
+      const isTimestamp = tokens.map((t) => t >= timestampBegin);
+      const textTokens = tokens.filter((_, i) => !isTimestamp[i]);
+      outputTokens += textTokens.length;
+      const stats = {
+        avgLogprob: window.logprobs.reduce((a, b) => a + b, 0) / (tokens.length + 1),
+        compressionRatio: compressionRatio(this.tokenizer.decode(textTokens, { skip_special_tokens: true })),
+        noSpeechProb: window.noSpeechProb,
+        temperature,
+        seek,
+      };
+      const time = (token: number) => offset + (token - timestampBegin) * TIMESTAMP_SECONDS;
+      const add = (sliced: number[], start: number, end: number) => {
+        const text = this.tokenizer.decode(sliced.filter((t) => t < timestampBegin), { skip_special_tokens: true }).trim();
+        if (!text) return;
+        const segment = { start, end: Math.min(Math.max(end, start), duration), text, tokens: sliced, ...stats };
+        segments.push(segment);
+        options.onSegment?.(segment);
+      };
+      const boundaries = isTimestamp.flatMap((ts, i) => (i > 0 && ts && isTimestamp[i - 1] ? [i] : []));
+      const singleTimestampEnding = tokens.length >= 2 && isTimestamp.at(-1) === true && isTimestamp.at(-2) === false;
+      let advance = windowFrames;
+      if (boundaries.length > 0) {
+        const slices = singleTimestampEnding ? [...boundaries, tokens.length] : boundaries;
+        let last = 0;
+        for (const current of slices) {
+          const sliced = tokens.slice(last, current);
+          add(sliced, time(sliced[0]!), time(sliced.at(-1)!));
+          last = current;
+        }
+        if (!singleTimestampEnding) advance = (tokens[last - 1]! - timestampBegin) * FRAMES_PER_TIMESTAMP;
+      } else {
+        const stamps = tokens.filter((_, i) => isTimestamp[i]);
+        const lastStamp = stamps.at(-1);
+        const end = lastStamp !== undefined && lastStamp !== timestampBegin ? time(lastStamp) : offset + windowFrames / 100;
+        add(tokens, offset, end);
+      }
+      // A window always moves the loop on (a model that stamps 0.00 at the end would not).
+      seek += advance > 0 ? Math.min(advance, windowFrames) : windowFrames;
+    }
+    return { text: segments.map((s) => s.text).join(" "), segments, outputTokens };
+  }
+
+  /** One 30 s window (zero-padded): its generated tokens, their log probabilities and the no-speech probability. */
+  private async decodeWindow(samples: Float32Array, base: Record<string, unknown>): Promise<{ tokens: number[]; logprobs: number[]; noSpeechProb: number | null }> {
+    const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(samples)) as { input_features: Tensor };
+    const recorder = new TokenLogprobs();
+    const processors = new LogitsProcessorList();
+    processors.push(recorder);
+    let noSpeechProb: number | null = null;
+    let first = true;
+    this.onLogits = (logits) => {
+      if (!first) return;
+      first = false;
+      // At the start-of-transcript position (the first row of the prompt), as openai/whisper reads it.
+      if (this.noSpeechToken !== undefined) noSpeechProb = Math.exp(logSoftmaxAt(row(logits, 0), this.noSpeechToken));
+    };
+    let sequence: number[];
+    try {
+      const output = await this.model.generate({ inputs: input_features, ...base, return_timestamps: true, max_new_tokens: MAX_NEW_TOKENS, logits_processor: processors });
+      sequence = (output.tolist() as bigint[][])[0]!.map(Number);
+    } catch (error) {
+      if (isSilenceError(error)) return { tokens: [], logprobs: [], noSpeechProb };
+      throw translateError(error);
+    } finally {
+      this.onLogits = undefined;
+    }
+    recorder.finish(sequence.at(-1));
+    return { tokens: sequence.slice(Math.max(recorder.promptTokens, 0)), logprobs: recorder.values, noSpeechProb };
+  }
+
+  /** openai/whisper's detect_language: the most likely language token after <|startoftranscript|>, from the first window. */
+  private async detectLanguage(audio: Float32Array): Promise<string | undefined> {
+    const generation = this.model.generation_config;
+    if (!generation.is_multilingual || !generation.lang_to_id) return undefined;
+    const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(
+      audio.subarray(0, WINDOW_FRAMES * HOP_SAMPLES),
+    )) as { input_features: Tensor };
+    let scores: Float32Array | undefined;
+    this.onLogits = (logits) => (scores ??= row(logits, logits.dims[1]! - 1));
+    try {
+      await this.model.generate({ inputs: input_features, decoder_input_ids: [generation.decoder_start_token_id], return_timestamps: false, max_new_tokens: 1 });
+    } finally {
+      this.onLogits = undefined;
+    }
+    let best: string | undefined;
+    let bestScore = -Infinity;
+    for (const [token, id] of Object.entries(generation.lang_to_id)) {
+      if (scores![id]! > bestScore) [best, bestScore] = [token.slice(2, -2), scores![id]!];
+    }
+    return best;
   }
 
   private async run(audio: Float32Array, kwargs: Record<string, unknown>): Promise<{ text: string; chunks?: PipelineChunk[] }> {
     try {
       return (await this.transcriber(audio, kwargs)) as { text: string; chunks?: PipelineChunk[] };
     } catch (error) {
-      const message = (error as Error).message ?? "";
       if (isSilenceError(error)) return { text: "", chunks: [] };
-      if (/Language .* is not supported/.test(message)) throw InvalidRequestError.forField(["language"], message);
-      throw error;
+      throw translateError(error);
     }
   }
 
   async dispose(): Promise<void> {
     await this.transcriber.dispose();
   }
+}
+
+function translateError(error: unknown): unknown {
+  const message = (error as Error).message ?? "";
+  return /Language .* is not supported/.test(message) ? InvalidRequestError.forField(["language"], message) : error;
+}
+
+/** Row `position` of logits [1, positions, vocabulary]. */
+function row(logits: Tensor, position: number): Float32Array {
+  const vocabulary = logits.dims.at(-1)!;
+  const data = (logits.type === "float32" ? logits : logits.to("float32")).data as Float32Array;
+  return data.subarray(position * vocabulary, (position + 1) * vocabulary);
+}
+
+function logSoftmaxAt(logits: Float32Array, index: number): number {
+  let max = -Infinity;
+  for (const value of logits) if (value > max) max = value;
+  let sum = 0;
+  for (const value of logits) sum += Math.exp(value - max);
+  return logits[index]! - max - Math.log(sum);
+}
+
+/** openai/whisper's compression ratio: UTF-8 bytes over zlib-compressed bytes. */
+export function compressionRatio(text: string): number {
+  const bytes = Buffer.from(text, "utf8");
+  return bytes.length === 0 ? 0 : bytes.length / deflateSync(bytes).length;
 }
