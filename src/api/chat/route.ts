@@ -48,6 +48,7 @@ export function chatRouter(deps: AppDeps): Router {
       // Runs before the engine starts, so nothing of the response is sent yet.
       reserveTokens: (entry, count) => {
         tokens?.settle(0);
+        tokens = undefined;
         tokens = deps.limits.reserveTokens(ctx, entry, "chat", count);
         if (tokens && !res.headersSent) res.set(tokens.headers);
       },
