@@ -97,11 +97,18 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
   app.use(compressResponses());
-  const abuse = new AbuseGuard(deps.now, (subject, keyHash) => {
-    const apiKeyId = keyHash ? ((deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(keyHash) as string | undefined) ?? null) : null;
-    deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
-    deps.logger.warn({ subject: keyHash ? `key ${apiKeyId ?? "unknown"}` : subject }, "caller blocked for 30 s after repeated failures");
+  const keyIdByHash = deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck();
+  const keyIdOf = (keyHash: string) => keyIdByHash.get(keyHash) as string | undefined;
+  const abuse = new AbuseGuard({
+    now: deps.now,
+    isKnownKey: (keyHash) => keyIdOf(keyHash) !== undefined,
+    onBlock: (subject, keyHash) => {
+      const apiKeyId = keyHash ? (keyIdOf(keyHash) ?? null) : null;
+      deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");
+      deps.logger.warn({ subject: keyHash ? `key ${apiKeyId ?? "unknown"}` : subject }, "caller blocked for 30 s after repeated failures");
+    },
   });
+  app.locals.abuseGuard = abuse;
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
   app.use(metricsRouter(full));

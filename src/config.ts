@@ -24,7 +24,7 @@ export const SERVER_SETTINGS = {
     flag: "--metrics-port <port>",
     env: "HEARTH_METRICS_PORT",
     default: "",
-    description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the admin-key route on the API port",
+    description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the operator-key route on the API port",
   },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
   preload: {

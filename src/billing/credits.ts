@@ -76,13 +76,14 @@ export class Credits {
     return this.db.prepare("DELETE FROM reservations WHERE boot_id <> ?").run(this.options.bootId).changes;
   }
 
-  grant(accountId: string, currency: Currency, micros: number, note: string, kind: "grant" | "topup" = "grant"): void {
+  /** `grantedBy`: who granted (an operator key's id, or "cli"), kept on the ledger row. */
+  grant(accountId: string, currency: Currency, micros: number, note: string, kind: "grant" | "topup" = "grant", grantedBy: string | null = null): void {
     this.db
       .transaction(() => {
         // Granted DIEM belongs to the current epoch: refill first, or the next touch would
         // expire it as the last epoch's leftover.
         if (currency === "DIEM") this.refreshDiem(accountId);
-        grantCredits(this.db, accountId, currency, micros, note, this.options.now(), kind);
+        grantCredits(this.db, accountId, currency, micros, note, this.options.now(), kind, grantedBy);
       })
       .immediate();
   }

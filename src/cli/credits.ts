@@ -78,7 +78,7 @@ export function registerCreditsCommand(program: Command): void {
         accountId = key.accountId;
       }
       const account = accountOrFail(db, accountId!);
-      credits.grant(account.id, currency, micros, flags.note);
+      credits.grant(account.id, currency, micros, flags.note, "grant", "cli");
       const balance = credits.snapshot(account.id);
       const now = currency === "USD" ? balance.usd : currency === "DIEM" ? balance.diem : balance.bundled;
       process.stdout.write(`Granted ${units(micros)} ${currency} to account ${account.id}; its ${currency} balance is now ${units(now)}\n`);

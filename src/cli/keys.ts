@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { loadServerConfig } from "../config.js";
 import { createAccount, getAccount } from "../store/accounts.js";
-import { createApiKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
+import { createApiKey, hasAnyKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
 import { Credits } from "../billing/credits.js";
 import { toMicros } from "../store/ledger.js";
 import { databasePath, openStore } from "../store/Store.js";
@@ -32,25 +32,30 @@ export function registerKeysCommand(program: Command): void {
     .command("create")
     .description("create an API key and print its secret (shown once) as the last line")
     .requiredOption("--name <name>", "a description of the key; also names the new account")
-    .option("--admin", "an admin key (manages keys and accounts) instead of an inference key")
+    .option("--admin", "an account admin key (manages its account's keys and usage) instead of an inference key; the node's first key, if an admin key, is the operator's")
+    .option("--operator", "an operator key: an admin key that also grants credit to any account and manages the node (models, every account, metrics)")
     .option("--account <id>", "add the key to this existing account instead of creating one")
     .option("--usd <amount>", "grant this many USD of credit to the account", parseAmount)
     .option("--diem <amount>", "grant this many DIEM of credit to the account", parseAmount)
     .option("--expires <iso-date>", "the key stops working at this time");
   addSettingOption(create, "dataDir");
   addSettingOption(create, "diemResetHourUtc");
-  create.action((flags: SettingFlags & { name: string; admin?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
+  create.action((flags: SettingFlags & { name: string; admin?: boolean; operator?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
     const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
     if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
     withStore(flags, (db, credits) => {
       const { secret, record } = db.transaction(() => {
         const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
         if (!account) throw new Error(`no account with id ${flags.account}`);
-        if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`);
-        if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`);
-        return createApiKey(db, { accountId: account.id, description: flags.name, keyType: flags.admin ? "ADMIN" : "INFERENCE", expiresAt });
+        if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`, "grant", "cli");
+        if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`, "grant", "cli");
+        const admin = flags.admin === true || flags.operator === true;
+        // The first key of a fresh node, made by whoever runs the node, is the operator's.
+        const operator = flags.operator === true || (admin && !hasAnyKey(db));
+        return createApiKey(db, { accountId: account.id, description: flags.name, keyType: admin ? "ADMIN" : "INFERENCE", operator, expiresAt });
       })();
-      process.stdout.write(`Created ${record.keyType.toLowerCase()} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
+      const kind = record.operator ? "operator" : record.keyType === "ADMIN" ? "account admin" : "inference";
+      process.stdout.write(`Created ${kind} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
     });
   });
 
@@ -64,7 +69,7 @@ export function registerKeysCommand(program: Command): void {
         return;
       }
       const iso = (t: number | null) => (t ? new Date(t).toISOString() : "-");
-      const table = rows.map((k) => [k.id, k.keyType, k.description, `...${k.last6}`, k.accountId, iso(k.createdAt), iso(k.lastUsedAt), k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active"]);
+      const table = rows.map((k) => [k.id, k.operator ? "OPERATOR" : k.keyType, k.description, `...${k.last6}`, k.accountId, iso(k.createdAt), iso(k.lastUsedAt), k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active"]);
       printTable(["ID", "TYPE", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED", "STATE"], table, { STATE: (state) => (state === "active" ? out.green : out.dim)(state) });
     });
   });

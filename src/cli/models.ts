@@ -16,7 +16,7 @@ export function registerModelsCommand(program: Command): void {
     .description("list the configured models with their memory estimate; with --url, a running server's models: state, memory, requests, queue")
     .option("--json", "print JSON instead of a table")
     .option("--url <url>", "a running server's API base URL (e.g. http://127.0.0.1:8080/api/v1)")
-    .option("--key <key>", "an admin API key for --url (env HEARTH_ADMIN_KEY)");
+    .option("--key <key>", "the operator's API key for --url (env HEARTH_ADMIN_KEY)");
   addSettingOption(list, "configPath");
   addSettingOption(list, "dataDir");
   list.action(async (flags: SettingFlags & { json?: boolean; url?: string; key?: string }) => {
@@ -111,7 +111,7 @@ function readRegistry(path: string): { models: unknown[]; [key: string]: unknown
 
 /** A running server's view, through GET /admin/models. */
 async function listRunning(url: string, key: string | undefined, json: boolean): Promise<void> {
-  if (!key) throw new Error("--url needs an admin API key: --key or HEARTH_ADMIN_KEY");
+  if (!key) throw new Error("--url needs the operator's API key: --key or HEARTH_ADMIN_KEY");
   const base = url.replace(/\/+$/, "");
   const response = await fetch(`${base}/admin/models`, { headers: { authorization: `Bearer ${key}` } });
   const body = (await response.json().catch(() => ({}))) as Record<string, any>;

@@ -33,10 +33,10 @@ export function registerServeCommand(program: Command): void {
         `Models: ${running.models.list().map((m) => m.id).join(", ") || "(none)"}`,
         ...(running.metricsUrl ? [`Metrics (no auth): ${running.metricsUrl}`] : []),
         `Wallet sign-ins for: ${running.wallet.origins.list().map((o) => o.origin).join(", ")}; top-ups: ${running.wallet.topUps.mode ?? "not enabled"}`,
-        `Create an API key:  ${out.green(`npx hearth keys create --name me --admin --usd 10${dataDirFlag}`)}`,
+        `Create an API key:  ${out.green(`npx hearth keys create --name me --operator --usd 10${dataDirFlag}`)}`,
         `Then: curl ${running.baseUrl}/chat/completions -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `        -d '{"model":"${exampleModel}","messages":[{"role":"user","content":"Hello"}]}'`,
-        `Web console: ${running.url}/ (log in with an admin key)`,
+        `Web console: ${running.url}/ (log in with the operator key, or an account admin key for its own account)`,
         "",
       ].join("\n"),
     );

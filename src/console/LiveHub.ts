@@ -87,8 +87,8 @@ export class LiveHub {
         ws.close(CLOSE_UNAUTHORIZED, "invalid, revoked or expired API key");
         return;
       }
-      if (record.keyType !== "ADMIN") {
-        ws.close(CLOSE_FORBIDDEN, "the live view needs an admin API key");
+      if (!record.operator) {
+        ws.close(CLOSE_FORBIDDEN, "the live view is node-wide: it needs the node operator's API key");
         return;
       }
       this.clients.add(ws);

@@ -3,7 +3,7 @@ import { PermissionDeniedError, RateLimitError } from "../errors.js";
 import { authSubject, type RequestContext } from "../http/requestContext.js";
 import type { Db } from "../store/Store.js";
 import { keyModelPrivacy, modelPrivacyAllows } from "./modelPrivacy.js";
-import type { RateLimiter } from "./RateLimiter.js";
+import type { RateLimiter, TokenReservation } from "./RateLimiter.js";
 import { limitClassFor, resolveLimit, type CallKind } from "./tiers.js";
 
 /**
@@ -57,6 +57,26 @@ export class Limits {
     });
   }
 
+  /**
+   * Holds a running request's most tokens (prompt + what it may generate) against its key's
+   * TPM once the prompt is measured, or throws 429 when the tokens used and in flight have
+   * reached the limit. Undefined for calls without a caller.
+   */
+  reserveTokens(ctx: RequestContext, entry: ModelEntry, kind: CallKind, tokens: number): TokenReservation | undefined {
+    const auth = ctx.auth;
+    if (!auth) return undefined;
+    const limitClass = limitClassFor(kind, entry);
+    const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
+    const decision = this.limiter.reserveTokens(subject(authSubject(auth), entry.id, limitClass), limit, tokens);
+    if (decision.allowed) return decision.reservation;
+    this.log(auth.accountId, auth.apiKeyId, entry.id, `${auth.rateLimitTier}:${limitClass}`, "TPM");
+    throw new RateLimitError(
+      `Rate limit exceeded: this key may use ${limit.tpm} tokens per minute on ${entry.id}, counting requests still running. Retry after x-ratelimit-reset-tokens.`,
+      decision.headers,
+    );
+  }
+
+  /** Tokens of a request that reserved none (it ended before its prompt was measured). */
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
     // Only text models have token limits.
     if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id, limitClassFor("chat", entry)), tokens);

@@ -1,62 +1,97 @@
 import { createHash } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
+import type { Express, NextFunction, Request, Response } from "express";
 import { RateLimitError } from "../errors.js";
+import { BoundedMap } from "./BoundedMap.js";
 
 export const ABUSE_MAX_FAILURES = 20;
 export const ABUSE_WINDOW_MS = 30_000;
 export const ABUSE_BLOCK_MS = 30_000;
+/** Callers tracked at once (failure counts and blocks each); past this the least recently seen are forgotten. */
+export const ABUSE_MAX_SUBJECTS = 10_000;
+
+export interface AbuseGuardOptions {
+  now: () => number;
+  /** Whether a sent bearer secret (by its SHA-256) is a key of this node: only then is it an identity. */
+  isKnownKey: (keyHash: string) => boolean;
+  onBlock?: (subject: string, apiKeyHash: string | null) => void;
+  maxSubjects?: number;
+}
 
 /**
  * Abuse protection from the brief: more than 20 failed (non-2xx) requests within 30 seconds
- * from one key (or one IP when no key is sent) blocks that caller for 30 seconds.
+ * blocks the caller for 30 seconds. Failures with a key of this node count against that key
+ * (from any address); failures with no key or an unknown one count against the client address,
+ * since a made-up key is no identity. A blocked key is refused from every address; a blocked
+ * address is refused unless the request carries a key of this node. State is bounded: failure
+ * counts and blocks expire with their window and at most `maxSubjects` of each are kept.
  */
 export class AbuseGuard {
-  private readonly failures = new Map<string, number[]>();
-  private readonly blockedUntil = new Map<string, number>();
+  private readonly failures: BoundedMap<number[]>;
+  private readonly blockedUntil: BoundedMap<number>;
 
-  constructor(
-    private readonly now: () => number,
-    private readonly onBlock: (subject: string, apiKeyHash: string | null) => void = () => {},
-  ) {}
+  constructor(private readonly options: AbuseGuardOptions) {
+    const maxEntries = options.maxSubjects ?? ABUSE_MAX_SUBJECTS;
+    this.failures = new BoundedMap<number[]>({
+      maxEntries,
+      sweepEveryMs: ABUSE_WINDOW_MS,
+      now: options.now,
+      isExpired: (times, now) => now - times[times.length - 1]! >= ABUSE_WINDOW_MS,
+    });
+    this.blockedUntil = new BoundedMap<number>({ maxEntries, sweepEveryMs: ABUSE_BLOCK_MS, now: options.now, isExpired: (until, now) => now >= until });
+  }
+
+  /** Entries held (tests check the state stays bounded). */
+  size(): { failures: number; blocked: number } {
+    return { failures: this.failures.size, blocked: this.blockedUntil.size };
+  }
 
   middleware() {
     return (req: Request, res: Response, next: NextFunction) => {
-      const { subject, keyHash } = identify(req);
-      const until = this.blockedUntil.get(subject);
-      if (until !== undefined && this.now() < until) {
-        const wait = Math.ceil((until - this.now()) / 1000);
+      const keyHash = bearerHash(req);
+      const address = `ip:${req.ip ?? "unknown"}`;
+      let known: boolean | undefined;
+      const isKnown = () => (known ??= keyHash !== null && this.options.isKnownKey(keyHash));
+      const keyBlock = keyHash === null ? undefined : this.blockedUntil.get(`key:${keyHash}`);
+      const addressBlock = keyBlock === undefined ? this.blockedUntil.get(address) : undefined;
+      const until = keyBlock ?? (addressBlock !== undefined && !isKnown() ? addressBlock : undefined);
+      if (until !== undefined) {
+        const wait = Math.max(1, Math.ceil((until - this.options.now()) / 1000));
         throw new RateLimitError(`Too many failed requests. Please wait 30 seconds before trying again (${wait} s left).`, {
           "retry-after": String(wait),
-          "x-ratelimit-type": keyHash ? "api_key" : "user",
+          "x-ratelimit-reset-requests": String(Math.ceil(until / 1000)),
+          "x-ratelimit-type": keyBlock !== undefined ? "api_key" : "user",
         });
       }
       res.once("finish", () => {
         if (res.statusCode >= 200 && res.statusCode < 300) return;
-        this.recordFailure(subject, keyHash);
+        if (isKnown()) this.recordFailure(`key:${keyHash}`, keyHash);
+        else this.recordFailure(address, null);
       });
       next();
     };
   }
 
   private recordFailure(subject: string, keyHash: string | null): void {
-    const now = this.now();
+    const now = this.options.now();
     const recent = (this.failures.get(subject) ?? []).filter((t) => now - t < ABUSE_WINDOW_MS);
     recent.push(now);
-    this.failures.set(subject, recent);
     if (recent.length > ABUSE_MAX_FAILURES) {
-      this.blockedUntil.set(subject, now + ABUSE_BLOCK_MS);
       this.failures.delete(subject);
-      this.onBlock(subject, keyHash);
+      this.blockedUntil.set(subject, now + ABUSE_BLOCK_MS);
+      this.options.onBlock?.(subject, keyHash);
+    } else {
+      this.failures.set(subject, recent);
     }
   }
 }
 
+/** The guard of an app made by createApp (tests read its state size). */
+export function abuseGuardOf(app: Express): AbuseGuard {
+  return app.locals.abuseGuard as AbuseGuard;
+}
+
 /** A key is identified by a hash of what was sent (valid or not), never by the secret itself. */
-function identify(req: Request): { subject: string; keyHash: string | null } {
+function bearerHash(req: Request): string | null {
   const match = /^Bearer\s+(\S+)/i.exec(req.get("authorization") ?? "");
-  if (match) {
-    const keyHash = createHash("sha256").update(match[1]!).digest("hex");
-    return { subject: `key:${keyHash}`, keyHash };
-  }
-  return { subject: `ip:${req.ip}`, keyHash: null };
+  return match ? createHash("sha256").update(match[1]!).digest("hex") : null;
 }

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from "express";
 import type { AppDeps } from "../app.js";
-import { requireAdmin } from "../auth/apiKeyAuth.js";
+import { requireOperator } from "../auth/apiKeyAuth.js";
 import type { Metrics } from "./Metrics.js";
 
 /** Serves the Prometheus exposition text. */
@@ -13,9 +13,10 @@ export function metricsHandler(metrics: Metrics) {
   };
 }
 
-/** `GET /metrics` on the API port: admin API keys only (the optional metrics port serves it without auth). */
+/** `GET /metrics` on the API port: the operator's API keys only (the optional metrics port serves it without auth). */
 export function metricsRouter(deps: AppDeps): Router {
   const router = Router();
-  router.get("/metrics", deps.authenticateKey, requireAdmin, metricsHandler(deps.metrics));
+  const operatorOnly = requireOperator(deps.db);
+  router.get("/metrics", deps.authenticateKey, operatorOnly, metricsHandler(deps.metrics));
   return router;
 }

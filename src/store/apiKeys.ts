@@ -20,6 +20,8 @@ export interface ApiKeyRecord {
   accountId: string;
   description: string;
   keyType: ApiKeyType;
+  /** An operator key (ADMIN only): grants credit and manages the node, not just its account. */
+  operator: boolean;
   last6: string;
   createdAt: number;
   expiresAt: number | null;
@@ -30,7 +32,10 @@ export interface ApiKeyRecord {
 const SELECT = `SELECT id, account_id AS accountId, description, key_type AS keyType, last6, created_at AS createdAt,
   expires_at AS expiresAt, revoked_at AS revokedAt, last_used_at AS lastUsedAt, limit_usd_micros AS limitUsdMicros,
   limit_diem_micros AS limitDiemMicros, limit_period AS limitPeriod, rate_limit_tier AS rateLimitTier,
-  rate_limit_overrides AS rateLimitOverrides FROM api_keys`;
+  rate_limit_overrides AS rateLimitOverrides, operator FROM api_keys`;
+
+/** SQLite has no booleans: the operator flag is stored as 0/1. */
+const toRecord = <T extends { operator: unknown }>(row: T): T & { operator: boolean } => ({ ...row, operator: row.operator === 1 });
 
 export const hashSecret = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
 
@@ -46,15 +51,17 @@ export interface ApiKeySettings {
 
 export function createApiKey(
   db: Db,
-  options: { accountId: string; description: string; keyType: ApiKeyType } & ApiKeySettings,
+  options: { accountId: string; description: string; keyType: ApiKeyType; operator?: boolean } & ApiKeySettings,
   now = Date.now(),
 ): { record: ApiKeyRecord; secret: string } {
+  if (options.operator && options.keyType !== "ADMIN") throw new RangeError("an operator key must be an admin key");
   const secret = `hth_${randomBytes(32).toString("base64url")}`;
   const record: ApiKeyRecord = {
     id: randomUUID(),
     accountId: options.accountId,
     description: options.description,
     keyType: options.keyType,
+    operator: options.operator === true,
     last6: secret.slice(-6),
     createdAt: now,
     expiresAt: options.expiresAt ?? null,
@@ -68,10 +75,10 @@ export function createApiKey(
   };
   db.prepare(
     `INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at, expires_at,
-       limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides)
+       limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides, operator)
      VALUES (@id, @accountId, @description, @keyType, @hash, @last6, @createdAt, @expiresAt,
-       @limitUsdMicros, @limitDiemMicros, @limitPeriod, @rateLimitTier, @rateLimitOverrides)`,
-  ).run({ ...record, hash: hashSecret(secret) });
+       @limitUsdMicros, @limitDiemMicros, @limitPeriod, @rateLimitTier, @rateLimitOverrides, @operatorFlag)`,
+  ).run({ ...record, operatorFlag: record.operator ? 1 : 0, hash: hashSecret(secret) });
   return { record, secret };
 }
 
@@ -85,7 +92,7 @@ export function findActiveKey(db: Db, secret: string, now = Date.now()): ApiKeyR
   if (!timingSafeEqual(Buffer.from(row.secretHash, "hex"), Buffer.from(hash, "hex"))) return undefined;
   if (row.revokedAt !== null || (row.expiresAt !== null && row.expiresAt <= now)) return undefined;
   const { secretHash: _hash, ...record } = row;
-  return record;
+  return toRecord(record);
 }
 
 export function touchApiKey(db: Db, id: string, now = Date.now()): void {
@@ -93,13 +100,25 @@ export function touchApiKey(db: Db, id: string, now = Date.now()): void {
 }
 
 export function listApiKeys(db: Db, accountId?: string): ApiKeyRecord[] {
-  return (accountId
+  const rows = (accountId
     ? db.prepare(`${SELECT} WHERE account_id = ? ORDER BY created_at`).all(accountId)
     : db.prepare(`${SELECT} ORDER BY created_at`).all()) as ApiKeyRecord[];
+  return rows.map(toRecord);
 }
 
 export function getApiKey(db: Db, id: string): ApiKeyRecord | undefined {
-  return db.prepare(`${SELECT} WHERE id = ?`).get(id) as ApiKeyRecord | undefined;
+  const row = db.prepare(`${SELECT} WHERE id = ?`).get(id) as ApiKeyRecord | undefined;
+  return row && toRecord(row);
+}
+
+/** Whether a key is an active operator key (checked on every node-wide admin request). */
+export function isOperatorKey(db: Db, id: string): boolean {
+  return db.prepare("SELECT operator FROM api_keys WHERE id = ? AND key_type = 'ADMIN' AND revoked_at IS NULL").pluck().get(id) === 1;
+}
+
+/** Whether the node has any key yet (its first admin key becomes the operator's). */
+export function hasAnyKey(db: Db): boolean {
+  return db.prepare("SELECT 1 FROM api_keys LIMIT 1").get() !== undefined;
 }
 
 /** Revocation takes effect on the next request: every request looks the key up afresh. */

@@ -28,6 +28,8 @@ export interface LedgerEntry {
   units?: number | null;
   pricePerUnitUsd?: number | null;
   model?: string | null;
+  /** Grants: who granted (an operator key's id, or "cli"). */
+  grantedBy?: string | null;
   createdAt: number;
 }
 
@@ -40,15 +42,24 @@ export function applyEntry(db: Db, entry: LedgerEntry): void {
     .run(entry.deltaMicros, entry.accountId, entry.currency).changes;
   if (updated === 0) db.prepare("INSERT INTO balances (account_id, currency, amount_micros) VALUES (?, ?, ?)").run(entry.accountId, entry.currency, entry.deltaMicros);
   db.prepare(
-    `INSERT INTO ledger (account_id, currency, delta_micros, kind, request_id, api_key_id, note, sku, units, price_per_unit_usd, model, created_at)
-     VALUES (@accountId, @currency, @deltaMicros, @kind, @requestId, @apiKeyId, @note, @sku, @units, @pricePerUnitUsd, @model, @createdAt)`,
-  ).run({ requestId: null, apiKeyId: null, note: null, sku: null, units: null, pricePerUnitUsd: null, model: null, ...entry });
+    `INSERT INTO ledger (account_id, currency, delta_micros, kind, request_id, api_key_id, note, sku, units, price_per_unit_usd, model, granted_by, created_at)
+     VALUES (@accountId, @currency, @deltaMicros, @kind, @requestId, @apiKeyId, @note, @sku, @units, @pricePerUnitUsd, @model, @grantedBy, @createdAt)`,
+  ).run({ requestId: null, apiKeyId: null, note: null, sku: null, units: null, pricePerUnitUsd: null, model: null, grantedBy: null, ...entry });
 }
 
 /** Adds credit: the balance and its ledger row change in one transaction. */
-export function grantCredits(db: Db, accountId: string, currency: Currency, micros: number, note: string, now = Date.now(), kind: "grant" | "topup" = "grant"): void {
+export function grantCredits(
+  db: Db,
+  accountId: string,
+  currency: Currency,
+  micros: number,
+  note: string,
+  now = Date.now(),
+  kind: "grant" | "topup" = "grant",
+  grantedBy: string | null = null,
+): void {
   if (!Number.isSafeInteger(micros) || micros <= 0) throw new RangeError(`a grant is a positive whole number of micros, got ${micros}`);
-  db.transaction(() => applyEntry(db, { accountId, currency, deltaMicros: micros, kind, note, createdAt: now })).immediate();
+  db.transaction(() => applyEntry(db, { accountId, currency, deltaMicros: micros, kind, note, grantedBy, createdAt: now })).immediate();
 }
 
 export function getBalances(db: Db, accountId: string): Record<Currency, number> {

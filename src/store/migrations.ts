@@ -297,4 +297,20 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX rpc_idempotency_time ON rpc_idempotency(created_at);
     `,
   },
+  {
+    version: 500,
+    name: "api_keys.operator: the node operator's keys apart from account admins; ledger.granted_by",
+    sql: `
+      -- An operator key is an ADMIN key of the node's operator: it alone grants credit and
+      -- manages the node (models, every account, metrics). Keys made through POST /api_keys
+      -- never are. On an existing node the oldest admin key (necessarily made with the CLI,
+      -- since the API needs an admin key to make one) becomes the operator key.
+      ALTER TABLE api_keys ADD COLUMN operator INTEGER NOT NULL DEFAULT 0 CHECK (operator IN (0, 1));
+      UPDATE api_keys SET operator = 1
+        WHERE id = (SELECT id FROM api_keys WHERE key_type = 'ADMIN' ORDER BY created_at, rowid LIMIT 1);
+
+      -- Who granted credit: an operator key's id, or 'cli'. NULL for other entries and older grants.
+      ALTER TABLE ledger ADD COLUMN granted_by TEXT;
+    `,
+  },
 ];

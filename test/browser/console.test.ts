@@ -124,6 +124,30 @@ describe.skipIf(noBrowser)("web console", () => {
     expect(await page.locator("#new-secret").count()).toBe(0);
   });
 
+  it("shows an account admin its own account only: no node-wide pages, the operator's key marked and out of reach", async () => {
+    const own = await newPage("account-admin");
+    // An admin key the operator made through the API: an account admin of the operator's account.
+    const made = await fetch(`${server.baseUrl}/api_keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ apiKeyType: "ADMIN", description: "colleague" }),
+    });
+    const colleague = ((await made.json()) as { data: { apiKey: string } }).data.apiKey;
+    await own.goto(server.url);
+    await own.fill("input[name=key]", colleague);
+    await own.click("button[type=submit]");
+    await own.waitForSelector("#keys [data-key-type=operator]");
+    expect(await own.locator("nav a").evaluateAll((links) => links.map((a) => a.getAttribute("data-page")))).toEqual(["keys", "playground"]);
+    expect(await own.locator("[data-live]").count()).toBe(0);
+    expect(await own.locator("[data-role=account-admin]").count()).toBe(1);
+    const operatorRow = own.locator("#keys tr", { has: own.locator("[data-key-type=operator]") });
+    expect(await operatorRow.locator("button", { hasText: "Revoke" }).count()).toBe(0);
+    const colleagueRow = own.locator("#keys tr", { hasText: "colleague" });
+    expect(await colleagueRow.locator("[data-key-type]").textContent()).toBe("admin");
+    await screenshot(own, "keys-account-admin");
+    await own.close();
+  });
+
   it("streams a chat reply in the playground while another tab's models page turns the model to loaded live", async () => {
     const models = await newPage("models");
     await login(models);

@@ -95,6 +95,7 @@ describe("API key management with an admin key", () => {
       expiresAt: `${expiry}T00:00:00.000Z`,
       lastUsedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       last6Chars: secret.slice(-6),
+      isOperator: false,
       usage: { trailingSevenDays: { usd: spent, vcu: "0.000000", diem: "0.000000" } },
       currentPeriodUsage: { usd: spent, diem: "0.000000" },
       rateLimitTier: "standard",

@@ -307,7 +307,7 @@ describe("hearth models add and list", () => {
     });
     try {
       const account = createAccount(running.db, "admin");
-      const { secret } = createApiKey(running.db, { accountId: account.id, description: "admin", keyType: "ADMIN" });
+      const { secret } = createApiKey(running.db, { accountId: account.id, description: "admin", keyType: "ADMIN", operator: true });
       const client = new OpenAI({ apiKey: secret, baseURL: running.baseUrl, maxRetries: 0 });
       const completion = await client.chat.completions.create({ model: "added-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
       expect(completion.model).toBe("added-chat");

@@ -59,8 +59,11 @@ export function tinyReasoningEntry(overrides: Partial<Record<string, unknown>> =
 export interface TestServer extends RunningServer {
   dataDir: string;
   adminKey: string;
-  /** An inference key on a fresh account holding `usd` of credit. */
-  createKey(options?: { usd?: number; admin?: boolean }): { key: string; accountId: string; keyId: string };
+  /**
+   * An inference key on a fresh account holding `usd` of credit; `admin`: an account admin key
+   * (manages its own account only); `operator`: the node operator's admin key.
+   */
+  createKey(options?: { usd?: number; admin?: boolean; operator?: boolean }): { key: string; accountId: string; keyId: string };
   openai(key?: string): OpenAI;
   stop(): Promise<void>;
 }
@@ -90,16 +93,18 @@ export async function startTestServer(
     now: options.now,
     logger: options.logger ?? createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
   });
-  const createKey = (opts: { usd?: number; admin?: boolean } = {}) => {
+  const createKey = (opts: { usd?: number; admin?: boolean; operator?: boolean } = {}) => {
     const account = createAccount(running.db, "test account");
     if (opts.usd) grantCredits(running.db, account.id, "USD", toMicros(opts.usd), "test grant");
-    const { secret, record } = createApiKey(running.db, { accountId: account.id, description: "test", keyType: opts.admin ? "ADMIN" : "INFERENCE" });
+    const admin = opts.admin === true || opts.operator === true;
+    const { secret, record } = createApiKey(running.db, { accountId: account.id, description: "test", keyType: admin ? "ADMIN" : "INFERENCE", operator: opts.operator === true });
     return { key: secret, accountId: account.id, keyId: record.id };
   };
   const server: TestServer = {
     ...running,
     dataDir,
-    adminKey: createKey({ admin: true, usd: 100 }).key,
+    // The node operator's key: every admin endpoint, granting credit included.
+    adminKey: createKey({ operator: true, usd: 100 }).key,
     createKey,
     // The current admin key by default (a test may swap in a fresh one).
     openai: (key) => new OpenAI({ apiKey: key ?? server.adminKey, baseURL: running.baseUrl, maxRetries: 0 }),

@@ -1,6 +1,6 @@
 import { Router } from "express";
 import type { AppDeps } from "../../app.js";
-import { requireAdmin } from "../../auth/apiKeyAuth.js";
+import { requireOperator } from "../../auth/apiKeyAuth.js";
 import { parse } from "../../http/parse.js";
 import type { ModelStatus } from "../../models/ModelManager.js";
 import { AdminModelParams, type AdminModelResponse, type AdminModelsResponse, type ModelStatusRecord } from "./schema.js";
@@ -8,14 +8,15 @@ import { AdminModelParams, type AdminModelResponse, type AdminModelsResponse, ty
 const toRecord = (status: ModelStatus): ModelStatusRecord => ({ object: "model.status", ...status });
 
 /**
- * Node administration (admin keys only): what each model is doing (loaded, memory, queue,
+ * Node administration (the operator's keys only): what each model is doing (loaded, memory, queue,
  * in-flight requests), and loading or unloading one by hand.
  */
 export function adminRouter(deps: AppDeps): Router {
   const router = Router();
   const { models } = deps;
+  const operatorOnly = requireOperator(deps.db);
 
-  router.get("/admin/models", deps.authenticateKey, requireAdmin, async (_req, res) => {
+  router.get("/admin/models", deps.authenticateKey, operatorOnly, async (_req, res) => {
     await models.estimate();
     const { models: data, budget } = models.status();
     const response: AdminModelsResponse = { object: "list", data: data.map(toRecord), budget };
@@ -23,14 +24,14 @@ export function adminRouter(deps: AppDeps): Router {
   });
 
   // `*id` so that ids with '/' (openai/whisper-large-v3) need no encoding.
-  router.post("/admin/models/*id/load", deps.authenticateKey, requireAdmin, async (req, res) => {
+  router.post("/admin/models/*id/load", deps.authenticateKey, operatorOnly, async (req, res) => {
     const { id } = parse(AdminModelParams, { id: joinId(req.params.id) });
     const status = await models.load(id);
     const response: AdminModelResponse = { data: toRecord(status), budget: models.budget() };
     res.json(response);
   });
 
-  router.post("/admin/models/*id/unload", deps.authenticateKey, requireAdmin, async (req, res) => {
+  router.post("/admin/models/*id/unload", deps.authenticateKey, operatorOnly, async (req, res) => {
     const { id } = parse(AdminModelParams, { id: joinId(req.params.id) });
     const status = await models.unload(id);
     const response: AdminModelResponse = { data: toRecord(status), budget: models.budget() };

@@ -8,6 +8,7 @@ import { recordRequestUsage } from "../../store/usage.js";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
+import type { TokenReservation } from "../../limits/RateLimiter.js";
 import { ChatCompletionRequest } from "./schema.js";
 import { ChatService } from "./service.js";
 import { WebAugmenter } from "./webSearch.js";
@@ -39,10 +40,18 @@ export function chatRouter(deps: AppDeps): Router {
     requireJson(req);
     const body = parse(ChatCompletionRequest, req.body);
     const ctx = res.locals.ctx;
+    let tokens: TokenReservation | undefined;
     const chat = await service.prepare(body, {
       requestId: ctx.requestId,
       meterFor: (entry) => new RequestMeter(deps.credits, ctx, entry.id),
       admit: (entry) => res.set(deps.limits.admit(ctx, entry, "chat")),
+      // Runs before the engine starts, so nothing of the response is sent yet.
+      reserveTokens: (entry, count) => {
+        tokens?.settle(0);
+        tokens = undefined;
+        tokens = deps.limits.reserveTokens(ctx, entry, "chat", count);
+        if (tokens && !res.headersSent) res.set(tokens.headers);
+      },
       signal: ctx.abort.signal,
     });
     try {
@@ -88,7 +97,10 @@ export function chatRouter(deps: AppDeps): Router {
       chat.lease.release();
       // Releases the hold when the request failed before the service settled it.
       chat.meter.settle([]);
-      deps.limits.recordTokens(ctx, chat.entry, (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0));
+      // Exactly once: the reservation becomes what was used (nothing when the request failed).
+      const used = (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0);
+      if (tokens) tokens.settle(used);
+      else deps.limits.recordTokens(ctx, chat.entry, used);
       recordRequestUsage(deps.db, ctx, {
         endpoint: "/chat/completions",
         model: chat.entry.id,

@@ -65,6 +65,8 @@ export interface PrepareCall {
    * (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
    */
   admit?: (entry: ModelEntry) => void;
+  /** Holds the request's most tokens (prompt + max) against the key's TPM once the prompt is measured; throws 429. */
+  reserveTokens?: (entry: ModelEntry, tokens: number) => void;
   /** The caller went away: stop reading parts, fetching pages and searching at once. */
   signal?: AbortSignal;
 }
@@ -81,7 +83,7 @@ export class ChatService {
   ) {}
 
   async prepare(request: ChatCompletionRequest, call: PrepareCall): Promise<PreparedChat> {
-    const { requestId, meterFor, admit = () => {}, signal } = call;
+    const { requestId, meterFor, admit = () => {}, reserveTokens = () => {}, signal } = call;
     const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
     // Explicit body fields win over the suffix, which wins over the defaults.
     const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
@@ -129,8 +131,11 @@ export class ChatService {
           responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
           reasoning: toReasoning(request, params),
           cache: toPromptCache(request, conversation.positionOf),
-          // Reserve the most this request can cost once its prompt is measured, before inference.
-          onPromptReady: (plan) => meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]),
+          // Reserve the most this request can use and cost once its prompt is measured, before inference.
+          onPromptReady: (plan) => {
+            reserveTokens(entry, plan.promptTokens + plan.maxTokens);
+            meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]);
+          },
         },
         echo: {
           enable_e2ee: false,

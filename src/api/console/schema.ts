@@ -3,7 +3,7 @@ import { unitsToMicros } from "../../billing/money.js";
 
 /**
  * Admin endpoints behind the web console: every account of the node with its balances, credit
- * grants, and usage per day and model. Admin keys only (an inference key gets 403).
+ * grants, and usage per day and model. The node operator's keys only (any other key gets 403).
  */
 
 // ---------------------------------------------------------------------------------------
@@ -38,7 +38,8 @@ export const GrantCreditsRequest = z.strictObject({
     .number()
     .positive("amount must be greater than 0")
     .max(1_000_000, "amount is at most 1,000,000 per grant")
-    .refine((amount) => unitsToMicros(amount) > 0, "amount must be at least 0.000001 (the ledger counts micros)"),
+    // zod runs this check even after `positive` failed: only a positive amount reaches the conversion.
+    .refine((amount) => amount > 0 && unitsToMicros(amount) > 0, "amount must be at least 0.000001 (the ledger counts micros)"),
   note: z.string().max(200, "note is at most 200 characters").optional(),
 });
 export type GrantCreditsRequest = z.infer<typeof GrantCreditsRequest>;

@@ -40,7 +40,7 @@ export class ConsoleService {
   grant(id: string, body: GrantCreditsRequest, grantedBy: string): AdminAccount {
     if (!getAccount(this.deps.db, id)) throw new NotFoundError(`No account with id ${id}`);
     const micros = unitsToMicros(body.amount);
-    this.deps.credits.grant(id, body.currency, micros, body.note?.trim() || `granted in the web console by key ${grantedBy}`);
+    this.deps.credits.grant(id, body.currency, micros, body.note?.trim() || `granted by key ${grantedBy}`, "grant", grantedBy);
     return this.account(id);
   }
 

@@ -60,7 +60,7 @@ export const keysApi = defineApiGroup({
       access: "adminKey",
       body: { content: { "application/json": schemas.UpdateApiKeyRequest } },
       responses: { 200: { description: "The updated key", content: { "application/json": schemas.UpdateApiKeyResponse } } },
-      errors: { 404: "No such key in this account" },
+      errors: { 403: "An inference key was used, or the key is an operator key and the caller is not the operator", 404: "No such key in this account" },
     },
     {
       method: "delete",
@@ -70,7 +70,7 @@ export const keysApi = defineApiGroup({
       access: "adminKey",
       query: schemas.DeleteApiKeyQuery,
       responses: { 200: { description: "Revoked", content: { "application/json": schemas.DeleteApiKeyResponse } } },
-      errors: { 404: "No such key in this account" },
+      errors: { 403: "An inference key was used, or the key is an operator key and the caller is not the operator", 404: "No such key in this account" },
     },
   ],
 });

@@ -2,14 +2,19 @@ import { Router, type NextFunction, type Request, type Response } from "express"
 import type { AppDeps } from "../../app.js";
 import { PermissionDeniedError, RateLimitError } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
+import type { AuthContext } from "../../http/requestContext.js";
 import { RateLimiter } from "../../limits/RateLimiter.js";
+import { isOperatorKey } from "../../store/apiKeys.js";
 import { CreateApiKeyRequest, DeleteApiKeyQuery, UpdateApiKeyRequest } from "./schema.js";
 import { ApiKeyService } from "./service.js";
 
 /** The reference: key creation is limited to 20 requests per minute. */
 const KEY_CREATION_LIMIT = { rpm: 20 };
 
-/** Key management is for admin keys; an inference key gets a 403 that says what to use instead. */
+/**
+ * Key management is for admin keys, each in its own account; an inference key gets a 403 that
+ * says what to use instead. Keys made here are never operator keys.
+ */
 function requireAdminKey(_req: Request, res: Response, next: NextFunction) {
   if (res.locals.ctx.auth?.keyType !== "ADMIN") {
     throw new PermissionDeniedError(
@@ -31,6 +36,7 @@ export function keysRouter(deps: AppDeps): Router {
     now: deps.now,
   });
   const creationLimiter = new RateLimiter(deps.now);
+  const callerIsOperator = (caller: AuthContext) => caller.kind === "apiKey" && isOperatorKey(deps.db, caller.apiKeyId);
   const router = Router();
 
   // Any key: its own limits and its account's refusals. (Registered before /api_keys/:id.)
@@ -62,12 +68,14 @@ export function keysRouter(deps: AppDeps): Router {
 
   router.patch("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {
     requireJson(req);
-    res.json(service.update(callerOf(res).accountId, parse(UpdateApiKeyRequest, req.body)));
+    const caller = callerOf(res);
+    res.json(service.update(caller.accountId, parse(UpdateApiKeyRequest, req.body), callerIsOperator(caller)));
   });
 
   router.delete("/api_keys", deps.authenticateKey, requireAdminKey, (req, res) => {
     const { id } = parse(DeleteApiKeyQuery, req.query);
-    res.json(service.revoke(callerOf(res).accountId, id));
+    const caller = callerOf(res);
+    res.json(service.revoke(caller.accountId, id, callerIsOperator(caller)));
   });
 
   return router;

@@ -84,6 +84,8 @@ export const ApiKeyWire = z.object({
   expiresAt: z.string().nullable(),
   lastUsedAt: z.string().nullable(),
   last6Chars: z.string(),
+  /** Hearth: the node operator's key (grants credit, manages the node); never one made through this API. */
+  isOperator: z.boolean(),
   usage: z.object({ trailingSevenDays: AmountStrings.extend({ vcu: z.string() }) }).optional(),
   /** Only for keys with a consumption limit. */
   currentPeriodUsage: AmountStrings.optional(),

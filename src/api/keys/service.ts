@@ -2,7 +2,7 @@ import type { Credits } from "../../billing/credits.js";
 import { nextEpochStart } from "../../billing/epoch.js";
 import { unitsToMicros } from "../../billing/money.js";
 import type { ModelEntry } from "../../config.js";
-import { InvalidRequestError, NotFoundError } from "../../errors.js";
+import { InvalidRequestError, NotFoundError, PermissionDeniedError } from "../../errors.js";
 import type { AuthContext, RequestContext } from "../../http/requestContext.js";
 import type { Limits } from "../../limits/Limits.js";
 import { keyModelPrivacy } from "../../limits/modelPrivacy.js";
@@ -127,9 +127,10 @@ export class ApiKeyService {
     };
   }
 
-  update(accountId: string, request: UpdateApiKeyRequest): UpdateApiKeyResponse {
+  update(accountId: string, request: UpdateApiKeyRequest, callerIsOperator: boolean): UpdateApiKeyResponse {
     const { db } = this.options;
     const key = this.ownKey(accountId, request.id);
+    requireOperatorFor(key, callerIsOperator, "change");
     const settings = this.settingsFrom(request);
     const updated = db
       .transaction(() => {
@@ -142,8 +143,9 @@ export class ApiKeyService {
   }
 
   /** DELETE revokes: the key stops working on its next request; its ledger history stays. */
-  revoke(accountId: string, id: string): { success: true } {
+  revoke(accountId: string, id: string, callerIsOperator: boolean): { success: true } {
     const key = this.ownKey(accountId, id);
+    requireOperatorFor(key, callerIsOperator, "revoke");
     revokeApiKey(this.options.db, key.id, this.options.now());
     return { success: true };
   }
@@ -235,6 +237,7 @@ export class ApiKeyService {
       expiresAt: iso(key.expiresAt),
       lastUsedAt: iso(key.lastUsedAt),
       last6Chars: key.last6,
+      isOperator: key.operator,
       rateLimitTier: key.rateLimitTier,
       rateLimits: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
     };
@@ -248,4 +251,9 @@ export class ApiKeyService {
     }
     return wire;
   }
+}
+
+/** An operator key in an account is the operator's to change or revoke, not the account admins'. */
+function requireOperatorFor(key: ApiKeyRecord, callerIsOperator: boolean, action: string): void {
+  if (key.operator && !callerIsOperator) throw new PermissionDeniedError(`Only the node operator may ${action} an operator key.`);
 }

@@ -43,12 +43,15 @@ export type LiveStatus = "connecting" | "live" | "closed" | "refused";
 
 /**
  * One WebSocket per page that uses it. The key goes in the first message, never in the URL.
- * A dropped connection is retried every 2 s; a refused key (4401/4403) is not.
+ * A dropped connection is retried every 2 s; a refused key (4401/4403) is not. Not opened
+ * for an account admin's key (`enabled` false).
  */
-export function useLive(key: string): { snapshot: LiveSnapshot | null; status: LiveStatus } {
+export function useLive(key: string, enabled = true): { snapshot: LiveSnapshot | null; status: LiveStatus } {
   const [snapshot, setSnapshot] = useState<LiveSnapshot | null>(null);
   const [status, setStatus] = useState<LiveStatus>("connecting");
   useEffect(() => {
+    // The live view is node-wide: only the operator's key may open it.
+    if (!enabled) return;
     let socket: WebSocket | undefined;
     let retry: number | undefined;
     let stopped = false;
@@ -79,6 +82,6 @@ export function useLive(key: string): { snapshot: LiveSnapshot | null; status: L
       window.clearTimeout(retry);
       socket?.close(1000);
     };
-  }, [key]);
+  }, [key, enabled]);
   return { snapshot, status };
 }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { amount, apiFetch, apiJson, errorText, storedKey, when } from "../api.ts";
+import type { PageProps } from "./types.ts";
 
 interface ApiKey {
   id: string;
@@ -11,15 +12,21 @@ interface ApiKey {
   expiresAt: string | null;
   lastUsedAt: string | null;
   last6Chars: string;
+  isOperator: boolean;
 }
+
+const typeText = (k: ApiKey) => (k.isOperator ? "operator" : k.apiKeyType === "ADMIN" ? "admin" : "inference");
 
 const limitText = (k: ApiKey) => {
   const parts = [k.consumptionLimits?.usd != null ? `$${amount(k.consumptionLimits.usd)}` : "", k.consumptionLimits?.diem != null ? `${amount(k.consumptionLimits.diem)} DIEM` : ""].filter(Boolean);
   return parts.length ? `${parts.join(" + ")} / ${k.limitPeriod?.toLowerCase() ?? "epoch"}` : "none";
 };
 
-/** The keys of the admin key's own account (the keys API is account-scoped). */
-export function KeysPage() {
+/**
+ * The keys of the admin key's own account (the keys API is account-scoped). Operator keys are
+ * marked; an account admin cannot revoke one, so no button is offered.
+ */
+export function KeysPage({ operator }: PageProps) {
   const [keys, setKeys] = useState<ApiKey[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [created, setCreated] = useState<{ id: string; secret: string } | null>(null);
@@ -146,14 +153,16 @@ export function KeysPage() {
                     {k.description}
                     {storedKey()?.endsWith(k.last6Chars) && <span class="muted small"> (this session)</span>}
                   </td>
-                  <td>{k.apiKeyType.toLowerCase()}</td>
+                  <td data-key-type={typeText(k)}>{typeText(k)}</td>
                   <td class="mono">…{k.last6Chars}</td>
                   <td>{limitText(k)}</td>
                   <td>{when(k.createdAt)}</td>
                   <td>{when(k.lastUsedAt)}</td>
                   <td>{when(k.expiresAt)}</td>
                   <td class="actions">
-                    {confirming === k.id ? (
+                    {k.isOperator && !operator ? (
+                      <span class="muted small">the operator's</span>
+                    ) : confirming === k.id ? (
                       <>
                         <button class="small danger" onClick={() => void revoke(k.id)}>
                           Confirm revoke

@@ -27,7 +27,7 @@ export function LoginPage({ onLogin }: { onLogin: (key: string) => void }) {
       <form class="card" onSubmit={submit}>
         <h1>Hearth console</h1>
         <p class="muted">
-          Paste an admin API key. Create one with <code>npx hearth keys create --name me --admin</code>. It is kept in this tab only.
+          Paste an admin API key: the operator key (<code>npx hearth keys create --name me --operator</code>) sees the whole node; an account admin key manages its own account's keys. It is kept in this tab only.
         </p>
         <label>
           Admin API key
