@@ -65,6 +65,30 @@ describe("TPM counts the tokens of requests still running", () => {
     expect(server.db.prepare("SELECT COUNT(*) FROM rate_limit_log WHERE limit_type = 'TPM'").pluck().get()).toBe(refused.length);
   });
 
+  it("holds the legacy /completions to the same limit, sharing the key's window with chat", async () => {
+    server = await startTestServer();
+    const tpm = 300;
+    const { key } = keyWithTpm(server, tpm);
+    const complete = { model: "tiny-chat", prompt: "Once upon a time", max_tokens: 20, temperature: 0 };
+    const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(server!, i % 2 ? "/completions" : "/chat/completions", i % 2 ? complete : ask(20), { key })));
+    let total = 0;
+    let largest = 0;
+    let refused = 0;
+    for (const res of responses) {
+      if (res.status === 200) {
+        const { usage } = (await res.json()) as Usage;
+        total += usage.total_tokens;
+        largest = Math.max(largest, usage.prompt_tokens + 20);
+      } else {
+        expect(res.status).toBe(429);
+        refused++;
+        await res.text();
+      }
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(total).toBeLessThanOrEqual(tpm + largest);
+  });
+
   it("refuses a streamed request over the limit with a real 429, before any byte of the stream", async () => {
     server = await startTestServer();
     const { key } = keyWithTpm(server, 100);

@@ -6,6 +6,7 @@ import type { CompleteResult } from "../../engines/types.js";
 import { toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { SseStream } from "../../http/sse.js";
+import type { TokenReservation } from "../../limits/RateLimiter.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
 import { CompletionRequest } from "./schema.js";
@@ -22,10 +23,17 @@ export function completionsRouter(deps: AppDeps): Router {
     requireJson(req);
     const body = parse(CompletionRequest, req.body);
     const ctx = res.locals.ctx;
+    let tokens: TokenReservation | undefined;
     const prepared = await service.prepare(body, {
       requestId: ctx.requestId,
       meterFor: (entry) => new RequestMeter(deps.credits, ctx, entry.id),
       admit: (entry) => res.set(deps.limits.admit(ctx, entry, "chat")),
+      // Runs before the engine starts, so nothing of the response is sent yet.
+      reserveTokens: (entry, count) => {
+        tokens?.settle(0);
+        tokens = deps.limits.reserveTokens(ctx, entry, "chat", count);
+        if (tokens && !res.headersSent) res.set(tokens.headers);
+      },
     });
     try {
       setModelHeaders(res, prepared.entry, prepared.engine.router);
@@ -70,7 +78,10 @@ export function completionsRouter(deps: AppDeps): Router {
       prepared.lease.release();
       // Releases the hold when the request failed before the service settled it.
       prepared.meter.settle([]);
-      deps.limits.recordTokens(ctx, prepared.entry, (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0));
+      // Exactly once: the reservation becomes what was used (nothing when the request failed).
+      const used = (result?.promptTokens ?? 0) + (result?.completionTokens ?? 0);
+      if (tokens) tokens.settle(used);
+      else deps.limits.recordTokens(ctx, prepared.entry, used);
       recordRequestUsage(deps.db, ctx, {
         endpoint: "/completions",
         model: prepared.entry.id,

@@ -32,6 +32,8 @@ export interface PrepareCompletionCall {
   meterFor: (entry: ModelEntry) => RequestMeter;
   /** The rate-limit check, once the model is known and before the model is loaded. */
   admit?: (entry: ModelEntry) => void;
+  /** Holds the request's most tokens (prompts + max) against the key's TPM once the prompts are measured; throws 429. */
+  reserveTokens?: (entry: ModelEntry, tokens: number) => void;
 }
 
 type WireChoice = CompletionResponse["choices"][number];
@@ -93,7 +95,10 @@ export class CompletionService {
           stop: stop.filter((s) => s.length > 0),
           logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
           // Reserve the most this request can cost once its prompts are measured, before inference.
-          onPromptReady: (plan) => meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens)),
+          onPromptReady: (plan) => {
+            call.reserveTokens?.(entry, plan.promptTokens + plan.maxTokens);
+            meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens));
+          },
         },
         includeUsageChunk: request.stream_options?.include_usage === true,
         headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
