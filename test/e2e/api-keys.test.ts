@@ -204,8 +204,9 @@ describe("API key management with an admin key", () => {
 });
 
 describe("rate limits of a key", () => {
-  it("round-trips an admin's tier and overrides through PATCH, and they apply to the key's requests", async () => {
-    const admin = server.createKey({ admin: true, usd: 5 });
+  it("round-trips the operator's tier and overrides through PATCH, and they apply to the key's requests", async () => {
+    // Raising limits is the operator's (test/e2e/operator.test.ts): an operator key in an account of its own.
+    const admin = server.createKey({ operator: true, usd: 5 });
     const { data } = (await call("POST", "/api_keys", admin.key, { apiKeyType: "INFERENCE", description: "limited" })).body;
     const overrides = { "text:S": { rpm: 2 }, "*": { tpm: 5000 } };
     const patched = await call("PATCH", "/api_keys", admin.key, { id: data.id, rateLimitTier: "partner", rateLimits: overrides });

@@ -95,6 +95,27 @@ describe("the node operator and account admins", () => {
     // The operator may revoke an account admin in its account.
     expect((await call(`/api_keys?id=${colleague.id}`, server.adminKey, { method: "DELETE" })).status).toBe(200);
   });
+
+  it("keeps raising rate limits for the operator: an account admin may not pick the partner tier or overrides", async () => {
+    const account = server.createKey({ admin: true });
+    const made = await adminKeyMadeBy(account.key);
+    const raise = [
+      ["rateLimitTier", { rateLimitTier: "partner" }],
+      ["rateLimits", { rateLimits: { "text:S": { rpm: 100000, tpm: 100000000 } } }],
+    ] as const;
+    for (const [field, change] of raise) {
+      const created = await post(server, "/api_keys", { apiKeyType: "INFERENCE", description: "faster", ...change }, { key: account.key });
+      expect(created.status, field).toBe(403);
+      expect(((await created.json()) as { error: string }).error).toMatch(new RegExp(`^${field}:`));
+      const patched = await call("/api_keys", account.key, { method: "PATCH", body: JSON.stringify({ id: made.id, ...change }) });
+      expect(patched.status, field).toBe(403);
+      // The operator may (here in its own account).
+      const byOperator = await post(server, "/api_keys", { apiKeyType: "INFERENCE", description: "faster", ...change }, { key: server.adminKey });
+      expect(byOperator.status, field).toBe(200);
+    }
+    // Staying on the standard tier is the account's own business.
+    expect((await call("/api_keys", account.key, { method: "PATCH", body: JSON.stringify({ id: made.id, rateLimitTier: "standard", description: "renamed" }) })).status).toBe(200);
+  });
 });
 
 describe("operator keys from the CLI", () => {

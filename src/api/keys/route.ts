@@ -63,7 +63,7 @@ export function keysRouter(deps: AppDeps): Router {
     const body = parse(CreateApiKeyRequest, req.body);
     const decision = creationLimiter.admit(`key-create:${caller.accountId}`, KEY_CREATION_LIMIT);
     if (!decision.allowed) throw new RateLimitError("Rate limit exceeded: at most 20 API keys may be created per minute.", decision.headers);
-    res.json(service.create(caller.accountId, body));
+    res.json(service.create(caller.accountId, body, callerIsOperator(caller)));
   });
 
   router.patch("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {

@@ -94,7 +94,8 @@ export class ApiKeyService {
     return this.toWire(key, keyModelPrivacy(this.options.db, key.id), true);
   }
 
-  create(accountId: string, request: CreateApiKeyRequest): CreateApiKeyResponse {
+  create(accountId: string, request: CreateApiKeyRequest, callerIsOperator: boolean): CreateApiKeyResponse {
+    requireOperatorForLimits(request, callerIsOperator);
     const { db, now } = this.options;
     const settings = this.settingsFrom(request);
     const { record, secret, privacy } = db
@@ -131,6 +132,7 @@ export class ApiKeyService {
     const { db } = this.options;
     const key = this.ownKey(accountId, request.id);
     requireOperatorFor(key, callerIsOperator, "change");
+    requireOperatorForLimits(request, callerIsOperator);
     const settings = this.settingsFrom(request);
     const updated = db
       .transaction(() => {
@@ -250,6 +252,20 @@ export class ApiKeyService {
       }
     }
     return wire;
+  }
+}
+
+/**
+ * Rate limits are the node's resource, like credit: an account admin may keep a key on the
+ * standard tier and its defaults, but only the operator may raise them (the partner tier or overrides).
+ */
+function requireOperatorForLimits(request: CreateApiKeyRequest | UpdateApiKeyRequest, callerIsOperator: boolean): void {
+  if (callerIsOperator) return;
+  if (request.rateLimitTier !== undefined && request.rateLimitTier !== "standard") {
+    throw new PermissionDeniedError("rateLimitTier: only the node operator may put a key on another tier than standard");
+  }
+  if (request.rateLimits && Object.keys(request.rateLimits).length > 0) {
+    throw new PermissionDeniedError("rateLimits: only the node operator may set a key's rate-limit overrides");
   }
 }
 
