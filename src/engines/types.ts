@@ -204,6 +204,12 @@ export interface ChatFeatures {
 export interface ChatEngine extends EngineBase {
   readonly kind: "chat";
   readonly contextSize: number;
+  /**
+   * The most characters a rendered prompt can have and still fit the context (the context
+   * times the longest token piece); longer text is refused before tokenizing. Absent where
+   * the engine does not tokenize locally or no sound bound holds.
+   */
+  readonly maxPromptChars?: number;
   readonly features: ChatFeatures;
   generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
   stats(): { sequences: number; busy: number; waiting: number };
@@ -364,8 +370,16 @@ export interface EmbeddingEngine extends EngineBase {
   readonly dimensions: number;
   /** Tokens one input may have. */
   readonly maxInputTokens: number;
-  /** Token counts per input, without running the model (for limits and the credit hold). */
-  countTokens(texts: readonly string[]): Promise<number[]>;
+  /**
+   * The most characters an input can have and still fit maxInputTokens (checked before
+   * tokenizing); absent where no sound bound holds (the count then stops early instead).
+   */
+  readonly maxInputChars?: number;
+  /**
+   * Token counts per input, without running the model (for limits and the credit hold). Past
+   * `stopAbove` an engine may stop counting and report any number above it.
+   */
+  countTokens(texts: readonly string[], options?: { stopAbove?: number }): Promise<number[]>;
   /** Embeds all inputs; batches of inputs run through the model together. */
   embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<EmbedResult>;
 }

@@ -17,6 +17,7 @@ import type { LlamaSettings } from "../../config.js";
 import { InferenceError, InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, ChatMessage, FunctionDefinition } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
+import { longestTokenBytes } from "./longestTokenBytes.js";
 import { ChoiceGeneration, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
@@ -65,7 +66,11 @@ export class LlamaChatEngine implements ChatEngine {
       maxChoices: pool.total,
       vocabularySize: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0,
     };
+    const longest = longestTokenBytes(model);
+    this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
   }
+
+  readonly maxPromptChars: number | undefined;
 
   static async load(options: LlamaChatEngineOptions): Promise<LlamaChatEngine> {
     const llama = await getSharedLlama(options.gpu);
