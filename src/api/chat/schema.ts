@@ -118,7 +118,7 @@ const Stop = z.union([z.string(), z.array(z.string()).max(16)]).nullish();
  * A JSON schema from the caller (tool parameters, a response format): bounded in nesting,
  * values and characters, measured without recursion before anything compiles it to a grammar.
  */
-export const USER_SCHEMA_SHAPE: JsonShapeLimits = { maxDepth: 64, maxNodes: 10_000, maxChars: 200_000 };
+export const USER_SCHEMA_SHAPE: JsonShapeLimits = { maxDepth: 64, maxNodes: 2_000, maxChars: 50_000 };
 const UserSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
   const violation = checkJsonShape(value, USER_SCHEMA_SHAPE);
   if (violation) ctx.addIssue({ code: "custom", message: `this schema ${violation.message}` });
