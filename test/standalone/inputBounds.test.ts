@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { chunksAtWhitespace } from "../../src/engines/cooperativeWork.js";
 import { clipDetails, clipMessage, toErrorResponse, NotFoundError } from "../../src/errors.js";
 import { checkJsonShape } from "../../src/http/jsonShape.js";
+import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
+import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
 
 /** A value nested `depth` arrays deep, built without recursion. */
 function nestedArrays(depth: number): unknown {
@@ -63,5 +65,17 @@ describe("chunksAtWhitespace", () => {
     // Words are never split where whitespace was available: every chunk of the prose part starts at a space.
     const prose = chunks.slice(1).filter((c) => c.includes(" "));
     for (const chunk of prose) expect(chunk.startsWith(" ")).toBe(true);
+  });
+});
+
+describe("schema grammars stay small when a schema repeats itself", () => {
+  it("a range shared by 300 properties is spelled out once, not 300 times", () => {
+    const property = { type: "integer", minimum: 0, maximum: 999 };
+    const one = jsonGrammar(toJsonSchemaSubset({ type: "object", properties: { p0: property }, required: ["p0"] }));
+    const many = jsonGrammar(toJsonSchemaSubset({ type: "object", properties: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, property])) }));
+    expect(one).toContain('"999"');
+    expect(many.split('"999"').length - 1).toBe(1);
+    // 300 property names and their rules, not 300 copies of 1,000 literals.
+    expect(many.length).toBeLessThan(one.length + 300 * 200);
   });
 });
