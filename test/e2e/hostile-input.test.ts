@@ -66,11 +66,18 @@ async function postThenModels(path: string, body: string): Promise<{ order: stri
 }
 
 describe("over-long inputs are refused before tokenizing, without stalling the node", () => {
-  it("a 200 KB embeddings input that fits (whitespace around one word) is counted in slices: a GET /models sent after it completes first, and it is embedded", async () => {
+  it("a 200 KB embeddings input that fits (whitespace around one word) is embedded: the bound never refuses what fits", async () => {
     const input = `${" ".repeat(100_000)}hello${" ".repeat(100_000)}`;
-    const { order, big } = await postThenModels("/embeddings", JSON.stringify({ model: "tiny-embedding", input, encoding_format: "float" }));
-    expect(big.status).toBe(200);
-    expect(big.json.usage.prompt_tokens).toBeLessThan(10);
+    const res = await post(server, "/embeddings", { model: "tiny-embedding", input, encoding_format: "float" });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeLessThan(10);
+  });
+
+  it("a 300 KB embeddings input over the limit only at its end is counted in slices: a GET /models sent after it completes first, then a 400 naming it", async () => {
+    const input = `${" ".repeat(300_000)}${"word ".repeat(200)}`;
+    const { order, big } = await postThenModels("/embeddings", JSON.stringify({ model: "tiny-embedding", input }));
+    expect(big.status).toBe(400);
+    expect(big.json.error).toBe("input: this input has more than 128 tokens; tiny-embedding takes at most 128 per input");
     expect(order).toEqual(["models", "big"]);
   });
 
@@ -132,6 +139,17 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     const video = await post(server, "/video/queue", { model: "tiny-video", duration: "1s", prompt: "p".repeat(10 * MB) });
     expect(video.status).toBe(413);
     expect(await video.json()).toEqual({ error: "Request body is too large: POST /video/queue accepts at most 256 KB (256000 bytes)", code: "PAYLOAD_TOO_LARGE" });
+  });
+});
+
+describe("document extraction runs off the event loop", () => {
+  it("a 1.6 MB CSV file part is parsed in a worker thread: a GET /models sent after it completes first, then its over-long text is a 400 naming the part", async () => {
+    const csv = Buffer.from("alpha,beta\n".repeat(150_000)).toString("base64");
+    const body = JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: [{ type: "text", text: "sum" }, { type: "file", file: { filename: "big.csv", file_data: `data:text/csv;base64,${csv}` } }] }] });
+    const { order, big } = await postThenModels("/chat/completions", body);
+    expect(big.status).toBe(400);
+    expect(big.json.error).toMatch(/^messages\.0\.content\.1\.file: the file's text is \d+ characters long; this node reads at most 1000000 characters per file$/);
+    expect(order).toEqual(["models", "big"]);
   });
 });
 
