@@ -210,6 +210,12 @@ export interface ChatEngine extends EngineBase {
    * the engine does not tokenize locally or no sound bound holds.
    */
   readonly maxPromptChars?: number;
+  /**
+   * At least how many tokens these texts take (never more than the whole would), counted in
+   * slices with the event loop free between them and stopping once past `stopAbove`: long
+   * text is measured before the prompt is tokenized in one go. Absent: not tokenized locally.
+   */
+  countTokensAtLeast?(texts: readonly string[], stopAbove: number): Promise<number>;
   readonly features: ChatFeatures;
   generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
   stats(): { sequences: number; busy: number; waiting: number };

@@ -73,8 +73,10 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     expect(((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeLessThan(10);
   });
 
-  it("a 300 KB embeddings input over the limit only at its end is counted in slices: a GET /models sent after it completes first, then a 400 naming it", async () => {
-    const input = `${" ".repeat(300_000)}${"word ".repeat(200)}`;
+  it("a 1 MB embeddings input over the limit only at its end is counted in slices: a GET /models sent after it completes first, then a 400 naming it", async () => {
+    // The model loaded first: its load would give the GET its turn whatever the counting does.
+    expect((await post(server, "/embeddings", { model: "tiny-embedding", input: "warm" })).status).toBe(200);
+    const input = `${" ".repeat(MB)}${"word ".repeat(200)}`;
     const { order, big } = await postThenModels("/embeddings", JSON.stringify({ model: "tiny-embedding", input }));
     expect(big.status).toBe(400);
     expect(big.json.error).toBe("input: this input has more than 128 tokens; tiny-embedding takes at most 128 per input");
@@ -130,6 +132,16 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     const json = (await res.json()) as ErrorJson;
     expect(json.error).toMatch(/^messages: \d+ characters cannot fit/);
     expect(errorsAt(json, ["messages"])).toHaveLength(1);
+  });
+
+  it("a conversation within the length bound but over the context is measured in slices and refused before the prompt is tokenized whole", async () => {
+    const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "word ".repeat(4000) }] });
+    expect(res.status).toBe(400);
+    const json = (await res.json()) as ErrorJson;
+    expect(json.error).toMatch(/^messages: the conversation has more than (\d+) tokens; tiny-chat's context holds \1$/);
+    // A long conversation that fits is answered.
+    const fits = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "the ".repeat(1900) }], max_tokens: 1 });
+    expect(fits.status, await fits.clone().text()).toBe(200);
   });
 
   it("10 MB prompts on the image and video routes: a 400 naming the prompt, a 413 naming the route's limit", async () => {

@@ -28,6 +28,24 @@ export function checkPromptLength(request: ChatCompletionRequest, engine: Pick<C
   }
 }
 
+/** Text longer than this is measured in slices before the prompt is tokenized whole. */
+const MEASURE_ABOVE_CHARS = 4096;
+
+/**
+ * A conversation whose text passes the length bound but is long: its tokens are counted in
+ * slices (the event loop free between them) and a conversation that cannot fit the context is
+ * refused before the prompt is tokenized in one go on the event loop.
+ */
+export async function checkPromptTokens(engine: Pick<ChatEngine, "countTokensAtLeast" | "contextSize">, modelId: string, conversation: readonly ChatMessage[]): Promise<void> {
+  if (!engine.countTokensAtLeast) return;
+  const texts = conversation.flatMap((m) => [m.content ?? "", m.role === "assistant" ? (m.reasoning ?? "") : ""]).filter((t) => t.length > 0);
+  if (texts.reduce((sum, t) => sum + t.length, 0) <= MEASURE_ABOVE_CHARS) return;
+  const tokens = await engine.countTokensAtLeast(texts, engine.contextSize);
+  if (tokens > engine.contextSize) {
+    throw InvalidRequestError.forField(["messages"], `the conversation has more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
+  }
+}
+
 function* textFields(message: ChatCompletionRequest["messages"][number]): Generator<[(string | number)[], string]> {
   const { content } = message;
   if (typeof content === "string") yield [["content"], content];

@@ -21,7 +21,7 @@ import {
   toSampling,
   toToolOptions,
 } from "./fromChatRequest.js";
-import { checkPromptLength } from "./promptBound.js";
+import { checkPromptLength, checkPromptTokens } from "./promptBound.js";
 import type { ContentPartLimits } from "./contentParts.js";
 import { parseModelSuffix } from "./modelSuffix.js";
 import {
@@ -108,6 +108,7 @@ export class ChatService {
     try {
       const { engine } = lease;
       checkPromptLength(request, engine, entry.id, conversation.messages);
+      await checkPromptTokens(engine, entry.id, conversation.messages);
       const { features } = engine;
       const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
       const logprobs = toLogprobs(request, entry.id, features);
