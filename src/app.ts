@@ -21,8 +21,10 @@ import { consoleStatic } from "./console/consoleStatic.js";
 import type { RequestLog } from "./console/RequestLog.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
+import { routeBodyLimits } from "./http/bodyLimits.js";
 import { compressResponses } from "./http/compressResponses.js";
 import { formatErrorBody } from "./http/errorFormat.js";
+import { jsonBodyByRoute } from "./http/jsonBody.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
@@ -85,8 +87,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     authenticate: auth.paid,
     authenticateWallet: auth.walletSignIn,
     authenticateKey: auth.apiKey,
-    // Room for a chat message's file or audio part of the largest upload size, base64-encoded (4/3 larger).
-    jsonBody: express.json({ limit: Math.max(25e6, Math.ceil((deps.config.maxUploadMb * 4e6) / 3) + 1e6), type: "application/json" }),
+    // Each route's own size limit (uploads only where a route takes files), and a nesting bound on every body.
+    jsonBody: jsonBodyByRoute(routeBodyLimits(deps.config)),
   };
   const app = express();
   app.disable("x-powered-by");

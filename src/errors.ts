@@ -155,8 +155,61 @@ export const DetailedErrorResponse = z.looseObject({
   details: z.record(z.string(), z.unknown()),
 });
 
+/** The most characters of one offending value an error message quotes; longer runs end in "…". */
+export const QUOTE_LIMIT = 100;
+/** The most characters one error message or `details` entry has, whatever it quotes. */
+export const MESSAGE_LIMIT = 1000;
+
+/**
+ * An error text as sent: every run of non-space characters longer than QUOTE_LIMIT (an id, a
+ * slug, a pasted value) is cut to its prefix and "…", and the whole to MESSAGE_LIMIT, so an
+ * error never echoes a large input back.
+ */
+export function clipMessage(text: string): string {
+  if (text.length <= QUOTE_LIMIT) return text;
+  // One linear pass (error paths only); the cap then bounds what is sent.
+  const clipped = text.replace(LONG_RUN, (run) => `${run.slice(0, QUOTE_LIMIT)}…`);
+  return clipped.length > MESSAGE_LIMIT ? `${clipped.slice(0, MESSAGE_LIMIT)}…` : clipped;
+}
+const LONG_RUN = new RegExp(`\\S{${QUOTE_LIMIT + 1},}`, "g");
+
+/**
+ * `details` as sent: strings clipped, keys clipped, at most MAX_DETAIL_NODES entries, walked
+ * without recursion (a detail tree mirrors the request, whose keys and nesting the caller chose).
+ */
+const MAX_DETAIL_NODES = 200;
+export function clipDetails(details: unknown): unknown {
+  if (details === null || typeof details !== "object") return typeof details === "string" ? clipMessage(details) : details;
+  const root: Record<string, unknown> | unknown[] = Array.isArray(details) ? [] : {};
+  const stack: { from: object; to: Record<string, unknown> | unknown[] }[] = [{ from: details, to: root }];
+  let budget = MAX_DETAIL_NODES;
+  while (stack.length > 0) {
+    const { from, to } = stack.pop()!;
+    for (const [key, value] of Object.entries(from)) {
+      if (budget-- <= 0) return root;
+      let copy: unknown = value;
+      if (typeof value === "string") copy = clipMessage(value);
+      else if (value !== null && typeof value === "object") {
+        copy = Array.isArray(value) ? [] : {};
+        stack.push({ from: value, to: copy as Record<string, unknown> });
+      }
+      if (Array.isArray(to)) to.push(copy);
+      else to[clipMessage(key)] = copy;
+    }
+  }
+  return root;
+}
+
 /** Maps anything thrown to a status and a body of the reference's shape. Unknown errors are 500s with a generic message. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  const { status, body, headers } = toUnclippedErrorResponse(error);
+  if (typeof body.error === "string") body.error = clipMessage(body.error);
+  if (typeof body.message === "string") body.message = clipMessage(body.message);
+  if (body.details !== undefined) body.details = clipDetails(body.details);
+  return { status, body, headers };
+}
+
+function toUnclippedErrorResponse(error: unknown): { status: number; body: ErrorBody; headers: Record<string, string> } {
   if (error instanceof ApiError) {
     // A body of its own (x402 shapes) may set `error` itself.
     const body: ErrorBody = { error: error.message, ...error.extra.body };
@@ -164,11 +217,11 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     if (error.extra.details !== undefined) body.details = error.extra.details;
     return { status: error.status, body, headers: error.extra.headers ?? {} };
   }
-  if (error instanceof z.ZodError) return toErrorResponse(new ValidationError(error));
+  if (error instanceof z.ZodError) return toUnclippedErrorResponse(new ValidationError(error));
   const httpError = error as { status?: number; type?: string; message?: string };
   // body-parser's errors: malformed JSON, oversized bodies, bad charsets.
   if (httpError?.type === "entity.parse.failed") {
-    return toErrorResponse(new InvalidRequestError(`Malformed JSON in request body: ${httpError.message}`));
+    return toUnclippedErrorResponse(new InvalidRequestError(`Malformed JSON in request body: ${httpError.message}`));
   }
   if (httpError?.type === "entity.too.large") {
     return { status: 413, body: { error: "Request body is too large", code: "PAYLOAD_TOO_LARGE" }, headers: {} };

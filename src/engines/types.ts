@@ -243,6 +243,18 @@ export interface ChatFeatures {
 export interface ChatEngine extends EngineBase {
   readonly kind: "chat";
   readonly contextSize: number;
+  /**
+   * The most characters a rendered prompt can have and still fit the context (the context
+   * times the longest token piece); longer text is refused before tokenizing. Absent where
+   * the engine does not tokenize locally or no sound bound holds.
+   */
+  readonly maxPromptChars?: number;
+  /**
+   * At least how many tokens these texts take (never more than the whole would), counted in
+   * slices with the event loop free between them and stopping once past `stopAbove`: long
+   * text is measured before the prompt is tokenized in one go. Absent: not tokenized locally.
+   */
+  countTokensAtLeast?(texts: readonly string[], stopAbove: number): Promise<number>;
   readonly features: ChatFeatures;
   generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
   /** Raw-text completion (no chat template), for the legacy completions API. */
@@ -433,8 +445,16 @@ export interface EmbeddingEngine extends EngineBase {
   readonly dimensions: number;
   /** Tokens one input may have. */
   readonly maxInputTokens: number;
-  /** Token counts per input, without running the model (for limits and the credit hold). */
-  countTokens(texts: readonly string[]): Promise<number[]>;
+  /**
+   * The most characters an input can have and still fit maxInputTokens (checked before
+   * tokenizing); absent where no sound bound holds (the count then stops early instead).
+   */
+  readonly maxInputChars?: number;
+  /**
+   * Token counts per input, without running the model (for limits and the credit hold). Past
+   * `stopAbove` an engine may stop counting and report any number above it.
+   */
+  countTokens(texts: readonly string[], options?: { stopAbove?: number }): Promise<number[]>;
   /** Embeds all inputs; batches of inputs run through the model together. */
   embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<EmbedResult>;
 }

@@ -278,8 +278,19 @@ describe("POST /completions on the llama engine", () => {
     const res = await post(server, "/completions", { model: "tiny-chat", prompt: "hello world ".repeat(2000) }, { key });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string; details: Record<string, any> };
-    expect(body.details.prompt._errors[0]).toMatch(/tokens but this model's context holds 2048/);
+    expect(body.details.prompt._errors[0]).toMatch(/tokens.*context holds 2048/);
     expect(getBalances(server.db, accountId).USD).toBe(before);
+  });
+
+  it("refuses a megabytes-long prompt by its length before tokenizing it, naming which prompt", async () => {
+    const huge = "x".repeat(7_000_000);
+    const res = await post(server, "/completions", { model: "tiny-chat", prompt: ["fine", huge] });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { details: Record<string, any> };
+    expect(body.details.prompt["1"]._errors[0]).toMatch(/context holds 2048/);
+    const alone = await post(server, "/completions", { model: "tiny-chat", prompt: huge });
+    expect(alone.status).toBe(400);
+    expect(((await alone.json()) as { details: Record<string, any> }).details.prompt._errors[0]).toMatch(/context holds 2048/);
   });
 
   it("refuses bad fields with a 400 naming them, never a 500", async () => {

@@ -1,4 +1,4 @@
-import { defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
+import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 export const chatApi = defineApiGroup({
@@ -17,8 +17,8 @@ export const chatApi = defineApiGroup({
       body: { content: { "application/json": schemas.ChatCompletionRequest } },
       responses: {
         200: {
-          description: "The completion, or with `stream: true` its chunks",
-          headers: INFERENCE_HEADERS,
+          description: "The completion, or with `stream: true` its chunks (a stream's cost is in its last chunks' `cost`: the headers are sent before it is known)",
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
           content: {
             "application/json": schemas.ChatCompletionResponse,
             "text/event-stream": {

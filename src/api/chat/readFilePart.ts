@@ -1,4 +1,6 @@
+import { detectDocumentType, type DocumentHints } from "../../documents/detectDocumentType.js";
 import { extractDocument } from "../../documents/extractDocument.js";
+import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { PartContext } from "./contentParts.js";
@@ -31,7 +33,8 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
 
   let text: string;
   try {
-    ({ text } = await extractDocument(decoded.data, { mimeType: decoded.mimeType, filename: file.filename }));
+    const hints = { mimeType: decoded.mimeType, filename: file.filename };
+    ({ text } = await (parsesOffThread(decoded.data, hints) ? extractDocumentOffThread(decoded.data, hints, ctx.signal) : extractDocument(decoded.data, hints)));
   } catch (error) {
     if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) throw InvalidRequestError.forField(path, error.message);
     throw error;
@@ -43,6 +46,18 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
   // A document cannot close its own wrapper and pass the rest off as the caller's words.
   const body = text.replace(/<\/file>/gi, "<\\/file>");
   return `<file${name ? ` name="${name}"` : ""}>\n${body}\n</file>`;
+}
+
+/**
+ * Office documents and PDFs are parsed in a worker thread (seconds of CPU for a large one);
+ * so is any file over OFF_THREAD_BYTES. Small text, Markdown, HTML and CSV files are read in
+ * place: a thread's start-up would cost more than they do.
+ */
+const OFF_THREAD_BYTES = 1e6;
+function parsesOffThread(data: Buffer, hints: DocumentHints): boolean {
+  if (data.length > OFF_THREAD_BYTES) return true;
+  const type = detectDocumentType(data, hints);
+  return type === "pdf" || type === "docx" || type === "pptx" || type === "xlsx";
 }
 
 const megabytes = (bytes: number) => (bytes / 1e6).toFixed(bytes < 1e6 ? 2 : 1);

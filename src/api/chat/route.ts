@@ -7,6 +7,7 @@ import { SseStream } from "../../http/sse.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { costHeaders } from "../../billing/costHeaders.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import type { TokenReservation } from "../../limits/RateLimiter.js";
 import { ChatCompletionRequest } from "./schema.js";
@@ -88,7 +89,7 @@ export function chatRouter(deps: AppDeps): Router {
         const completion = await service.complete(chat, ctx.abort.signal);
         result = completion.result;
         if (result.finishReason === "abort") status = CLIENT_CLOSED_REQUEST;
-        else res.json(completion.response);
+        else res.set(costHeaders(completion.response.cost)).json(completion.response);
       }
     } catch (error) {
       status = toErrorResponse(error).status;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { checkJsonShape, type JsonShapeLimits } from "../../http/jsonShape.js";
 
 /**
  * POST /chat/completions: the request and response shapes of the chat-completions
@@ -113,6 +114,16 @@ export type AppliedServiceParameters = {
 
 const Stop = z.union([z.string(), z.array(z.string()).max(16)]).nullish();
 
+/**
+ * A JSON schema from the caller (tool parameters, a response format): bounded in nesting,
+ * values and characters, measured without recursion before anything compiles it to a grammar.
+ */
+export const USER_SCHEMA_SHAPE: JsonShapeLimits = { maxDepth: 64, maxNodes: 2_000, maxChars: 50_000 };
+const UserSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const violation = checkJsonShape(value, USER_SCHEMA_SHAPE);
+  if (violation) ctx.addIssue({ code: "custom", message: `this schema ${violation.message}` });
+});
+
 /** The standard's function names: letters, digits, underscores and dashes, up to 64. */
 const FunctionName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "function names use letters, digits, '_' and '-' (at most 64)");
 
@@ -121,7 +132,7 @@ const FunctionTool = z.looseObject({
   function: z.looseObject({
     name: FunctionName,
     description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
+    parameters: UserSchema.optional(),
     strict: z.boolean().nullish(),
   }),
 });
@@ -138,7 +149,7 @@ const ResponseFormat = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("text") }),
   z.looseObject({ type: z.literal("json_object") }),
   // The reference puts the schema itself here; the standard nests it as {name, schema, strict}. Both are accepted.
-  z.looseObject({ type: z.literal("json_schema"), json_schema: z.record(z.string(), z.unknown()) }),
+  z.looseObject({ type: z.literal("json_schema"), json_schema: UserSchema }),
 ]);
 
 const ReasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);

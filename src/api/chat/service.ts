@@ -21,6 +21,7 @@ import {
   toSampling,
   toToolOptions,
 } from "./fromChatRequest.js";
+import { checkPromptLength, checkPromptTokens } from "./promptBound.js";
 import type { ContentPartLimits } from "./contentParts.js";
 import { parseModelSuffix } from "./modelSuffix.js";
 import {
@@ -96,6 +97,8 @@ export class ChatService {
     const webMode = this.web.mode(request, params); // `on` without a search provider is a 400
     const requestedTools = toToolOptions(request);
     const requestedFormat = toResponseFormat(request);
+    const loaded = this.models.loadedEngine(entry.id);
+    if (loaded?.kind === "chat") checkPromptLength(request, loaded, entry.id);
     admit(entry);
     // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
     const web = await this.web.gather(request, params, webMode, requestId, signal);
@@ -106,6 +109,8 @@ export class ChatService {
     const lease = await this.models.acquire(entry.id, "chat");
     try {
       const { engine } = lease;
+      checkPromptLength(request, engine, entry.id, conversation.messages);
+      await checkPromptTokens(engine, entry.id, conversation.messages);
       const { features } = engine;
       const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
       const logprobs = toLogprobs(request, entry.id, features);

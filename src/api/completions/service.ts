@@ -68,6 +68,7 @@ export class CompletionService {
       if (suffix !== undefined && !features.infill) {
         throw InvalidRequestError.forField(["suffix"], `the model "${entry.id}" cannot fill in the middle: it has no FIM prefix/suffix/middle tokens`);
       }
+      await refuseOverlongPrompts(engine, entry.id, prompts, suffix);
       const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
       const unsupported: string[] = [];
       if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
@@ -218,6 +219,29 @@ export class CompletionService {
 }
 
 /** `prompt` in its four wire forms as a list of prompts (a string, strings, token ids, lists of token ids). */
+/** Text longer than this is counted in slices (the event loop free between them) before it is tokenized whole. */
+const MEASURE_ABOVE_CHARS = 4096;
+
+/**
+ * A raw prompt (with its FIM suffix) that cannot fit the context is refused before it is
+ * tokenized on the event loop: by its length alone where the engine has a sound character bound
+ * (as chat does, see chat/promptBound.ts), else, when long, by counting its tokens in slices.
+ */
+async function refuseOverlongPrompts(engine: ChatEngine, modelId: string, prompts: readonly CompletionPrompt[], suffix: string | undefined): Promise<void> {
+  for (const [i, prompt] of prompts.entries()) {
+    if (typeof prompt !== "string") continue;
+    const field = prompts.length > 1 ? ["prompt", i] : ["prompt"];
+    const chars = prompt.length + (suffix?.length ?? 0);
+    const tooLong = () =>
+      InvalidRequestError.forField(field, `${suffix ? "this prompt and the suffix have" : "this prompt has"} more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
+    if (engine.maxPromptChars !== undefined && chars > engine.maxPromptChars) throw tooLong();
+    if (chars > MEASURE_ABOVE_CHARS && engine.countTokensAtLeast) {
+      const texts = suffix ? [prompt, suffix] : [prompt];
+      if ((await engine.countTokensAtLeast(texts, engine.contextSize)) > engine.contextSize) throw tooLong();
+    }
+  }
+}
+
 export function toPrompts(prompt: CompletionRequest["prompt"]): CompletionPrompt[] {
   if (typeof prompt === "string") return [prompt];
   if (prompt.length > 0 && typeof prompt[0] === "number") return [prompt as number[]];

@@ -1,4 +1,4 @@
-import { defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
+import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 export const embeddingsApi = defineApiGroup({
@@ -14,7 +14,7 @@ export const embeddingsApi = defineApiGroup({
       description: "Token-array inputs are refused with a 400: send strings.",
       access: "paid",
       body: { content: { "application/json": schemas.CreateEmbeddingRequest } },
-      responses: { 200: { description: "One embedding per input", headers: INFERENCE_HEADERS, content: { "application/json": schemas.CreateEmbeddingResponse } } },
+      responses: { 200: { description: "One embedding per input", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.CreateEmbeddingResponse } } },
       errors: INFERENCE_ERRORS,
     },
   ],

@@ -1,13 +1,14 @@
 import { Router } from "express";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { costHeaders } from "../../billing/costHeaders.js";
 import { embeddingCost } from "../../billing/pricing.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { InvalidRequestError, toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
-import { CreateEmbeddingRequest, isTokenArrayInput } from "./schema.js";
+import { CreateEmbeddingRequest, type CreateEmbeddingResponse, isTokenArrayInput } from "./schema.js";
 import { EmbeddingService, type PreparedEmbedding } from "./service.js";
 
 const CLIENT_CLOSED_REQUEST = 499;
@@ -39,8 +40,8 @@ export function embeddingsRouter(deps: AppDeps): Router {
       // Token counts are exact before inference, so the hold is the charge.
       meter.reserve(embeddingCost(entry, tokens));
       const response = await service.embed(prepared, body, ctx.abort.signal);
-      meter.settle(embeddingCost(entry, tokens));
-      res.json(response);
+      const cost = meter.settle(embeddingCost(entry, tokens));
+      res.set(costHeaders(cost)).json({ ...response, cost } satisfies CreateEmbeddingResponse);
     } catch (error) {
       status = ctx.abort.signal.aborted ? CLIENT_CLOSED_REQUEST : toErrorResponse(error).status;
       if (status !== CLIENT_CLOSED_REQUEST) throw error;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Cost } from "../chat/schema.js";
 
 /** POST /embeddings: the reference's CreateEmbeddingRequestSchema and its response. */
 
@@ -28,6 +29,8 @@ export const CreateEmbeddingResponse = z.object({
   data: z.array(EmbeddingObject),
   model: z.string(),
   usage: z.object({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }),
+  /** What the request was charged (also in x-service-cost-usd / x-service-cost-diem). */
+  cost: Cost,
 });
 export type CreateEmbeddingResponse = z.infer<typeof CreateEmbeddingResponse>;
 

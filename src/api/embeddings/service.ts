@@ -1,4 +1,5 @@
 import type { ModelEntry } from "../../config.js";
+import { CooperativeSlicer } from "../../engines/cooperativeWork.js";
 import { reduceDimensions } from "../../engines/embeddingMath.js";
 import type { EmbeddingEngine } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
@@ -36,11 +37,28 @@ export class EmbeddingService {
       if (dimensions < engine.dimensions && !entry.embedding.supportsCustomDimensions) {
         throw InvalidRequestError.forField(["dimensions"], `${entry.id} does not support reduced dimensions; omit dimensions or send ${engine.dimensions}`);
       }
-      const tokens = await engine.countTokens(inputs);
-      const tooLong = tokens.findIndex((n) => n > engine.maxInputTokens);
-      if (tooLong >= 0) {
-        const path = typeof request.input === "string" ? ["input"] : ["input", tooLong];
-        throw InvalidRequestError.forField(path, `this input has ${tokens[tooLong]} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
+      const pathOf = (index: number) => (typeof request.input === "string" ? ["input"] : ["input", index]);
+      // Refused by length before any tokenizer runs, where the vocabulary gives a sound bound.
+      const maxChars = engine.maxInputChars;
+      if (maxChars !== undefined) {
+        const overLong = inputs.findIndex((input) => input.length > maxChars);
+        if (overLong >= 0) {
+          throw InvalidRequestError.forField(
+            pathOf(overLong),
+            `this input has ${inputs[overLong]!.length} characters; ${entry.id} takes at most ${engine.maxInputTokens} tokens per input, which is never more than ${maxChars} characters`,
+          );
+        }
+      }
+      // Counted input by input, the event loop free between them; a count past the limit stops early.
+      const slicer = new CooperativeSlicer();
+      const tokens: number[] = [];
+      for (const [index, input] of inputs.entries()) {
+        const [count] = await engine.countTokens([input], { stopAbove: engine.maxInputTokens });
+        if (count! > engine.maxInputTokens) {
+          throw InvalidRequestError.forField(pathOf(index), `this input has more than ${engine.maxInputTokens} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
+        }
+        tokens.push(count!);
+        await slicer.pause();
       }
       return { entry, engine, lease, inputs, tokens, dimensions };
     } catch (error) {
@@ -49,7 +67,7 @@ export class EmbeddingService {
     }
   }
 
-  async embed(prepared: PreparedEmbedding, request: CreateEmbeddingRequest, signal: AbortSignal): Promise<CreateEmbeddingResponse> {
+  async embed(prepared: PreparedEmbedding, request: CreateEmbeddingRequest, signal: AbortSignal): Promise<Omit<CreateEmbeddingResponse, "cost">> {
     const { vectors } = await prepared.engine.embed(prepared.inputs, { signal });
     const promptTokens = prepared.tokens.reduce((a, b) => a + b, 0);
     return {

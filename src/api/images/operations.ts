@@ -1,5 +1,5 @@
 import { IMAGE_FORMATS } from "../../media/image.js";
-import { binary, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, type Operation } from "../openapi/Operation.js";
+import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, type Operation } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 const SAFETY_HEADERS = {
@@ -37,7 +37,7 @@ export const imagesApi = defineApiGroup({
       responses: {
         200: {
           description: "Base64 images, or with `return_binary: true` the image itself",
-          headers: { ...INFERENCE_HEADERS, ...SAFETY_HEADERS },
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...SAFETY_HEADERS },
           content: { "application/json": schemas.GenerateImageResponse, ...imageBytes },
         },
       },
@@ -51,7 +51,7 @@ export const imagesApi = defineApiGroup({
       description: "A model this node does not have (an OpenAI model name, say) means the default image model. `url` results are data URLs.",
       access: "paid",
       body: { content: { "application/json": schemas.SimpleGenerateImageRequest } },
-      responses: { 200: { description: "The image", headers: { ...INFERENCE_HEADERS, ...SAFETY_HEADERS }, content: { "application/json": schemas.SimpleGenerateImageResponse } } },
+      responses: { 200: { description: "The image", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...SAFETY_HEADERS }, content: { "application/json": schemas.SimpleGenerateImageResponse } } },
       errors: INFERENCE_ERRORS,
     },
     {

@@ -1,6 +1,8 @@
 import { Router, type Response } from "express";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { costHeaders } from "../../billing/costHeaders.js";
+import type { Cost } from "../../billing/credits.js";
 import { imageCost } from "../../billing/pricing.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { NotFoundError, toErrorResponse } from "../../errors.js";
@@ -37,7 +39,7 @@ export function imagesRouter(deps: AppDeps): Router {
    * every image, generation off the event loop, settlement, safety headers, usage row.
    * Returns undefined when the client left (nothing is sent or charged).
    */
-  async function generate(plan: ImagePlan, res: Response, endpoint: string): Promise<ImageOutcome | undefined> {
+  async function generate(plan: ImagePlan, res: Response, endpoint: string): Promise<(ImageOutcome & { cost: Cost }) | undefined> {
     const ctx = res.locals.ctx;
     res.set(deps.limits.admit(ctx, plan.entry, "image"));
     if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
@@ -52,12 +54,13 @@ export function imagesRouter(deps: AppDeps): Router {
       setModelHeaders(res, plan.entry, engine.router);
       const outcome = await service.generate(plan, engine, ctx.abort.signal);
       images = outcome.files.length;
-      meter.settle(imageCost(plan.entry, { images, steps: plan.steps }));
+      const cost = meter.settle(imageCost(plan.entry, { images, steps: plan.steps }));
+      res.set(costHeaders(cost));
       res.setHeader("x-service-is-blurred", String(outcome.blurred));
       if (outcome.flagged !== null) res.setHeader("x-service-is-content-violation", String(outcome.flagged));
       // Safe mode needs a classifier: without one, say so instead of implying images were checked.
       if (plan.safeMode && !engine.safetyChecker) res.setHeader("x-service-safe-mode", "unavailable");
-      return outcome;
+      return { ...outcome, cost };
     } catch (error) {
       if (ctx.abort.signal.aborted) {
         status = CLIENT_CLOSED_REQUEST;
@@ -98,6 +101,7 @@ export function imagesRouter(deps: AppDeps): Router {
         inferenceQueueTime: Math.round(outcome.result.queueMs),
         total: Date.now() - ctx.startedAt,
       },
+      cost: outcome.cost,
     };
     res.json(response);
   });
@@ -115,6 +119,7 @@ export function imagesRouter(deps: AppDeps): Router {
       data: outcome.files.map((file) =>
         body.response_format === "url" ? { url: `data:${contentType};base64,${file.toString("base64")}` } : { b64_json: file.toString("base64") },
       ),
+      cost: outcome.cost,
     };
     res.json(response);
   });

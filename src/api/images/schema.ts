@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Cost } from "../chat/schema.js";
 
 /**
  * Image generation wire shapes: the reference's GenerateImageRequest (POST /image/generate)
@@ -53,6 +54,8 @@ export const GenerateImageResponse = z.object({
     inferenceQueueTime: z.number(),
     total: z.number(),
   }),
+  /** What the request was charged (also in x-service-cost-usd / x-service-cost-diem). */
+  cost: Cost,
 });
 export type GenerateImageResponse = z.infer<typeof GenerateImageResponse>;
 
@@ -79,6 +82,8 @@ export type SimpleGenerateImageRequest = z.infer<typeof SimpleGenerateImageReque
 export const SimpleGenerateImageResponse = z.object({
   created: z.number().int(),
   data: z.array(z.union([z.object({ b64_json: z.string() }), z.object({ url: z.string() })])),
+  /** What the request was charged (also in x-service-cost-usd / x-service-cost-diem). */
+  cost: Cost,
 });
 export type SimpleGenerateImageResponse = z.infer<typeof SimpleGenerateImageResponse>;
 

@@ -1,4 +1,4 @@
-import { binary, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, MODEL_HEADERS, RATE_LIMIT_HEADERS } from "../openapi/Operation.js";
+import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, MODEL_HEADERS, RATE_LIMIT_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 export const videoApi = defineApiGroup({
@@ -24,7 +24,7 @@ export const videoApi = defineApiGroup({
       description: `The credit is held when the job is queued and refunded when it fails. Inputs a text-to-video model has no use for (${schemas.UNSUPPORTED_VIDEO_INPUTS.join(", ")}) are refused with a 400 naming them.`,
       access: "paid",
       body: { content: { "application/json": schemas.QueueVideoRequest } },
-      responses: { 200: { description: "The job's queue id", headers: INFERENCE_HEADERS, content: { "application/json": schemas.QueueVideoResponse } } },
+      responses: { 200: { description: "The job's queue id", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.QueueVideoResponse } } },
       errors: { 403: INFERENCE_ERRORS[403], 404: INFERENCE_ERRORS[404] },
     },
     {

@@ -1,11 +1,12 @@
 import { Router } from "express";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { costHeaders } from "../../billing/costHeaders.js";
 import { toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { setModelHeaders } from "../chat/route.js";
-import { CompleteVideoRequest, QueueVideoRequest, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
+import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { VideoFailedError, VideoService } from "./service.js";
 
 export function videoRouter(deps: AppDeps): Router {
@@ -26,9 +27,10 @@ export function videoRouter(deps: AppDeps): Router {
     if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
     let status = 200;
     try {
-      const { queueId } = service.queue(body, ctx.auth);
+      const { queueId, cost } = service.queue(body, ctx.auth);
       setModelHeaders(res, entry, "hearth-jobs");
-      res.json({ model: entry.id, queue_id: queueId });
+      // The job is charged in full when queued: this response shows that charge.
+      res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId, cost } satisfies QueueVideoResponse);
     } catch (error) {
       status = toErrorResponse(error).status;
       throw error;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Cost } from "../chat/schema.js";
 
 /** Video wire shapes: the reference's Quote/Queue/Retrieve/CompleteVideoRequest and their responses. */
 
@@ -38,7 +39,13 @@ export const QueueVideoRequest = QuoteVideoRequest.extend({
 });
 export type QueueVideoRequest = z.infer<typeof QueueVideoRequest>;
 
-export const QueueVideoResponse = z.object({ model: z.string(), queue_id: z.string() });
+export const QueueVideoResponse = z.object({
+  model: z.string(),
+  queue_id: z.string(),
+  /** What queueing charged: the whole job, paid up front (also in x-service-cost-usd / x-service-cost-diem). */
+  cost: Cost,
+});
+export type QueueVideoResponse = z.infer<typeof QueueVideoResponse>;
 
 export const RetrieveVideoRequest = z.looseObject({
   model: z.string().min(1),

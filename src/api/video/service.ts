@@ -2,6 +2,7 @@ import { randomInt, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Credits } from "../../billing/credits.js";
 import { microsToUnits, totalUsd } from "../../billing/money.js";
+import type { Cost } from "../../billing/credits.js";
 import { UnpricedDurationError, videoCost } from "../../billing/pricing.js";
 import type { ModelEntry } from "../../config.js";
 import { ApiError, InvalidRequestError, NotFoundError } from "../../errors.js";
@@ -76,7 +77,7 @@ export class VideoService {
    * Charges the full price and inserts the job in one transaction: either both happen or
    * neither does, so a crash cannot leave a paid job missing or a queued job unpaid.
    */
-  queue(request: QueueVideoRequest, auth: AuthContext | undefined): { plan: VideoPlan; queueId: string } {
+  queue(request: QueueVideoRequest, auth: AuthContext | undefined): { plan: VideoPlan; queueId: string; cost: Cost } {
     for (const name of UNSUPPORTED_VIDEO_INPUTS) {
       if ((request as Record<string, unknown>)[name] !== undefined) throw field(name, `${request.model} is a text-to-video model; ${name} is not supported`);
     }
@@ -104,12 +105,15 @@ export class VideoService {
     };
     const lines = this.lines(plan);
     const queueId = randomUUID();
+    let cost: Cost = { usd: 0, diem: 0 };
     this.db
       .transaction(() => {
         let charged = { usd: 0, diem: 0 };
         if (auth) {
           const hold = this.credits.reserve({ requestId: queueId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines: lines });
-          const { payments } = this.credits.settle(hold, lines, { model: entry.id, note: "video job, charged when queued" });
+          const settled = this.credits.settle(hold, lines, { model: entry.id, note: "video job, charged when queued" });
+          const { payments } = settled;
+          cost = settled.cost;
           for (const p of payments) charged = p.currency === "DIEM" ? { ...charged, diem: charged.diem + p.micros } : { ...charged, usd: charged.usd + p.micros };
         }
         insertJob(this.db, {
@@ -126,7 +130,7 @@ export class VideoService {
       })
       .immediate();
     this.jobs.notify();
-    return { plan, queueId };
+    return { plan, queueId, cost };
   }
 
   /** The caller's job of that model, not deleted (404 otherwise, without saying which). */

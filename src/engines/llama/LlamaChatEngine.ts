@@ -16,6 +16,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config.js";
+import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import { InferenceError, InvalidRequestError } from "../../errors.js";
 import type {
   ChatEngine,
@@ -33,8 +34,14 @@ import { ChatSyntax } from "./ChatSyntax.js";
 import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
+import { longestTokenBytes } from "./longestTokenBytes.js";
 import { SequencePool } from "./SequencePool.js";
 import { TokenDescriber } from "./TokenDescriber.js";
+
+/** Characters tokenized in one slice while measuring long text (a few milliseconds). */
+const COUNT_CHUNK_CHARS = 8192;
+/** Tokens a cut between two chunks may add over the whole text's count. */
+const TOKENS_PER_CUT = 2;
 
 export interface LlamaChatEngineOptions {
   modelId: string;
@@ -79,6 +86,25 @@ export class LlamaChatEngine implements ChatEngine {
       vocabularySize: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0,
       infill: model.tokens.infill.prefix !== null && model.tokens.infill.suffix !== null && model.tokens.infill.middle !== null,
     };
+    const longest = longestTokenBytes(model);
+    this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
+  }
+
+  readonly maxPromptChars: number | undefined;
+
+  async countTokensAtLeast(texts: readonly string[], stopAbove: number): Promise<number> {
+    const slicer = new CooperativeSlicer();
+    let total = 0;
+    for (const text of texts) {
+      for (const chunk of chunksAtWhitespace(text, COUNT_CHUNK_CHARS)) {
+        // Cut before whitespace, where the pre-tokenizer splits words anyway; a cut may still
+        // cost a token or two the whole text would not have (a leading-space marker, a split run).
+        total += Math.max(0, this.model.tokenize(chunk, false).length - TOKENS_PER_CUT);
+        if (total > stopAbove) return total;
+        await slicer.pause();
+      }
+    }
+    return total;
   }
 
   static async load(options: LlamaChatEngineOptions): Promise<LlamaChatEngine> {

@@ -3,6 +3,7 @@ import type { ModelEntry } from "../../config.js";
 import { normalize } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { contextThreads, getSharedLlama } from "./getSharedLlama.js";
+import { longestTokenBytes } from "./longestTokenBytes.js";
 
 /**
  * GGUF embedding models through node-llama-cpp. Pooling is the model's own (its
@@ -23,7 +24,11 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
     gpu: string | false,
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
+    const longest = longestTokenBytes(model);
+    this.maxInputChars = longest === undefined ? undefined : maxInputTokens * longest;
   }
+
+  readonly maxInputChars: number | undefined;
 
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<LlamaEmbeddingEngine> {
     if (entry.embedding.pooling !== "auto") {

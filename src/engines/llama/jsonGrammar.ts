@@ -9,10 +9,15 @@ import { MAX_INTEGER_DIGITS, type JsonSchemaSubset, type JsonShape, type StringF
  */
 export function jsonGrammar(subset: JsonSchemaSubset): string {
   const rules = new Map<string, string>();
+  // Rules are context-free productions: one rule per distinct body, however often a schema repeats it.
+  const byBody = new Map<string, string>();
   let counter = 0;
   const define = (hint: string, body: string): string => {
+    const existing = byBody.get(body);
+    if (existing) return existing;
     const name = `${hint}-${counter++}`;
     rules.set(name, body);
+    byBody.set(body, name);
     return name;
   };
   const defName = (name: string) => `def-${name.replace(/[^A-Za-z0-9]/g, "-")}`;
@@ -35,7 +40,8 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
         if (shape.format) return FORMAT_RULES[shape.format];
         return `"\\"" char${repeat(shape.minLength, shape.maxLength)} "\\""`;
       case "integer":
-        return integerRule(shape.min, shape.max);
+        // Named once: a bounded range spells out up to 1,000 literals.
+        return define("integer", integerRule(shape.min, shape.max));
       case "number":
         return shape.nonNegative ? "unsigned-number" : "number";
       case "boolean":

@@ -5,7 +5,11 @@ import type { ModelEntry } from "../../config.js";
 import type { Pooling } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { WorkerPool } from "../worker/WorkerPool.js";
+import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import type { EmbeddingTask, EmbeddingWorkerData, EmbeddingWorkerResult } from "./embeddingWorker.js";
+
+/** Characters tokenized in one go: a few milliseconds of work. */
+const COUNT_CHUNK_CHARS = 4096;
 
 const WORKER = new URL("./embeddingWorker.ts", import.meta.url);
 
@@ -65,8 +69,37 @@ export class TransformersEmbeddingEngine implements EmbeddingEngine {
     return new TransformersEmbeddingEngine(pool, tokenizer, (pool.info as { dimensions: number }).dimensions, maxInputTokens);
   }
 
-  async countTokens(texts: readonly string[]): Promise<number[]> {
-    return texts.map((text) => (this.tokenizer(text, { truncation: false }).input_ids as { dims: number[] }).dims.at(-1) ?? 0);
+  /**
+   * Encoder tokenizers (WordPiece, Unigram) may drop characters or make one token of a whole
+   * unknown word, so no character bound is sound for them. A long input is counted instead in
+   * chunks cut at whitespace (where their pre-tokenizers split words anyway, so the chunks'
+   * tokens are the whole text's), the event loop free between chunks, stopping once the count
+   * passes `stopAbove`: a 10 MB input costs a few chunks, not a 15 s stall.
+   */
+  async countTokens(texts: readonly string[], options: { stopAbove?: number } = {}): Promise<number[]> {
+    const stopAbove = options.stopAbove ?? Number.POSITIVE_INFINITY;
+    const slicer = new CooperativeSlicer();
+    const counts: number[] = [];
+    for (const text of texts) {
+      if (text.length <= COUNT_CHUNK_CHARS) counts.push(this.count(text));
+      else {
+        // Each call adds the special tokens ([CLS], [SEP]...) once: the whole text has them once.
+        const specials = this.count("");
+        let total = specials;
+        for (const chunk of chunksAtWhitespace(text, COUNT_CHUNK_CHARS)) {
+          total += this.count(chunk) - specials;
+          if (total > stopAbove) break;
+          await slicer.pause();
+        }
+        counts.push(total);
+      }
+      await slicer.pause();
+    }
+    return counts;
+  }
+
+  private count(text: string): number {
+    return (this.tokenizer(text, { truncation: false }).input_ids as { dims: number[] }).dims.at(-1) ?? 0;
   }
 
   async embed(texts: readonly string[], options: { signal?: AbortSignal } = {}): Promise<EmbedResult> {

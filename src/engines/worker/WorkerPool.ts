@@ -14,6 +14,8 @@ export interface WorkerPoolOptions {
   size: number;
   /** Tasks allowed to wait for a free worker; beyond this, run() throws 503. */
   maxWaiting: number;
+  /** Workers do not keep the process alive (a process-wide pool nobody disposes). */
+  unref?: boolean;
 }
 
 export interface RunOptions {
@@ -110,6 +112,7 @@ export class WorkerPool {
   private spawn(): Promise<Slot> {
     const boot: WorkerBootData = { entry: this.options.entry.href, data: this.options.data };
     const worker = new Worker(BOOT, { workerData: boot, name: `hearth:${this.options.name}` });
+    if (this.options.unref) worker.unref();
     const slot: Slot = { worker, task: null, alive: false };
     return new Promise((resolve, reject) => {
       let loaded = false;

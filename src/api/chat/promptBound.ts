@@ -1,0 +1,59 @@
+import type { ChatEngine, ChatMessage } from "../../engines/types.js";
+import { InvalidRequestError } from "../../errors.js";
+import type { ChatCompletionRequest } from "./schema.js";
+
+/**
+ * Refuses a prompt that cannot fit the model's context by its length alone, before any
+ * tokenizer runs: a field longer than the engine's `maxPromptChars` (the context times the
+ * longest token piece) is a 400 naming it, and so is a conversation whose text together is.
+ * Engines without a sound bound (relays, vocabularies that can drop characters) skip it.
+ */
+export function checkPromptLength(request: ChatCompletionRequest, engine: Pick<ChatEngine, "maxPromptChars" | "contextSize">, modelId: string, conversation?: readonly ChatMessage[]): void {
+  const maxChars = engine.maxPromptChars;
+  if (maxChars === undefined) return;
+  const refuse = (path: (string | number)[], chars: number) =>
+    InvalidRequestError.forField(path, `${chars} characters cannot fit: ${modelId}'s context holds ${engine.contextSize} tokens, which is never more than ${maxChars} characters`);
+  let total = 0;
+  for (const [i, message] of request.messages.entries()) {
+    for (const [path, text] of textFields(message)) {
+      if (text.length > maxChars) throw refuse(["messages", i, ...path], text.length);
+      total += text.length;
+    }
+  }
+  if (total > maxChars) throw refuse(["messages"], total);
+  // What the model reads: the caller's text with extracted documents, a character's prompt and web results.
+  if (conversation) {
+    const rendered = conversation.reduce((sum, m) => sum + (m.content?.length ?? 0) + (m.role === "assistant" ? (m.reasoning?.length ?? 0) : 0), 0);
+    if (rendered > maxChars) throw refuse(["messages"], rendered);
+  }
+}
+
+/** Text longer than this is measured in slices before the prompt is tokenized whole. */
+const MEASURE_ABOVE_CHARS = 4096;
+
+/**
+ * A conversation whose text passes the length bound but is long: its tokens are counted in
+ * slices (the event loop free between them) and a conversation that cannot fit the context is
+ * refused before the prompt is tokenized in one go on the event loop.
+ */
+export async function checkPromptTokens(engine: Pick<ChatEngine, "countTokensAtLeast" | "contextSize">, modelId: string, conversation: readonly ChatMessage[]): Promise<void> {
+  if (!engine.countTokensAtLeast) return;
+  const texts = conversation.flatMap((m) => [m.content ?? "", m.role === "assistant" ? (m.reasoning ?? "") : ""]).filter((t) => t.length > 0);
+  if (texts.reduce((sum, t) => sum + t.length, 0) <= MEASURE_ABOVE_CHARS) return;
+  const tokens = await engine.countTokensAtLeast(texts, engine.contextSize);
+  if (tokens > engine.contextSize) {
+    throw InvalidRequestError.forField(["messages"], `the conversation has more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
+  }
+}
+
+function* textFields(message: ChatCompletionRequest["messages"][number]): Generator<[(string | number)[], string]> {
+  const { content } = message;
+  if (typeof content === "string") yield [["content"], content];
+  else if (Array.isArray(content)) {
+    for (const [j, part] of content.entries()) if (part.type === "text") yield [["content", j, "text"], part.text];
+  }
+  if (message.role === "assistant") {
+    if (typeof message.reasoning_content === "string") yield [["reasoning_content"], message.reasoning_content];
+    for (const [k, call] of (message.tool_calls ?? []).entries()) yield [["tool_calls", k, "function", "arguments"], call.function.arguments];
+  }
+}

@@ -1,0 +1,32 @@
+import { serveWorker } from "../engines/worker/serveWorker.js";
+import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { extractDocument, type ExtractedDocument } from "./extractDocument.js";
+import type { DocumentHints } from "./detectDocumentType.js";
+
+/**
+ * Worker-thread side of extractDocumentOffThread: one document's extraction (PDF, DOCX, XLSX
+ * parsing are seconds of CPU for a large file) away from the event loop. The document errors
+ * come back as results, so the caller can rethrow them as the same classes.
+ */
+export interface DocumentTask {
+  data: Uint8Array;
+  hints: DocumentHints;
+}
+
+export type DocumentTaskResult =
+  | { ok: true; document: ExtractedDocument }
+  | { ok: false; error: { kind: "unsupported"; described: string } | { kind: "unreadable"; type: string; reason: string } };
+
+serveWorker<null, DocumentTask>({
+  load: async () => ({ context: null }),
+  run: async (_context, task) => {
+    try {
+      const document = await extractDocument(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.hints);
+      return { result: { ok: true, document } satisfies DocumentTaskResult };
+    } catch (error) {
+      if (error instanceof UnsupportedDocumentError) return { result: { ok: false, error: { kind: "unsupported", described: error.described } } satisfies DocumentTaskResult };
+      if (error instanceof UnreadableDocumentError) return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
+      throw error;
+    }
+  },
+});

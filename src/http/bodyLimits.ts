@@ -1,0 +1,36 @@
+import type { ServerConfig } from "../config.js";
+
+/**
+ * The JSON body size each route accepts, from what the route can use. Routes that take files
+ * (chat's file and audio parts, image inputs) hold an upload of --max-upload-mb base64-encoded
+ * (4/3 larger) plus room for the rest; every other route gets what its largest valid request
+ * needs, with room for JSON escaping (a character may take 6 bytes as \uXXXX).
+ */
+export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (route: string) => number {
+  const uploads = Math.max(25e6, Math.ceil((config.maxUploadMb * 4e6) / 3) + 1e6);
+  const limits: Record<string, number> = {
+    "POST /chat/completions": uploads,
+    "POST /image/generate": uploads,
+    "POST /images/generations": uploads,
+    // Up to 2,048 inputs of an embedding model's context each: 8 MB holds 2,048 inputs of ~4,000 characters, or a few inputs of a long-context model.
+    "POST /embeddings": 8e6,
+    // A raw prompt (a source file and its FIM suffix, or lists of prompts or token ids), refused past the context by length or a sliced count.
+    "POST /completions": 8e6,
+    // 4,096 characters of input and a 500-character prompt.
+    "POST /audio/speech": 64e3,
+    // Prompts of at most 20,000 characters each (video/queue); the other video calls take ids.
+    "POST /video/queue": 256e3,
+    "POST /video/quote": 16e3,
+    "POST /video/retrieve": 16e3,
+    "POST /video/complete": 16e3,
+    "POST /api_keys": 16e3,
+    "PATCH /api_keys": 16e3,
+    "POST /admin/accounts/:id/credits": 16e3,
+    // A JSON-RPC batch (signed transactions included).
+    "POST /crypto/rpc/:network": 1e6,
+  };
+  return (route) => limits[route] ?? DEFAULT_JSON_LIMIT;
+}
+
+/** Any JSON route not listed: enough for every small request this API has. */
+export const DEFAULT_JSON_LIMIT = 100e3;

@@ -1,0 +1,64 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
+import { checkJsonShape, type JsonShapeLimits } from "./jsonShape.js";
+
+/**
+ * Every JSON body, whatever the route: nesting, value count and string characters bounded,
+ * checked without recursion right after parsing, so no later code (validation, a schema
+ * compiler) can overflow the stack or walk an unbounded tree. Fields with tighter limits of
+ * their own (a response schema, tool parameters) are checked again where they are read.
+ */
+export const BODY_SHAPE: JsonShapeLimits = { maxDepth: 128, maxNodes: 200_000, maxChars: Number.POSITIVE_INFINITY };
+
+/** Free-form fields a too-deep body is reported against (their own path, not the node deep inside). */
+const FREE_FORM_FIELDS: readonly (readonly string[])[] = [
+  ["response_format", "json_schema", "schema"],
+  ["response_format", "json_schema"],
+  ["tools", "*", "function", "parameters"],
+  ["metadata"],
+];
+
+/**
+ * The JSON body parser of every route, its size limit chosen per route (`limitOf` gets
+ * "METHOD /route/path" as the route was declared): past it, a 413 that names the limit,
+ * before the body is read when Content-Length announces it.
+ */
+export function jsonBodyByRoute(limitOf: (route: string) => number, shape: JsonShapeLimits = BODY_SHAPE): RequestHandler {
+  const parsers = new Map<number, RequestHandler>();
+  return (req: Request, res: Response, next: NextFunction) => {
+    const route = `${req.method} ${typeof req.route?.path === "string" ? req.route.path : req.path}`;
+    const limit = limitOf(route);
+    let parser = parsers.get(limit);
+    if (!parser) parsers.set(limit, (parser = express.json({ limit, type: "application/json" })));
+    parser(req, res, (error?: unknown) => {
+      if ((error as { type?: string } | undefined)?.type === "entity.too.large") {
+        next(new PayloadTooLargeError(`Request body is too large: ${route} accepts at most ${formatBytes(limit)} (${limit} bytes)`));
+        return;
+      }
+      if (error) {
+        next(error);
+        return;
+      }
+      const violation = checkJsonShape(req.body, shape);
+      if (!violation) {
+        next();
+        return;
+      }
+      next(InvalidRequestError.forField(fieldOf(violation.path), `the request body ${violation.message}`));
+    });
+  };
+}
+
+/** The free-form field a path runs through, else the path's first four steps. */
+function fieldOf(path: readonly (string | number)[]): (string | number)[] {
+  for (const field of FREE_FORM_FIELDS) {
+    if (field.length <= path.length && field.every((step, i) => step === "*" || step === path[i])) return path.slice(0, field.length);
+  }
+  return path.slice(0, 4);
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1e6) return `${+(bytes / 1e6).toFixed(1)} MB`;
+  if (bytes >= 1e3) return `${+(bytes / 1e3).toFixed(1)} KB`;
+  return `${bytes} bytes`;
+}
