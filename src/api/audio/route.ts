@@ -1,7 +1,6 @@
 import express, { Router, type Response } from "express";
 import type { AppDeps } from "../../app.js";
 import { balanceHeaders } from "../../billing/balanceHeaders.js";
-import type { Cost } from "../../billing/credits.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { toErrorResponse } from "../../errors.js";
 import { readMultipart } from "../../http/multipart.js";
@@ -14,18 +13,14 @@ import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest, TranslationReq
 import { SpeechService, type PreparedSpeech } from "./SpeechService.js";
 import { streamUsage, TranscriptionService } from "./TranscriptionService.js";
 import { toVoiceRecord, VoiceService } from "./VoiceService.js";
+import { costHeaders } from "../../billing/costHeaders.js";
 
 /** Status recorded for requests whose client went away before the response ended (nginx's convention). */
 const CLIENT_CLOSED_REQUEST = 499;
 
-/**
- * Binary and plain-text responses carry their cost in headers (JSON bodies also have a `cost`
- * field). A streamed speech response announces the cost of the whole input up front and sends
- * what was actually charged as HTTP trailers of the same names.
- */
-export function costHeaders(cost: Cost): Record<string, string> {
-  return { "x-service-cost-usd": cost.usd.toFixed(6), "x-service-cost-diem": cost.diem.toFixed(6) };
-}
+// Binary and plain-text responses carry their cost in headers (JSON bodies also have a `cost`
+// field). A streamed speech response announces the cost of the whole input up front and sends
+// what was actually charged as HTTP trailers of the same names.
 
 export function audioRouter(deps: AppDeps): Router {
   const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
