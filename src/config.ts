@@ -11,7 +11,7 @@ import { SettlementMode, WalletConfig } from "./walletConfig.js";
 
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Every setting with its flag, environment variable and description (shared by --help and the README). */
+/** Every setting with its flag, environment variable and description (shared by --help and docs/configuration.md). */
 export const SERVER_SETTINGS = {
   host: { flag: "--host <host>", env: "HEARTH_HOST", default: "127.0.0.1", description: "interface to listen on (0.0.0.0 for the LAN)" },
   port: { flag: "--port <port>", env: "HEARTH_PORT", default: "8080", description: "TCP port (0 picks a free one)" },

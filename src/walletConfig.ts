@@ -4,7 +4,7 @@ import { z } from "zod";
  * The wallet section of the configuration: x402 top-ups and sign-in-with-x, and the crypto
  * RPC proxy. It lives in its own JSON file (--wallet-config / HEARTH_WALLET_CONFIG) because it
  * is structured (rails, networks); secrets may come from the environment instead (config.ts).
- * Every field is documented here and in the README's "Wallets" section.
+ * Every field is documented here and in docs/wallets.md.
  */
 
 export const BASE_MAINNET = "eip155:8453";

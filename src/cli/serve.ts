@@ -16,7 +16,7 @@ export function registerServeCommand(program: Command): void {
       "Secrets come from the environment only:",
       `  ${SECRET_ENV.evmSettlerKey}        key of the account that submits Base top-up transfers (onchain/deferred settlement)`,
       `  ${SECRET_ENV.solanaFeePayerKey}   base58 secret key of the Solana fee payer (onchain/deferred settlement)`,
-      "The wallet config file's format is in the README (section 'The wallet config file').",
+      "The wallet config file's format is in docs/wallets.md (section 'The wallet config file').",
     ].join("\n"),
   );
   serve.action(async (flags: SettingFlags) => {

@@ -137,13 +137,13 @@ export class PaymentRequirements {
         apiKey: {
           header: "Authorization: Bearer YOUR_API_KEY",
           getKey: "Ask this node's operator for a key (hearth keys create)",
-          docs: "README.md, section 'API keys'",
+          docs: "docs/billing.md, section 'Billing and keys'",
         },
         x402Wallet: {
           header: "SIGN-IN-WITH-X",
           legacyHeader: "X-Sign-In-With-X",
           topUp: `POST ${API_PREFIX}/x402/top-up`,
-          docs: "README.md, section 'Wallets (x402)'",
+          docs: "docs/wallets.md",
         },
       },
     };

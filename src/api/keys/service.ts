@@ -37,7 +37,7 @@ const amountString = (micros: number) => `${Math.trunc(micros / 1_000_000)}.${St
 
 // ---------------------------------------------------------------------------------------
 // Model privacy: stored per key (migration 3). The check is a pure function for the
-// inference path; see the README for where it applies.
+// inference path; see docs/billing.md for where it applies.
 
 function setKeyModelPrivacy(db: Db, apiKeyId: string, privacy: ModelPrivacy): void {
   db.prepare("UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, apiKeyId);
