@@ -210,7 +210,9 @@ describe("credits, limits and usage for images", () => {
       body: JSON.stringify({ model: "tiny-sd", prompt: "a long one", width: 768, height: 768, steps: 40, cfg_scale: 7 }),
       signal: controller.signal,
     }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 400));
+    // Leave once the generation has started (a fixed delay raced it on a loaded machine).
+    for (let i = 0; i < 1000 && server.models.statusOf("tiny-sd").inFlight === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(server.models.statusOf("tiny-sd").inFlight).toBe(1);
     controller.abort();
     await pending;
     let rows = listUsage(server.db, accountId);

@@ -267,7 +267,7 @@ describe("real responses match their documented schemas", () => {
   });
 
   it("API keys: list, create, get, update, revoke, rate limits", async () => {
-    const { key: admin } = server.createKey({ admin: true, usd: 1 });
+    const { key: admin } = server.createKey({ operator: true, usd: 1 });
     await expectConforms(await get("/api_keys", admin), "get", "/api_keys", 200);
     const created = await expectConforms(
       await fetch(`${server.baseUrl}/api_keys`, {
