@@ -50,10 +50,10 @@ function pipelined(port: number, path: string, keys: string[]): Promise<Head[]> 
 const madeUpKey = () => `hth_${randomBytes(24).toString("base64url")}`;
 
 describe("abuse guard", () => {
-  it("counts made-up keys against the client address, blocks it, and keeps its state bounded over 20,000 requests", { timeout: 120_000 }, async () => {
+  it("counts made-up keys against the client address, blocks it, and keeps its state bounded over 50,000 requests", { timeout: 120_000 }, async () => {
     server = await startTestServer({ models: [] });
     const port = Number(new URL(server.url).port);
-    const total = 20_000;
+    const total = 50_000;
     const batch = 100;
     const counts = new Map<number, number>();
     let blocked: Head | undefined;
