@@ -4,7 +4,7 @@ import { countCharacters, speechCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry, SpeechFormat } from "../../config.js";
 import type { PcmSpeechEngine, SpeechEngine, SpeechVoice } from "../../engines/types.js";
-import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
+import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import { createAudioEncoderStream, encodeAudio, stretchAudio } from "../../media/ffmpeg.js";
 import { concatSamples, floatToPcm16, wavHeader } from "../../media/pcm.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
@@ -12,6 +12,7 @@ import { findClonedVoice, touchClonedVoice } from "../../store/clonedVoices.js";
 import type { Db } from "../../store/Store.js";
 import { PCM_SAMPLE_RATE, SPEECH_CONTENT_TYPES, type SpeechRequest } from "./schema.js";
 import { isSpeakable, splitSentences } from "./splitSentences.js";
+import { withDeadline } from "../../http/withDeadline.js";
 
 export interface PreparedSpeech {
   entry: ModelEntry;
@@ -168,9 +169,7 @@ export class SpeechService {
 
   /** Non-streaming: the whole file, or 504 past the request timeout. */
   async complete(speech: PreparedSpeech, clientSignal: AbortSignal): Promise<{ audio: Buffer; contentType: string; cost: Cost }> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, timeout]);
-    try {
+    const { audio, contentType } = await withDeadline(clientSignal, this.requestTimeoutMs, async (signal) => {
       let audio: Buffer;
       let contentType = speech.contentType;
       if (speech.engine.output === "relay") {
@@ -185,11 +184,10 @@ export class SpeechService {
         for await (const samples of this.synthesizeEach(speech.engine, speech, signal)) parts.push(samples);
         audio = await encodeWhole(concatSamples(parts), speech.engine.sampleRate, speech.format, signal);
       }
-      return { audio, contentType, cost: this.settle(speech) };
-    } catch (error) {
-      if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
+      return { audio, contentType };
+    });
+    // Settled once the deadline can no longer turn the answer into a 504.
+    return { audio, contentType, cost: this.settle(speech) };
   }
 
   /**

@@ -7,7 +7,7 @@ import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
 import type { RequestContext } from "../../http/requestContext.js";
 import { recordRequestUsage } from "../../store/usage.js";
-import { setModelHeaders } from "../chat/route.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 import { SseStream } from "../../http/sse.js";
 import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest, TranslationRequest } from "./schema.js";
 import { SpeechService, type PreparedSpeech } from "./SpeechService.js";

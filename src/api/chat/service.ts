@@ -4,7 +4,7 @@ import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { Character } from "../../characters/Character.js";
 import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import type { ModelEntry } from "../../config.js";
-import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
+import { InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
@@ -34,6 +34,7 @@ import {
 } from "./schema.js";
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
 import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
+import { withDeadline } from "../../http/withDeadline.js";
 
 export interface PreparedChat {
   id: string;
@@ -181,18 +182,11 @@ export class ChatService {
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult }> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, timeout]);
     const timer = this.metrics.chatTimer(chat.entry.id);
-    let result: ChatGenerateResult;
-    try {
-      result = await chat.engine.generate({ ...chat.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) });
-      timer.finished(result);
-    } catch (error) {
-      if (timeout.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
-    if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+    const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
+      chat.engine.generate({ ...chat.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
+    );
+    timer.finished(result);
     const cost = settle(chat, result);
     return {
       result,

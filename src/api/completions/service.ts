@@ -2,13 +2,14 @@ import type { Cost } from "../../billing/credits.js";
 import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config.js";
-import { InvalidRequestError, RequestTimeoutError } from "../../errors.js";
+import { InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import { AsyncQueue } from "../chat/service.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
+import { withDeadline } from "../../http/withDeadline.js";
 
 /** The standard's max_tokens when the request leaves it out. */
 export const DEFAULT_MAX_TOKENS = 16;
@@ -113,18 +114,11 @@ export class CompletionService {
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(prepared: PreparedCompletion, clientSignal: AbortSignal): Promise<{ response: CompletionResponse; result: CompleteResult }> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, timeout]);
     const timer = this.metrics.chatTimer(prepared.entry.id);
-    let result: CompleteResult;
-    try {
-      result = await prepared.engine.complete({ ...prepared.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) });
-      timer.finished(result);
-    } catch (error) {
-      if (timeout.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
-    if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
+    const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
+      prepared.engine.complete({ ...prepared.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
+    );
+    timer.finished(result);
     const cost = settle(prepared, result);
     const n = prepared.options.choices ?? 1;
     const wantLogprobs = prepared.options.logprobs !== undefined;

@@ -7,7 +7,7 @@ import { RequestMeter } from "../../billing/RequestMeter.js";
 import { InvalidRequestError, toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { recordRequestUsage } from "../../store/usage.js";
-import { setModelHeaders } from "../chat/route.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 import { CreateEmbeddingRequest, type CreateEmbeddingResponse, isTokenArrayInput } from "./schema.js";
 import { EmbeddingService, type PreparedEmbedding } from "./service.js";
 

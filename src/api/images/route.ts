@@ -10,7 +10,7 @@ import { parse, requireJson } from "../../http/parse.js";
 import { IMAGE_FORMATS } from "../../media/image.js";
 import type { ModelLease } from "../../models/ModelManager.js";
 import { recordRequestUsage } from "../../store/usage.js";
-import { setModelHeaders } from "../chat/route.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 import { GenerateImageRequest, SimpleGenerateImageRequest, UNAVAILABLE_IMAGE_OPERATIONS, type GenerateImageResponse, type SimpleGenerateImageResponse } from "./schema.js";
 import { ImageService, type ImageOutcome, type ImagePlan } from "./service.js";
 import { ImageStyles } from "./styles.js";

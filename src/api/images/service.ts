@@ -1,11 +1,12 @@
 import { randomInt } from "node:crypto";
 import type { ModelEntry } from "../../config.js";
-import { InvalidRequestError, NotFoundError, RequestTimeoutError } from "../../errors.js";
+import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import type { ImageEngine, ImageGenerateResult } from "../../engines/types.js";
 import { encodeImage, type ImageFormat } from "../../media/image.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
 import { applyStyle, type ImageStyles } from "./styles.js";
+import { withDeadline } from "../../http/withDeadline.js";
 
 /** Everything a generation needs, validated against the model's limits. */
 export interface ImagePlan {
@@ -140,11 +141,8 @@ export class ImageService {
 
   /** Runs the generation (504 past the request timeout) and encodes the results. */
   async generate(plan: ImagePlan, engine: ImageEngine, clientSignal: AbortSignal): Promise<ImageOutcome> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, timeout]);
-    let result: ImageGenerateResult;
-    try {
-      result = await engine.generate({
+    const result: ImageGenerateResult = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
+      engine.generate({
         prompt: plan.prompt,
         negativePrompt: plan.negativePrompt,
         width: plan.width,
@@ -155,11 +153,8 @@ export class ImageService {
         variants: plan.variants,
         safetyCheck: engine.safetyChecker,
         signal,
-      });
-    } catch (error) {
-      if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
+      }),
+    );
     const flagged = result.images.some((i) => i.flagged === null) ? null : result.images.some((i) => i.flagged);
     const blurFlags = result.images.map((i) => plan.safeMode && i.flagged === true);
     const files = await Promise.all(

@@ -5,7 +5,7 @@ import { costHeaders } from "../../billing/costHeaders.js";
 import { toErrorResponse } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { recordRequestUsage } from "../../store/usage.js";
-import { setModelHeaders } from "../chat/route.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { VideoFailedError, VideoService } from "./service.js";
 
