@@ -1,4 +1,5 @@
 import type { CompleteOptions } from "../types.js";
+import { putSamplingFields } from "./toUpstreamRequest.js";
 
 /**
  * The engine's completion options back into a legacy completions request for an upstream
@@ -15,18 +16,8 @@ export function toUpstreamCompletionRequest(options: CompleteOptions, model: str
     stream_options: { include_usage: true },
     temperature: sampling.temperature,
   };
-  const set = (key: string, value: unknown) => {
-    if (value !== undefined) body[key] = value;
-  };
-  set("max_tokens", options.maxTokens);
-  set("suffix", options.suffix);
-  set("top_p", sampling.topP);
-  set("top_k", sampling.topK);
-  set("min_p", sampling.minP);
-  set("seed", sampling.seed);
-  set("repetition_penalty", sampling.repetitionPenalty);
-  set("frequency_penalty", sampling.frequencyPenalty);
-  set("presence_penalty", sampling.presencePenalty);
+  if (options.suffix !== undefined) body.suffix = options.suffix;
+  putSamplingFields(body, options.maxTokens, sampling);
   if (options.stop?.length) body.stop = options.stop;
   if ((options.choices ?? 1) > 1) body.n = options.choices;
   if (options.logprobs) body.logprobs = options.logprobs.top;

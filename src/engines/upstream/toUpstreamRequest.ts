@@ -15,17 +15,7 @@ export function toUpstreamRequest(options: ChatGenerateOptions, model: string, f
     stream_options: { include_usage: true },
     temperature: sampling.temperature,
   };
-  const set = (key: string, value: unknown) => {
-    if (value !== undefined) body[key] = value;
-  };
-  set("max_tokens", options.maxTokens);
-  set("top_p", sampling.topP);
-  set("top_k", sampling.topK);
-  set("min_p", sampling.minP);
-  set("seed", sampling.seed);
-  set("repetition_penalty", sampling.repetitionPenalty);
-  set("frequency_penalty", sampling.frequencyPenalty);
-  set("presence_penalty", sampling.presencePenalty);
+  putSamplingFields(body, options.maxTokens, sampling);
   if (sampling.dynamicTemperature) {
     body.min_temp = sampling.dynamicTemperature.min;
     body.max_temp = sampling.dynamicTemperature.max;
@@ -59,7 +49,7 @@ export function toUpstreamRequest(options: ChatGenerateOptions, model: string, f
       if (features.reasoningToggle) body.reasoning_effort = "none";
     } else body.reasoning_effort = reasoning.effort ?? "medium";
   }
-  set("prompt_cache_key", options.cache?.key);
+  if (options.cache?.key !== undefined) body.prompt_cache_key = options.cache.key;
   return body;
 }
 
@@ -105,4 +95,19 @@ export function promptTokenEstimate(body: Record<string, unknown>): number {
   for (const message of body.messages as { content?: unknown }[]) bytes += Buffer.byteLength(typeof message.content === "string" ? message.content : "", "utf8") + 16;
   if (body.tools) bytes += Buffer.byteLength(JSON.stringify(body.tools), "utf8");
   return Math.ceil(bytes / 4);
+}
+
+/** The length and sampling fields a request set, under the standard's names (unset ones stay out: hosted providers reject what they do not know). */
+export function putSamplingFields(body: Record<string, unknown>, maxTokens: number | undefined, sampling: ChatGenerateOptions["sampling"]): void {
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) body[key] = value;
+  };
+  set("max_tokens", maxTokens);
+  set("top_p", sampling.topP);
+  set("top_k", sampling.topK);
+  set("min_p", sampling.minP);
+  set("seed", sampling.seed);
+  set("repetition_penalty", sampling.repetitionPenalty);
+  set("frequency_penalty", sampling.frequencyPenalty);
+  set("presence_penalty", sampling.presencePenalty);
 }
