@@ -21,6 +21,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics/Metrics.js";
 import { startMetricsServer } from "./metrics/metricsServer.js";
 import { ModelManager } from "./models/ModelManager.js";
+import { cachedModelFileFeatures, storeModelFileFeatures } from "./store/modelFileFeatures.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
 
@@ -82,6 +83,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     retryAfterFailureMs: config.modelRetryMs,
     loadWaitMs: config.modelLoadWaitMs,
     onError: (err, model) => logger.warn({ err, model }, "unloading a model failed"),
+    fileFeatureCache: {
+      get: (stamp) => cachedModelFileFeatures(db, stamp),
+      put: (stamp, features) => storeModelFileFeatures(db, stamp, features, now()),
+    },
   });
   models.onChange(({ ids, reason }) => {
     if (reason !== "acquired" && reason !== "released") logger.info({ models: ids, reason }, `model ${reason}`);

@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { formatBytes } from "./formatBytes.js";
 import type { ModelEntry, ModelsConfig } from "../config.js";
 import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
@@ -11,6 +12,7 @@ import {
   type ProbedChatFeatures,
   type SharedEngineLoader,
 } from "../engines/registry.js";
+import type { ModelFileStamp } from "../store/modelFileFeatures.js";
 import { isServable } from "./isServable.js";
 import { STANDARD_MODEL_NAMES, standardModelType } from "./standardModelNames.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
@@ -74,6 +76,15 @@ export interface ModelManagerOptions extends EngineFactoryOptions {
   now?: () => number;
   /** Unload failures are logged, never thrown into a request. */
   onError?: (error: unknown, id: string) => void;
+  /**
+   * A lasting cache of what a model file's header says (chat features), keyed by the file's
+   * path, size and modification time: GET /models reads it instead of analysing the chat
+   * template again after a restart (the store's model_file_features; absent: memory only).
+   */
+  fileFeatureCache?: {
+    get(stamp: ModelFileStamp): ProbedChatFeatures | undefined;
+    put(stamp: ModelFileStamp, features: ProbedChatFeatures): void;
+  };
 }
 
 /** One loadable unit: a model, or one model shared by several entries (same backend and files). */
@@ -297,10 +308,25 @@ export class ModelManager {
     const key = `${entry.backend}:${entry.file ?? `model:${entry.id}`}`;
     let features = this.probedFeatures.get(key);
     if (!features) {
-      features = probe(entry).catch(() => {
-        this.probedFeatures.delete(key);
-        return null;
-      });
+      const stamp = entry.file ? fileStamp(entry.file, entry.backend) : undefined;
+      const cache = this.options.fileFeatureCache;
+      const cached = stamp && cache?.get(stamp);
+      features = cached
+        ? Promise.resolve(cached)
+        : probe(entry).then(
+            (probed) => {
+              try {
+                if (stamp) cache?.put(stamp, probed);
+              } catch {
+                // A cache that cannot be written (the store closing) never fails a listing.
+              }
+              return probed;
+            },
+            () => {
+              this.probedFeatures.delete(key);
+              return null;
+            },
+          );
       this.probedFeatures.set(key, features);
     }
     return features;
@@ -613,3 +639,13 @@ export class ModelManager {
 
 /** The budget has no room now because every loaded model is in use (transient: not a failure of the model). */
 class MemoryBudgetFullError extends ModelUnavailableError {}
+
+/** A file's identity for the feature cache; undefined when it cannot be read (the probe then says why). */
+function fileStamp(path: string, backend: string): ModelFileStamp | undefined {
+  try {
+    const stats = statSync(path);
+    return { path, backend, size: stats.size, mtimeMs: stats.mtimeMs };
+  } catch {
+    return undefined;
+  }
+}

@@ -313,4 +313,22 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE ledger ADD COLUMN granted_by TEXT;
     `,
   },
+  {
+    version: 600,
+    name: "model_file_features: what GET /models reads from a GGUF's header, cached per file",
+    sql: `
+      -- A chat model's features (tool calls, reasoning) come from analysing its chat template,
+      -- about a second per file; the answer is kept per file and reused while the file is the
+      -- same (its size and modification time), so the first GET /models after a restart is instant.
+      CREATE TABLE model_file_features (
+        path         TEXT NOT NULL,
+        backend      TEXT NOT NULL,
+        size         INTEGER NOT NULL,
+        mtime_ms     INTEGER NOT NULL,
+        features     TEXT NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        PRIMARY KEY (path, backend)
+      );
+    `,
+  },
 ];
