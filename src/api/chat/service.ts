@@ -35,6 +35,7 @@ import {
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
 import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
 import { withDeadline } from "../../http/withDeadline.js";
+import { startStreamedGeneration } from "./streamedGeneration.js";
 
 export interface PreparedChat {
   id: string;
@@ -211,34 +212,21 @@ export class ChatService {
   async *stream(chat: PreparedChat, signal: AbortSignal): AsyncGenerator<ChatCompletionChunk, ChatGenerateResult | undefined> {
     const base = { id: chat.id, object: "chat.completion.chunk" as const, created: chat.created, model: chat.entry.id };
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
-    const queue = new AsyncQueue<ChatCompletionChunk["choices"][number]>();
     const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
-    let markStarted!: () => void;
-    const started = new Promise<void>((resolve) => (markStarted = resolve));
-    const timer = this.metrics.chatTimer(chat.entry.id);
-    const generation = chat.engine
-      .generate({
-        ...chat.options,
-        signal,
-        onStart: () => {
-          timer.started();
-          markStarted();
-        },
-        onDelta: (index, delta) => {
-          timer.piece(index);
-          const choice = toChunkChoice(index, delta, shown);
-          if (choice) queue.push(choice);
-        },
-      })
-      .then((result) => {
-        timer.finished(result);
-        return result;
-      })
-      .finally(() => queue.close());
-    // Surface a failure of the generation through the loop below instead of as an unhandled rejection.
-    generation.catch((error: unknown) => queue.fail(error));
-    // Nothing is sent before the engine accepts the request, so its refusals keep their status codes.
-    await Promise.race([started, generation]);
+    const { queue, generation } = await startStreamedGeneration<ChatGenerateResult, ChatCompletionChunk["choices"][number]>(
+      this.metrics.chatTimer(chat.entry.id),
+      ({ onStart, onPiece }, queue) =>
+        chat.engine.generate({
+          ...chat.options,
+          signal,
+          onStart,
+          onDelta: (index, delta) => {
+            onPiece(index);
+            const choice = toChunkChoice(index, delta, shown);
+            if (choice) queue.push(choice);
+          },
+        }),
+    );
 
     const count = chat.options.choices ?? 1;
     const indexes = Array.from({ length: count }, (_, i) => i);
@@ -288,37 +276,4 @@ function settle(chat: PreparedChat, result: ChatGenerateResult): Cost {
       completionTokens: result.completionTokens,
     }).concat(chat.web.costLines),
   );
-}
-
-/** A minimal push queue consumed with for-await; used to bridge engine callbacks to a generator. */
-export class AsyncQueue<T> implements AsyncIterable<T> {
-  private items: T[] = [];
-  private closed = false;
-  private error: unknown;
-  private wake: (() => void) | undefined;
-
-  push(item: T): void {
-    this.items.push(item);
-    this.wake?.();
-  }
-  close(): void {
-    this.closed = true;
-    this.wake?.();
-  }
-  fail(error: unknown): void {
-    this.error = error;
-    this.close();
-  }
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
-    for (;;) {
-      if (this.items.length) {
-        yield this.items.shift()!;
-        continue;
-      }
-      if (this.error) throw this.error;
-      if (this.closed) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = undefined;
-    }
-  }
 }

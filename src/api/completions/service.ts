@@ -6,7 +6,7 @@ import { InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
-import { AsyncQueue } from "../chat/service.js";
+import { startStreamedGeneration } from "../chat/streamedGeneration.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
 import { withDeadline } from "../../http/withDeadline.js";
@@ -152,46 +152,31 @@ export class CompletionService {
     const total = n * prepared.options.prompts.length;
     // Offsets continue across a choice's chunks, so each choice keeps its own.
     const offsets = Array.from({ length: total }, () => new LegacyLogprobs());
-    const queue = new AsyncQueue<CompletionChunk["choices"][number]>();
-    const piece = (index: number, text: string, tokens: readonly TokenLogprob[]) => {
-      const logprobs = offsets[index]!;
-      const start = logprobs.length;
-      if (wantLogprobs) logprobs.add(tokens);
-      queue.push({ index, text, logprobs: wantLogprobs ? logprobs.value(start) : null, finish_reason: null });
-    };
-    let markStarted!: () => void;
-    const started = new Promise<void>((resolve) => (markStarted = resolve));
-    const timer = this.metrics.chatTimer(prepared.entry.id);
-    const generation = prepared.engine
-      .complete({
-        ...prepared.options,
-        // The echoed prompt goes out first, as each choice's first piece.
-        onEcho: (prompt, echoed) => {
-          for (let j = 0; j < n; j++) {
-            const index = prompt * n + j;
+    const { queue, generation } = await startStreamedGeneration<CompleteResult, CompletionChunk["choices"][number]>(
+      this.metrics.chatTimer(prepared.entry.id),
+      ({ onStart, onPiece }, queue) =>
+        prepared.engine.complete({
+          ...prepared.options,
+          // The echoed prompt goes out first, as each choice's first piece.
+          onEcho: (prompt, echoed) => {
+            for (let j = 0; j < n; j++) {
+              const index = prompt * n + j;
+              const logprobs = offsets[index]!;
+              if (wantLogprobs) logprobs.addPrompt(echoed);
+              queue.push({ index, text: echoed.text, logprobs: wantLogprobs ? logprobs.value(0) : null, finish_reason: null });
+            }
+          },
+          signal,
+          onStart,
+          onDelta: (index, delta) => {
+            onPiece(index);
             const logprobs = offsets[index]!;
-            if (wantLogprobs) logprobs.addPrompt(echoed);
-            queue.push({ index, text: echoed.text, logprobs: wantLogprobs ? logprobs.value(0) : null, finish_reason: null });
-          }
-        },
-        signal,
-        onStart: () => {
-          timer.started();
-          markStarted();
-        },
-        onDelta: (index, delta) => {
-          timer.piece(index);
-          piece(index, delta.text, delta.logprobs ?? []);
-        },
-      })
-      .then((result) => {
-        timer.finished(result);
-        return result;
-      })
-      .finally(() => queue.close());
-    generation.catch((error: unknown) => queue.fail(error));
-    // Nothing is sent before the engine accepts the request, so its refusals keep their status codes.
-    await Promise.race([started, generation]);
+            const start = logprobs.length;
+            if (wantLogprobs) logprobs.add(delta.logprobs ?? []);
+            queue.push({ index, text: delta.text, logprobs: wantLogprobs ? logprobs.value(start) : null, finish_reason: null });
+          },
+        }),
+    );
 
     for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
     const result = await generation;
