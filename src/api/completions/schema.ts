@@ -64,19 +64,20 @@ export type CompletionLogprobs = z.infer<typeof CompletionLogprobs>;
 
 const FinishReason = z.enum(["stop", "length"]);
 
+/** One choice's text; in a stream its finish reason stays null until its last event. */
+const CompletionChoice = z.object({
+  index: z.number().int(),
+  text: z.string(),
+  logprobs: CompletionLogprobs.nullable(),
+  finish_reason: FinishReason,
+});
+
 export const CompletionResponse = z.object({
   id: z.string(),
   object: z.literal("text_completion"),
   created: z.number().int(),
   model: z.string(),
-  choices: z.array(
-    z.object({
-      index: z.number().int(),
-      text: z.string(),
-      logprobs: CompletionLogprobs.nullable(),
-      finish_reason: FinishReason,
-    }),
-  ),
+  choices: z.array(CompletionChoice),
   usage: Usage,
   cost: Cost,
 });
@@ -88,14 +89,7 @@ export const CompletionChunk = z.object({
   object: z.literal("text_completion"),
   created: z.number().int(),
   model: z.string(),
-  choices: z.array(
-    z.object({
-      index: z.number().int(),
-      text: z.string(),
-      logprobs: CompletionLogprobs.nullable(),
-      finish_reason: FinishReason.nullable(),
-    }),
-  ),
+  choices: z.array(CompletionChoice.extend({ finish_reason: FinishReason.nullable() })),
   usage: Usage.nullable().optional(),
   cost: Cost.optional(),
 });
