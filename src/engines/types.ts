@@ -259,7 +259,19 @@ export interface ChatEngine extends EngineBase {
   generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
   /** Raw-text completion (no chat template), for the legacy completions API. */
   complete(options: CompleteOptions): Promise<CompleteResult>;
-  stats(): { sequences: number; busy: number; waiting: number };
+  stats(): { sequences: number; busy: number; waiting: number; decode?: DecodeStats };
+}
+
+/** A llama.cpp context's decode calls since load (GET /admin/models). */
+export interface DecodeStats {
+  batches: number;
+  tokens: number;
+  /** Decode calls by how many sequences took part. */
+  sequencesPerBatch: Record<string, number>;
+  /** Generation steps every generating sequence took part in, and ones that went ahead without a late one. */
+  fullSteps: number;
+  deadlineSteps: number;
+  deadlineMs: number;
 }
 
 /** The voice a synthesis uses: one of the model's voices, or a cloned voice's style vector. */

@@ -16,12 +16,12 @@ import type { ModelFileStamp } from "../store/modelFileFeatures.js";
 import { isServable } from "./isServable.js";
 import { STANDARD_MODEL_NAMES, standardModelType } from "./standardModelNames.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
-import type { ChatEngine, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
+import type { ChatEngine, DecodeStats, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
 
 /** The engine kind that serves each model type. */
 export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription", image: "image", video: "video", embedding: "embedding" };
 
-type EngineStats = { busy: number; waiting: number; sequences?: number; workers?: number };
+type EngineStats = { busy: number; waiting: number; sequences?: number; workers?: number; decode?: DecodeStats };
 
 export type ModelState = "unloaded" | "loading" | "loaded" | "failed";
 
@@ -38,6 +38,8 @@ export interface ModelStatus {
   inFlight: number;
   /** The loaded engine's own queue: requests running and waiting for a slot. */
   queue: { busy: number; waiting: number } | null;
+  /** A loaded llama.cpp chat model's decode calls: how many, how full, how its generating sequences kept step. */
+  decode: DecodeStats | null;
   loadedAt: number | null;
   lastUsedAt: number | null;
   /** -1: never unloaded for idleness. */
@@ -378,6 +380,7 @@ export class ModelManager {
       memory: slot.memory ? { ...slot.memory } : null,
       inFlight: slot.inFlight,
       queue: stats ? { busy: stats.busy, waiting: stats.waiting } : null,
+      decode: stats && "decode" in stats ? (stats.decode ?? null) : null,
       loadedAt: slot.loadedAt,
       lastUsedAt: slot.lastUsedAt,
       keepAliveSeconds: keepAlive === Infinity ? -1 : keepAlive,

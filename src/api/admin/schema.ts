@@ -18,6 +18,17 @@ export const ModelStatusRecord = z.object({
   memory: Memory.nullable(),
   inFlight: z.number().int(),
   queue: z.object({ busy: z.number().int(), waiting: z.number().int() }).nullable(),
+  /** A loaded llama.cpp chat model's decode calls since it loaded; null for other models. */
+  decode: z
+    .object({
+      batches: z.number().int().describe("llama.cpp decode calls"),
+      tokens: z.number().int().describe("tokens decoded in them, prompt and generated"),
+      sequencesPerBatch: z.record(z.string(), z.number().int()).describe('decode calls by the number of sequences in them, e.g. {"4": 120}'),
+      fullSteps: z.number().int().describe("generation steps every generating sequence took part in"),
+      deadlineSteps: z.number().int().describe("generation steps that went ahead without a sequence that was late"),
+      deadlineMs: z.number().describe("how long generating sequences now wait for a late one"),
+    })
+    .nullable(),
   loadedAt: z.number().nullable(),
   lastUsedAt: z.number().nullable(),
   /** -1: never unloaded for idleness. */

@@ -12,6 +12,7 @@ import type { ChatChoiceResult, ChatDelta, FinishReason, SamplingOptions, TokenL
 import type { ThoughtSyntax, ToolCallSyntax } from "./ChatSyntax.js";
 import { DynamicTemperatureSampler } from "./DynamicTemperatureSampler.js";
 import { ReasoningSplitter } from "./ReasoningSplitter.js";
+import type { StepBarrier } from "./StepBarrier.js";
 import { StreamingDetokenizer } from "./StreamingDetokenizer.js";
 import type { TokenDescriber } from "./TokenDescriber.js";
 
@@ -55,6 +56,8 @@ export interface ChoiceRuntime {
   model: LlamaModel;
   thought: ThoughtSyntax;
   describer: TokenDescriber;
+  /** Shared by every sequence of the context: generating sequences take their steps together. */
+  barrier: StepBarrier;
 }
 
 export interface ChoiceOutcome extends ChatChoiceResult {
@@ -130,12 +133,15 @@ export class ChoiceGeneration {
     if (opening === null || this.plan.maxTokens <= 0) finish = "length";
 
     if (finish === null) {
+      const { barrier } = this.runtime;
       let input: Token[] = [...promptTokens.slice(cachedTokens), ...opening!];
       let version = this.samplingVersion;
       let iterator = this.evaluate(sequence, input);
       let next: Token[] | undefined;
+      let inStep = false;
       try {
         for (;;) {
+          if (inStep) await barrier.arrive();
           const { value, done } = await iterator.next(next);
           if (done) {
             finish = "stop";
@@ -144,6 +150,11 @@ export class ChoiceGeneration {
           if (signal?.aborted) {
             finish = "abort";
             break;
+          }
+          if (!inStep) {
+            // From its first token on, the sequence generates one token per step with the others.
+            barrier.join();
+            inStep = true;
           }
           firstTokenAt ??= performance.now();
           const step = this.step(value);
@@ -169,6 +180,7 @@ export class ChoiceGeneration {
         if (signal?.aborted) finish = "abort";
         else throw new InferenceError(`Inference failed: ${(error as Error).message}`);
       } finally {
+        if (inStep) barrier.leave();
         await iterator.return().catch(() => undefined);
       }
     }

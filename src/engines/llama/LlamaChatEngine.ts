@@ -35,7 +35,9 @@ import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan
 import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
+import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
+import { StepBarrier } from "./StepBarrier.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
 /** Characters tokenized in one slice while measuring long text (a few milliseconds). */
@@ -63,6 +65,7 @@ export class LlamaChatEngine implements ChatEngine {
   readonly router: string;
   readonly features: ChatFeatures;
   private readonly describer: TokenDescriber;
+  private readonly barrier = new StepBarrier();
 
   private constructor(
     private readonly modelId: string,
@@ -71,6 +74,7 @@ export class LlamaChatEngine implements ChatEngine {
     private readonly chatWrapper: ChatWrapper,
     private readonly syntax: ChatSyntax,
     private readonly pool: SequencePool,
+    private readonly decodeBatches: DecodeBatches,
     gpu: string | false,
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
@@ -112,12 +116,16 @@ export class LlamaChatEngine implements ChatEngine {
     const { settings } = options;
     const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers });
     try {
-      const context = await model.createContext(chatContextOptions(settings));
+      const decodeBatches = new DecodeBatches();
+      const context = await model.createContext({
+        ...chatContextOptions(settings),
+        batching: { itemPrioritizationStrategy: decodeBatches.strategy },
+      });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(options.modelId, model, context, chatWrapper, syntax, pool, llama.gpu);
+      return new LlamaChatEngine(options.modelId, model, context, chatWrapper, syntax, pool, decodeBatches, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;
@@ -129,7 +137,7 @@ export class LlamaChatEngine implements ChatEngine {
   }
 
   stats() {
-    return this.pool.stats();
+    return { ...this.pool.stats(), decode: { ...this.decodeBatches.stats(), ...this.barrier.stats() } };
   }
 
   /** Renders the conversation with the model's template (and the callable functions) and tokenizes it. */
@@ -270,7 +278,7 @@ export class LlamaChatEngine implements ChatEngine {
     const queuedAt = performance.now();
     const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: call.cacheKey, signal: call.signal });
     const queueMs = performance.now() - queuedAt;
-    const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer };
+    const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer, barrier: this.barrier };
     let settled: PromiseSettledResult<ChoiceOutcome>[];
     let echoed: EchoedPrompt | undefined;
     try {

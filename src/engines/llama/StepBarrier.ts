@@ -1,0 +1,112 @@
+/**
+ * Keeps the sequences generating on one context in lock step, so every one of them rides in
+ * every decode call.
+ *
+ * Why it is needed: node-llama-cpp decodes queued tokens in a loop that, right after a decode,
+ * starts the next one with whatever has been queued again by then. Sampling results reach the
+ * sequences one by one, and the last sequence to get its token always re-queues a few microtasks
+ * after the loop has already looked: with four sequences generating, one misses every batch and
+ * rides alone in the next (a third more decode calls; docs/bench.md). A sequence that has its
+ * token waits here until every generating sequence has its own, and they are released together in
+ * a later macrotask, after the loop has found the queue empty and stopped; their next tokens then
+ * arrive in one turn of the event loop and node-llama-cpp decodes them as one batch.
+ *
+ * A member that does not arrive (a slow grammar, a consumer doing other work) holds the others
+ * back for at most a short deadline, a fraction of the measured step time: then the ones waiting
+ * go on without it and it joins the next step.
+ */
+export interface StepBarrierOptions {
+  /** The deadline is this fraction of the recent step time (the time between two releases). */
+  deadlineFraction: number;
+  minDeadlineMs: number;
+  maxDeadlineMs: number;
+}
+
+export const DEFAULT_STEP_BARRIER: StepBarrierOptions = { deadlineFraction: 0.25, minDeadlineMs: 1, maxDeadlineMs: 25 };
+
+/** Weight of the newest step in the step-time average. */
+const STEP_AVERAGE_WEIGHT = 0.2;
+
+export interface StepBarrierStats {
+  /** Steps released because every generating sequence had arrived. */
+  fullSteps: number;
+  /** Steps released by the deadline, with some generating sequence missing. */
+  deadlineSteps: number;
+  /** The deadline now in force, in milliseconds. */
+  deadlineMs: number;
+}
+
+export class StepBarrier {
+  private members = 0;
+  private waiting: Array<() => void> = [];
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private releaseScheduled = false;
+  private lastReleaseAt: number | undefined;
+  private stepMs: number | undefined;
+  private fullSteps = 0;
+  private deadlineSteps = 0;
+
+  constructor(private readonly options: StepBarrierOptions = DEFAULT_STEP_BARRIER) {}
+
+  /** A sequence got its first token and now generates one token per step. */
+  join(): void {
+    this.members++;
+  }
+
+  /** A member finished (or failed): the others no longer wait for it. */
+  leave(): void {
+    this.members--;
+    // An idle pause is not a step: the next step time is measured afresh.
+    if (this.members === 0) this.lastReleaseAt = undefined;
+    this.releaseIfAllArrived();
+  }
+
+  /**
+   * A member has its token and wants the next: resolves when every member has arrived, or when the
+   * deadline after the first arrival passes. Always resolves in a later macrotask than the last
+   * arrival, so node-llama-cpp's decode loop has stopped before anyone queues again.
+   */
+  arrive(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      if (this.waiting.length === 1 && this.members > 1) {
+        this.deadlineTimer = setTimeout(() => this.release("deadline"), this.deadlineMs());
+      }
+      this.releaseIfAllArrived();
+    });
+  }
+
+  stats(): StepBarrierStats {
+    return { fullSteps: this.fullSteps, deadlineSteps: this.deadlineSteps, deadlineMs: this.deadlineMs() };
+  }
+
+  private deadlineMs(): number {
+    const { deadlineFraction, minDeadlineMs, maxDeadlineMs } = this.options;
+    if (this.stepMs === undefined) return maxDeadlineMs;
+    return Math.min(maxDeadlineMs, Math.max(minDeadlineMs, this.stepMs * deadlineFraction));
+  }
+
+  private releaseIfAllArrived(): void {
+    if (this.waiting.length === 0 || this.waiting.length < this.members || this.releaseScheduled) return;
+    this.releaseScheduled = true;
+    setImmediate(() => this.release("full"));
+  }
+
+  private release(reason: "full" | "deadline"): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    this.releaseScheduled = false;
+    const released = this.waiting;
+    if (released.length === 0) return;
+    this.waiting = [];
+    if (reason === "full") this.fullSteps++;
+    else this.deadlineSteps++;
+    const now = performance.now();
+    if (this.lastReleaseAt !== undefined) {
+      const step = now - this.lastReleaseAt;
+      this.stepMs = this.stepMs === undefined ? step : this.stepMs + STEP_AVERAGE_WEIGHT * (step - this.stepMs);
+    }
+    this.lastReleaseAt = now;
+    for (const resolve of released) resolve();
+  }
+}

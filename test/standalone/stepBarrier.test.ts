@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+import { StepBarrier } from "../../src/engines/llama/StepBarrier.js";
+
+const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Records the order in which arrivals are let through. */
+function tracker(barrier: StepBarrier) {
+  const released: string[] = [];
+  const arrive = (name: string) => barrier.arrive().then(() => released.push(name));
+  return { released, arrive };
+}
+
+describe("StepBarrier: generating sequences take their steps together", () => {
+  it("holds every arrival until all members have arrived, then lets them go together", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 1000, maxDeadlineMs: 1000 });
+    for (let i = 0; i < 3; i++) barrier.join();
+    const { released, arrive } = tracker(barrier);
+    const a = arrive("a");
+    const b = arrive("b");
+    await macrotask();
+    await macrotask();
+    expect(released).toEqual([]);
+    const c = arrive("c");
+    await Promise.all([a, b, c]);
+    expect(released.sort()).toEqual(["a", "b", "c"]);
+    expect(barrier.stats()).toMatchObject({ fullSteps: 1, deadlineSteps: 0 });
+  });
+
+  it("releases in a later macrotask than the last arrival, never within its microtasks", async () => {
+    const barrier = new StepBarrier();
+    barrier.join();
+    barrier.join();
+    const { released, arrive } = tracker(barrier);
+    void arrive("a");
+    void arrive("b");
+    // Everything node-llama-cpp's decode loop does after the last sampling result is microtasks:
+    // the queue it checks must still be empty when they have all run.
+    for (let i = 0; i < 100; i++) await Promise.resolve();
+    expect(released).toEqual([]);
+    await macrotask();
+    expect(released.sort()).toEqual(["a", "b"]);
+  });
+
+  it("lets the others go after the deadline when a member stalls, and the late one joins the next step", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 20, maxDeadlineMs: 20 });
+    for (let i = 0; i < 3; i++) barrier.join();
+    const { released, arrive } = tracker(barrier);
+    const startedAt = performance.now();
+    await Promise.all([arrive("a"), arrive("b")]);
+    const waited = performance.now() - startedAt;
+    expect(released.sort()).toEqual(["a", "b"]);
+    expect(waited).toBeGreaterThanOrEqual(15);
+    expect(waited).toBeLessThan(1000);
+    expect(barrier.stats().deadlineSteps).toBe(1);
+    // The stalled member and the others meet again at the next step.
+    released.length = 0;
+    const next = [arrive("a"), arrive("b"), arrive("late")];
+    await Promise.all(next);
+    expect(released.sort()).toEqual(["a", "b", "late"]);
+    expect(barrier.stats().fullSteps).toBe(1);
+  });
+
+  it("a member leaving releases the ones waiting for it", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 5000, maxDeadlineMs: 5000 });
+    barrier.join();
+    barrier.join();
+    const { released, arrive } = tracker(barrier);
+    const a = arrive("a");
+    await sleep(5);
+    expect(released).toEqual([]);
+    barrier.leave();
+    await a;
+    expect(released).toEqual(["a"]);
+    expect(barrier.stats()).toMatchObject({ fullSteps: 1, deadlineSteps: 0 });
+  });
+
+  it("a lone member goes on without waiting for a deadline", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 5000, maxDeadlineMs: 5000 });
+    barrier.join();
+    const startedAt = performance.now();
+    for (let i = 0; i < 10; i++) await barrier.arrive();
+    expect(performance.now() - startedAt).toBeLessThan(1000);
+    expect(barrier.stats().fullSteps).toBe(10);
+  });
+
+  it("derives the deadline from the measured step time, within its bounds", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.5, minDeadlineMs: 2, maxDeadlineMs: 40 });
+    expect(barrier.stats().deadlineMs).toBe(40);
+    barrier.join();
+    for (let i = 0; i < 12; i++) {
+      await barrier.arrive();
+      await sleep(10);
+    }
+    const { deadlineMs } = barrier.stats();
+    expect(deadlineMs).toBeGreaterThanOrEqual(4);
+    expect(deadlineMs).toBeLessThan(40);
+  });
+});
