@@ -16,6 +16,7 @@ import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js"
 import { ensureGeneratedModel, type ModelFile } from "./bench/models.js";
 import { MODE_LABELS, parseOptions, type BenchOptions, type Mode } from "./bench/options.js";
 import { computeRatios, ratiosTable, resultsTable, summaryLine, type ScenarioResult } from "./bench/report.js";
+import { runVersusLlamaServer } from "./bench/vsLlamaServer.js";
 import { buildRequests, runConcurrent } from "./bench/workload.js";
 
 const GPU = "auto";
@@ -27,6 +28,20 @@ const WARMUP_OFFSET = 1_000_000;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(options: BenchOptions): Promise<void> {
+  if (options.vsLlamaServer) {
+    const model = options.modelFile ? { path: options.modelFile, bytes: statSync(options.modelFile).size } : await ensureGeneratedModel(options.generate);
+    await runVersusLlamaServer({
+      model,
+      threads: options.threads ?? 0,
+      rounds: options.rounds,
+      maxTokens: options.maxTokens,
+      contextSize: options.contextSize,
+      promptTokens: options.promptTokens,
+      json: options.json,
+      log,
+    });
+    return;
+  }
   const needsModelFile = !options.url || options.modes.some((mode) => mode !== "http");
   const modelFile: ModelFile | undefined = !needsModelFile
     ? undefined

@@ -26,6 +26,10 @@ export interface BenchOptions {
   sequences?: number;
   contextSize: number;
   json?: string;
+  /** Hearth against llama.cpp's llama-server built from the same source, side by side. */
+  vsLlamaServer: boolean;
+  /** Prompt length of the prefill scenario (--vs-llama-server). */
+  promptTokens: number;
 }
 
 const positiveInt = (value: string) => {
@@ -68,10 +72,25 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option("--sequences <n>", "parallel sequences of the context (default: Hearth's default)", positiveInt)
     .option("--context-size <n>", "tokens per sequence", positiveInt, 2048)
     .option("--json <file>", "also write the results as JSON")
+    .option(
+      "--vs-llama-server",
+      "compare Hearth with llama.cpp's llama-server (built once from node-llama-cpp's bundled llama.cpp source into ~/.cache/hearth/llama.cpp), " +
+        "both as servers on the same GGUF with the same threads and sequences: 1 stream, 4 on 4 sequences, 16 on 4 and on 16, a long prompt; " +
+        "defaults: --generate qwen-0.5b-q8 --rounds 3 --max-tokens 64",
+      false,
+    )
+    .option("--prompt-tokens <n>", "prompt length of the --vs-llama-server prefill scenario", positiveInt, 2000)
     .showHelpAfterError()
     .parse(argv, { from: "user" });
 
   const flags = program.opts<Omit<BenchOptions, "modes"> & { modes?: Mode[] }>();
+  if (flags.vsLlamaServer) {
+    if (flags.url) program.error("--vs-llama-server starts both servers itself; it takes no --url");
+    const given = (name: string) => program.getOptionValueSource(name) === "cli";
+    if (!given("generate")) flags.generate = "qwen-0.5b-q8";
+    if (!given("rounds")) flags.rounds = 3;
+    if (!given("maxTokens")) flags.maxTokens = 64;
+  }
   if (flags.url && !flags.model) program.error("--model is required with --url");
   const hasLocalModel = !flags.url || flags.modelFile !== undefined || program.getOptionValueSource("generate") === "cli";
   const modes = flags.modes ?? (hasLocalModel ? [...MODES] : ["http"]);

@@ -58,3 +58,20 @@ export async function runConcurrent(run: RunRequest, requests: readonly BenchReq
   await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, client));
   return { traces, durationMs: performance.now() - startedAt };
 }
+
+const FILLER =
+  "A starter is flour and water left to ferment: wild yeast makes the gas that lifts the dough, and lactic bacteria make the acid that flavours it and keeps other microbes out. ";
+
+/**
+ * Prefill requests: a user message of about `promptTokens` tokens (English prose runs about four
+ * characters a token), numbered at its start so no request shares more than the template's
+ * opening with an earlier one, and one output token.
+ */
+export function buildLongPromptRequests(count: number, promptTokens: number, offset = 0): BenchRequest[] {
+  const chars = promptTokens * 4;
+  return Array.from({ length: count }, (_, i) => {
+    let text = `Document ${offset + i}. `;
+    for (let paragraph = 1; text.length < chars; paragraph++) text += `Paragraph ${paragraph}. ${FILLER}`;
+    return { messages: [{ role: "user", content: text.slice(0, chars) }], maxTokens: 1 };
+  });
+}

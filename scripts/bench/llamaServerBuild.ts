@@ -1,0 +1,116 @@
+/**
+ * Builds llama.cpp's own `llama-server` and `llama-batched-bench` from the llama.cpp source that
+ * node-llama-cpp ships inside its package (a git bundle), so the comparison runs the same engine
+ * source with no network. The build lives in a cache directory outside the repository and is reused.
+ *
+ * Run on its own: `node --import tsx scripts/bench/llamaServerBuild.ts [--cuda|--cpu]`.
+ */
+import { spawnSync, type SpawnSyncOptions } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { cpus, homedir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { PACKAGE_ROOT } from "../../src/config.js";
+
+const NODE_LLAMA_CPP_DIR = join(PACKAGE_ROOT, "node_modules", "node-llama-cpp", "llama");
+const BUNDLE = join(NODE_LLAMA_CPP_DIR, "gitRelease.bundle");
+const TARGETS = ["llama-server", "llama-batched-bench"] as const;
+
+export type LlamaServerGpu = "cpu" | "cuda";
+
+export interface LlamaServerBuild {
+  /** The commit of the bundled llama.cpp source (the same one node-llama-cpp's binaries were built from). */
+  commit: string;
+  /** node-llama-cpp's name for the release, from llama.cpp.info.json. */
+  release: string;
+  gpu: LlamaServerGpu;
+  server: string;
+  batchedBench: string;
+  directory: string;
+}
+
+/** `$HEARTH_LLAMA_CPP_CACHE`, else `$XDG_CACHE_HOME/hearth/llama.cpp`, else `~/.cache/hearth/llama.cpp`. */
+export function llamaCppCacheDir(): string {
+  if (process.env.HEARTH_LLAMA_CPP_CACHE) return process.env.HEARTH_LLAMA_CPP_CACHE;
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "hearth", "llama.cpp");
+}
+
+/**
+ * CUDA when a toolkit (nvcc) is installed and an NVIDIA GPU answers `nvidia-smi -L`. A toolkit with no
+ * GPU (a build container) would spend an hour compiling kernels for a binary that cannot run here.
+ */
+export function detectGpu(): LlamaServerGpu {
+  const quiet: SpawnSyncOptions = { stdio: "ignore", timeout: 10_000 };
+  const hasNvcc = spawnSync("nvcc", ["--version"], quiet).status === 0;
+  const hasGpu = spawnSync("nvidia-smi", ["-L"], quiet).status === 0;
+  return hasNvcc && hasGpu ? "cuda" : "cpu";
+}
+
+function bundleCommit(): string {
+  const heads = run("git", ["bundle", "list-heads", BUNDLE], { capture: true });
+  const commit = heads.split(/\s+/)[0];
+  if (!commit || !/^[0-9a-f]{40}$/.test(commit)) throw new Error(`cannot read the commit of ${BUNDLE}`);
+  return commit;
+}
+
+/** Returns the cached build for the bundled source, building it first when missing. */
+export function ensureLlamaServer(options: { gpu?: LlamaServerGpu; log?: (line: string) => void } = {}): LlamaServerBuild {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  if (!existsSync(BUNDLE)) throw new Error(`node-llama-cpp's llama.cpp source bundle is missing: ${BUNDLE}`);
+  const gpu = options.gpu ?? detectGpu();
+  const commit = bundleCommit();
+  const release = (JSON.parse(readFileSync(join(NODE_LLAMA_CPP_DIR, "llama.cpp.info.json"), "utf8")) as { tag: string }).tag;
+  const directory = join(llamaCppCacheDir(), `${commit.slice(0, 12)}-${gpu}`);
+  const binDir = join(directory, "build", "bin");
+  const build: LlamaServerBuild = {
+    commit,
+    release,
+    gpu,
+    directory,
+    server: join(binDir, "llama-server"),
+    batchedBench: join(binDir, "llama-batched-bench"),
+  };
+  if (existsSync(build.server) && existsSync(build.batchedBench)) return build;
+
+  const source = join(directory, "source");
+  if (!existsSync(join(source, "CMakeLists.txt"))) {
+    log(`llama.cpp ${release} (${commit.slice(0, 12)}): cloning node-llama-cpp's source bundle into ${source}`);
+    mkdirSync(directory, { recursive: true });
+    const partial = `${source}.partial-${process.pid}`;
+    rmSync(partial, { recursive: true, force: true });
+    run("git", ["clone", "--quiet", BUNDLE, partial]);
+    run("git", ["-C", partial, "checkout", "--quiet", commit]);
+    rmSync(source, { recursive: true, force: true });
+    renameSync(partial, source);
+  }
+  const buildDir = join(directory, "build");
+  const jobs = String(Math.max(1, cpus().length));
+  log(`building ${TARGETS.join(" and ")} (${gpu}, ${jobs} jobs) in ${buildDir}; this takes a while once`);
+  const startedAt = performance.now();
+  run("cmake", [
+    "-S", source, "-B", buildDir,
+    "-DCMAKE_BUILD_TYPE=Release",
+    // The default build a user makes: tuned for this CPU, no curl (nothing is downloaded), no tests.
+    "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=ON", "-DLLAMA_BUILD_SERVER=ON",
+    `-DGGML_CUDA=${gpu === "cuda" ? "ON" : "OFF"}`,
+  ]);
+  run("cmake", ["--build", buildDir, "--config", "Release", "-j", jobs, "--target", ...TARGETS]);
+  for (const binary of [build.server, build.batchedBench]) {
+    if (!existsSync(binary)) throw new Error(`the build finished without ${binary}`);
+  }
+  log(`built in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min: ${build.server}`);
+  return build;
+}
+
+function run(command: string, args: string[], options: { capture?: boolean } = {}): string {
+  const result = spawnSync(command, args, { encoding: "utf8", stdio: options.capture ? ["ignore", "pipe", "inherit"] : "inherit" });
+  if (result.error) throw new Error(`${command} could not start: ${result.error.message}`);
+  if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${result.status ?? result.signal}`);
+  return result.stdout ?? "";
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const forced = process.argv.includes("--cuda") ? "cuda" : process.argv.includes("--cpu") ? "cpu" : undefined;
+  const build = ensureLlamaServer({ gpu: forced });
+  process.stdout.write(`${JSON.stringify(build, null, 2)}\n`);
+}

@@ -1,0 +1,152 @@
+/**
+ * The two servers the comparison runs side by side, each as its own process on loopback, the way a
+ * user would start them: Hearth (`bin/hearth.js serve`) and llama.cpp's `llama-server`.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../src/config.js";
+import type { LimitOverrides } from "../../src/limits/tiers.js";
+import { createAccount } from "../../src/store/accounts.js";
+import { createApiKey } from "../../src/store/apiKeys.js";
+import { grantCredits, toMicros } from "../../src/store/ledger.js";
+import { databasePath, openStore } from "../../src/store/Store.js";
+import type { HttpEndpoint } from "./http.js";
+
+export interface ServerSettings {
+  modelFile: string;
+  threads: number;
+  /** Parallel sequences (llama-server: slots). */
+  sequences: number;
+  /** Tokens per sequence (llama-server gets sequences x this as -c, which it splits across slots). */
+  contextSize: number;
+}
+
+export interface RunningServer {
+  name: "Hearth" | "llama-server";
+  endpoint: HttpEndpoint;
+  /** Resident memory of the server process now, in bytes (Linux /proc). */
+  rssBytes(): number | null;
+  stop(): Promise<void>;
+}
+
+const START_TIMEOUT_MS = 180_000;
+
+export async function startHearth(settings: ServerSettings): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), "hearth-vs-"));
+  const dataDir = join(dir, "data");
+  const configPath = join(dir, "models.config.json");
+  const entry = {
+    id: "bench",
+    type: "text",
+    backend: "llama",
+    file: settings.modelFile,
+    llama: { contextSize: settings.contextSize, threads: settings.threads, sequences: settings.sequences },
+  };
+  writeFileSync(configPath, JSON.stringify({ models: [entry] }, null, 2));
+  // The key is made in the store before the server starts: no rate limit (a load generator exceeds
+  // any per-minute table by design) and credit it never runs out of.
+  const db = openStore(databasePath(dataDir));
+  const account = createAccount(db, "bench");
+  grantCredits(db, account.id, "USD", toMicros(1_000_000), "bench");
+  const unlimited: LimitOverrides = { "*": { rpm: Number.MAX_SAFE_INTEGER, tpm: Number.MAX_SAFE_INTEGER } };
+  const { secret } = createApiKey(db, { accountId: account.id, description: "bench", keyType: "INFERENCE", rateLimitOverrides: JSON.stringify(unlimited) });
+  db.close();
+
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(PACKAGE_ROOT, "bin", "hearth.js"), "serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--config", configPath, "--log-level", "warn"],
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
+  );
+  const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/api/v1`, key: secret, model: "bench" };
+  await waitUntilServing(child, `${endpoint.baseUrl}/models`, "Hearth", { authorization: `Bearer ${secret}` });
+  return {
+    name: "Hearth",
+    endpoint,
+    rssBytes: () => rssOf(child.pid),
+    stop: async () => {
+      await stopProcess(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startLlamaServer(binary: string, settings: ServerSettings): Promise<RunningServer> {
+  const port = await freePort();
+  const threads = String(settings.threads);
+  const child = spawn(
+    binary,
+    [
+      "-m", settings.modelFile,
+      "--host", "127.0.0.1", "--port", String(port),
+      "-t", threads, "-tb", threads,
+      "-np", String(settings.sequences),
+      "-c", String(settings.sequences * settings.contextSize),
+      // No GPU offload unless the build has one: the same device as Hearth's node-llama-cpp picks.
+      "--no-webui",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/v1`, model: "bench" };
+  await waitUntilServing(child, `http://127.0.0.1:${port}/health`, "llama-server");
+  return { name: "llama-server", endpoint, rssBytes: () => rssOf(child.pid), stop: () => stopProcess(child) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilServing(child: ChildProcess, url: string, name: string, headers: Record<string, string> = {}): Promise<void> {
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before serving:\n${stderr}`))),
+  );
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  const poll = async () => {
+    while (Date.now() < deadline) {
+      try {
+        const res = await fetch(url, { headers });
+        if (res.ok) return;
+      } catch {
+        // Not listening yet.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    throw new Error(`${name} did not serve ${url} within ${START_TIMEOUT_MS / 1000} s:\n${stderr}`);
+  };
+  await Promise.race([poll(), exited]);
+  // Keep draining stderr so the child never blocks on a full pipe.
+  child.stderr?.resume();
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function rssOf(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * `npm run bench -- --vs-llama-server`: Hearth against llama.cpp's own llama-server, built from the
+ * llama.cpp source node-llama-cpp ships, on the same GGUF with the same threads and sequences
+ * (slots). Both run as their own processes on loopback and are driven over HTTP/SSE by the same
+ * client; every scenario runs round by round with the order of the two alternated, and the load
+ * average is recorded per round, so drift on the machine hits both alike. See docs/bench.md.
+ */
+import { writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg } from "node:os";
+import { contextThreads } from "../../src/engines/llama/getSharedLlama.js";
+import { httpTarget } from "./http.js";
+import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
+import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
+import type { ModelFile } from "./models.js";
+import { startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
+import { buildLongPromptRequests, buildRequests, runConcurrent, type BenchRequest } from "./workload.js";
+
+export interface VersusOptions {
+  model: ModelFile;
+  /** llama.cpp threads for both (0: Hearth's default, one per core). */
+  threads: number;
+  rounds: number;
+  maxTokens: number;
+  contextSize: number;
+  promptTokens: number;
+  json?: string;
+  log: (line: string) => void;
+}
+
+type ScenarioName = "c1" | "c4" | "c16-s4" | "c16-s16" | "prefill";
+
+interface Scenario {
+  name: ScenarioName;
+  label: string;
+  sequences: number;
+  concurrency: number;
+  requests: (offset: number) => BenchRequest[];
+  /** The figure compared (higher is better) and how it is read from a run. */
+  figure: { label: string; of: (metrics: ScenarioMetrics, traces: RequestTrace[]) => number };
+  goal: number;
+}
+
+interface Round {
+  round: number;
+  first: RunningServer["name"];
+  loadBefore: number;
+  hearth: RoundResult;
+  llamaServer: RoundResult;
+  ratio: number;
+}
+
+interface RoundResult {
+  figure: number;
+  metrics: ScenarioMetrics;
+  /** c16 on 4 sequences: no request waited more than two turns past its place in the queue. */
+  starvationFree?: boolean;
+  /** Requests whose completion differs from maxTokens (the workload assumes none). */
+  offTarget: number;
+}
+
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Decode speed of one stream: 1000 / the median time per output token after the first. */
+const decodeTokensPerSecond = (metrics: ScenarioMetrics) => 1000 / metrics.tpotMs.median;
+/** Prompt processing: prompt tokens / time to first token (one output token requested), median over requests. */
+const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) =>
+  median(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
+const aggregateTokensPerSecond = (metrics: ScenarioMetrics) => metrics.outputTokensPerSecond;
+
+/**
+ * No starvation: request i of a burst sent at once (in the order sent) has its first token within
+ * (floor(i / sequences) + 2) turns, a turn being the median time one request holds a sequence.
+ */
+export function starvationFree(traces: readonly RequestTrace[], sequences: number): boolean {
+  const turn = median(traces.map((t) => t.endedAt - (t.outputTimes[0] ?? t.endedAt)));
+  const burstStart = Math.min(...traces.map((t) => t.startedAt));
+  return traces.every((t, i) => (t.outputTimes[0] ?? Number.POSITIVE_INFINITY) - burstStart <= (Math.floor(i / sequences) + 2) * turn);
+}
+
+export async function runVersusLlamaServer(options: VersusOptions): Promise<void> {
+  const { log } = options;
+  const build: LlamaServerBuild = ensureLlamaServer({ log });
+  const threads = contextThreads(options.threads);
+  log(`llama-server: ${build.server} (llama.cpp ${build.release}, ${build.commit.slice(0, 12)}, ${build.gpu})`);
+  log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);
+
+  const { maxTokens } = options;
+  const chat = (count: number) => (offset: number) => buildRequests(count, maxTokens, offset);
+  const scenarios: Scenario[] = [
+    { name: "c1", label: "1 stream, 4 sequences: decode tok/s", sequences: 4, concurrency: 1, requests: chat(3), figure: { label: "decode tok/s", of: decodeTokensPerSecond }, goal: 0.97 },
+    { name: "c4", label: "4 streams on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 4, requests: chat(8), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    { name: "c16-s4", label: "16 clients on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    {
+      name: "prefill",
+      label: `${options.promptTokens}-token prompt: prompt tok/s`,
+      sequences: 4,
+      concurrency: 1,
+      requests: (offset) => buildLongPromptRequests(2, options.promptTokens, offset),
+      figure: { label: "prompt tok/s", of: promptTokensPerSecond },
+      goal: 0.95,
+    },
+    { name: "c16-s16", label: "16 streams on 16 sequences: aggregate tok/s", sequences: 16, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+  ];
+
+  const results: { scenario: Scenario; rounds: Round[] }[] = [];
+  const memory: { sequences: number; hearthRssBytes: number | null; llamaServerRssBytes: number | null }[] = [];
+  let requestNumber = 0;
+  for (const sequences of [...new Set(scenarios.map((s) => s.sequences))]) {
+    const settings: ServerSettings = {
+      modelFile: options.model.path,
+      threads,
+      sequences,
+      // The long prompt and its answer must fit one sequence.
+      contextSize: Math.max(options.contextSize, options.promptTokens + 512),
+    };
+    const servers = await startBoth(build, settings, log);
+    try {
+      for (const server of servers) {
+        const warmup = buildRequests(sequences, 4, 1_000_000);
+        await runConcurrent(httpTarget(server.endpoint).run, warmup, warmup.length);
+      }
+      memory.push({ sequences, hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() });
+      for (const scenario of scenarios.filter((s) => s.sequences === sequences)) {
+        const rounds: Round[] = [];
+        for (let round = 1; round <= options.rounds; round++) {
+          const requests = scenario.requests(requestNumber);
+          requestNumber += requests.length;
+          const order = round % 2 === 1 ? servers : ([servers[1], servers[0]] as const);
+          const loadBefore = loadavg()[0]!;
+          const byName = new Map<string, RoundResult>();
+          for (const server of order) byName.set(server.name, await runRound(server, scenario, requests, maxTokens));
+          const hearth = byName.get("Hearth")!;
+          const llamaServer = byName.get("llama-server")!;
+          const entry: Round = { round, first: order[0].name, loadBefore, hearth, llamaServer, ratio: hearth.figure / llamaServer.figure };
+          rounds.push(entry);
+          log(roundLine(scenario, entry));
+        }
+        results.push({ scenario, rounds });
+      }
+      // After the runs the KV cache and buffers are at their working size.
+      const last = memory.at(-1)!;
+      last.hearthRssBytes = servers[0].rssBytes();
+      last.llamaServerRssBytes = servers[1].rssBytes();
+    } finally {
+      for (const server of servers) await server.stop();
+    }
+  }
+
+  log("");
+  log(summaryTable(results));
+  log("");
+  for (const m of memory) {
+    const ratio = m.hearthRssBytes && m.llamaServerRssBytes ? m.hearthRssBytes / m.llamaServerRssBytes : Number.NaN;
+    log(`RSS with the model loaded, ${m.sequences} sequences: Hearth ${mib(m.hearthRssBytes)} MiB, llama-server ${mib(m.llamaServerRssBytes)} MiB (${ratio.toFixed(2)}x; goal <= 1.10)`);
+  }
+  if (options.json) {
+    const report = {
+      date: new Date().toISOString(),
+      environment: { node: process.version, cpu: cpus()[0]?.model, cores: availableParallelism() },
+      llamaServer: build,
+      model: options.model,
+      threads,
+      maxTokens,
+      scenarios: results.map(({ scenario, rounds }) => ({
+        name: scenario.name,
+        label: scenario.label,
+        figure: scenario.figure.label,
+        goal: scenario.goal,
+        medianRatio: median(rounds.map((r) => r.ratio)),
+        rounds,
+      })),
+      memory,
+    };
+    writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
+    log(`wrote ${options.json}`);
+  }
+}
+
+async function startBoth(build: LlamaServerBuild, settings: ServerSettings, log: (line: string) => void): Promise<readonly [RunningServer, RunningServer]> {
+  const startedAt = performance.now();
+  const hearth = await startHearth(settings);
+  log(`Hearth serving ${hearth.endpoint.baseUrl} (${settings.sequences} sequences) after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+  try {
+    const llama = await startLlamaServer(build.server, settings);
+    log(`llama-server serving ${llama.endpoint.baseUrl} (${settings.sequences} slots)`);
+    return [hearth, llama] as const;
+  } catch (error) {
+    await hearth.stop();
+    throw error;
+  }
+}
+
+async function runRound(server: RunningServer, scenario: Scenario, requests: BenchRequest[], maxTokens: number): Promise<RoundResult> {
+  const { traces, durationMs } = await runConcurrent(httpTarget(server.endpoint).run, requests, scenario.concurrency);
+  const metrics = computeMetrics(traces, durationMs);
+  const expected = requests[0]!.maxTokens;
+  return {
+    figure: scenario.figure.of(metrics, traces),
+    metrics,
+    starvationFree: scenario.concurrency > scenario.sequences ? starvationFree(traces, scenario.sequences) : undefined,
+    offTarget: traces.filter((t) => t.completionTokens !== expected && expected === maxTokens).length,
+  };
+}
+
+const mib = (bytes: number | null) => (bytes === null ? "?" : (bytes / 2 ** 20).toFixed(0));
+const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
+
+function roundLine(scenario: Scenario, round: Round): string {
+  const part = (name: string, r: RoundResult) =>
+    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""})`;
+  return `${scenario.name} round ${round.round} (load ${round.loadBefore.toFixed(2)}, ${round.first} first): ${part("Hearth", round.hearth)} / ${part("llama-server", round.llamaServer)} = ${round.ratio.toFixed(2)}`;
+}
+
+function summaryTable(results: readonly { scenario: Scenario; rounds: Round[] }[]): string {
+  const lines = [
+    "| scenario | figure | Hearth (median) | llama-server (median) | ratio per round | median ratio | goal | TTFT med ms H / L | load per round |",
+    "|---|---|--:|--:|---|--:|--:|--:|---|",
+  ];
+  for (const { scenario, rounds } of results) {
+    const ratios = rounds.map((r) => r.ratio);
+    lines.push(
+      `| ${scenario.label} | ${scenario.figure.label} | ${fixed(median(rounds.map((r) => r.hearth.figure)))} | ${fixed(median(rounds.map((r) => r.llamaServer.figure)))} | ` +
+        `${ratios.map((r) => r.toFixed(2)).join(", ")} | **${median(ratios).toFixed(2)}** | ${scenario.goal} | ` +
+        `${fixed(median(rounds.map((r) => r.hearth.metrics.ttftMs.median)), 0)} / ${fixed(median(rounds.map((r) => r.llamaServer.metrics.ttftMs.median)), 0)} | ` +
+        `${rounds.map((r) => r.loadBefore.toFixed(1)).join(", ")} |`,
+    );
+  }
+  return lines.join("\n");
+}
