@@ -493,7 +493,7 @@ export class ModelManager {
       }
       if (budgeted) await this.makeRoom(slot);
       if (slot.shared) {
-        const shared = await slot.shared.load(entry);
+        const shared = await slot.shared.load(entry, { gpu: this.options.gpu });
         for (const e of slot.entries) slot.engines.set(e.id, slot.shared.view(shared, e));
         const loader = slot.shared;
         slot.disposeLoaded = () => loader.dispose(shared);
