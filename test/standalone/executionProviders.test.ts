@@ -144,7 +144,7 @@ describe("detection on this machine", () => {
     expect(await providerAvailability("cpu")).toEqual({ available: true });
     const missing = await providerAvailability("no-such-provider");
     expect(missing).toMatchObject({ available: false, installed: false });
-    expect((missing as { reason: string }).reason).toMatch(/offers no "no-such-provider" provider \(it offers cpu, .*cuda/);
+    expect((missing as { reason: string }).reason).toMatch(/offers no "no-such-provider" provider \(it offers cpu\b/);
   });
 
   describe.runIf(!cudaInstalled)("without the CUDA provider library (the offline install)", () => {

@@ -23,7 +23,8 @@ export function onnxRuntimeBinaryDir(): string | undefined {
   const packageDir = dirname(dirname(createRequire(import.meta.url).resolve("onnxruntime-node")));
   const bin = join(packageDir, "bin");
   if (!existsSync(bin)) return undefined;
-  const napiVersions = readdirSync(bin).filter((name) => name.startsWith("napi-v")).sort().reverse();
+  const napiVersion = (name: string) => Number(name.slice("napi-v".length));
+  const napiVersions = readdirSync(bin).filter((name) => /^napi-v\d+$/.test(name)).sort((a, b) => napiVersion(b) - napiVersion(a));
   return napiVersions.map((napi) => join(bin, napi, process.platform, process.arch)).find((dir) => existsSync(join(dir, "onnxruntime_binding.node")));
 }
 
@@ -99,13 +100,14 @@ const detected = new Map<string, Promise<ProviderAvailability>>();
 /**
  * Whether `provider` works here: one the build does not bundle (CUDA, TensorRT) must have its
  * library files next to the binding, then a session on it alone must open and compute 1 + 1.
- * Decided once per process and provider (the answer cannot change without a restart: onnxruntime
- * keeps a provider library loaded once it has loaded it).
+ * Decided once per process and provider: installing a provider means restarting Hearth anyway,
+ * and a failing probe is not paid again at every load.
  */
 export function providerAvailability(provider: string): Promise<ProviderAvailability> {
   let availability = detected.get(provider);
   if (!availability) {
-    availability = detect(provider);
+    // Detection never fails a load by itself: whatever goes wrong makes the provider unavailable, with the cause.
+    availability = detect(provider).catch((error: unknown): ProviderAvailability => ({ available: false, installed: false, reason: `could not check the ${displayName(provider)} provider: ${firstLine(error)}` }));
     detected.set(provider, availability);
   }
   return availability;
