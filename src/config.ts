@@ -278,6 +278,16 @@ const LlamaSettings = z.strictObject({
 });
 export type LlamaSettings = z.infer<typeof LlamaSettings>;
 
+/**
+ * Where onnxruntime runs an ONNX model. "auto": on CUDA when onnxruntime-node's CUDA provider
+ * library is installed (`npm run onnx:cuda`) and a test session runs on it, else on the CPU.
+ * A list names providers in order of preference; one that does not work here is skipped with a
+ * warning (["cuda", "cpu"]: CUDA, else the CPU), and a list left empty fails the load (["cuda"]:
+ * CUDA or nothing).
+ */
+const ExecutionProviders = z.union([z.literal("auto"), z.array(z.string().min(1)).min(1)]).default("auto");
+export type ExecutionProviders = z.infer<typeof ExecutionProviders>;
+
 /** Image models (and the image pipeline under video models): the ONNX diffusion engine. */
 const ImageSettings = z.strictObject({
   /** auto: from scheduler/scheduler_config.json (Euler ancestral and LCM are kept, anything else runs Euler). */
@@ -296,8 +306,8 @@ const ImageSettings = z.strictObject({
   workers: z.number().int().min(1).max(16).default(1),
   /** onnxruntime intra-op threads per worker; 0 lets onnxruntime decide. */
   threads: z.number().int().min(0).default(0),
-  /** onnxruntime execution providers in order of preference, e.g. ["cuda", "cpu"]. */
-  executionProviders: z.array(z.string().min(1)).default(["cpu"]),
+  /** onnxruntime execution providers: "auto" (CUDA when it works here, else the CPU) or a list in order of preference, e.g. ["cuda", "cpu"]. */
+  executionProviders: ExecutionProviders,
   /**
    * A diffusers safety checker (ONNX: clip_input + images -> has_nsfw_concepts), a model.onnx
    * file or a directory holding one (resolved like `file`). Default: safety_checker/model.onnx
@@ -339,6 +349,8 @@ const EmbeddingSettings = z.strictObject({
   threads: z.number().int().min(0).default(0),
   /** transformers.js weights file: fp32 -> onnx/model.onnx, q8 -> model_quantized.onnx, fp16, q4... */
   dtype: z.string().default("fp32"),
+  /** ONNX (transformers backend) execution providers: "auto" or a list, as image.executionProviders. GGUF models use llama.gpuLayers. */
+  executionProviders: ExecutionProviders,
 });
 export type EmbeddingSettings = z.infer<typeof EmbeddingSettings>;
 
@@ -369,12 +381,14 @@ const Capabilities = z.looseObject({
 export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 
-/** Local ONNX models (kokoro, vits, whisper, the speaker encoder): which weights file and how many CPU threads. */
+/** Local ONNX models (kokoro, vits, whisper, the speaker encoder): which weights file, how many CPU threads, which execution providers. */
 const OnnxSettings = z.strictObject({
   /** Weights variant, as transformers.js names them: fp32 reads onnx/model.onnx, q8 model_quantized.onnx, fp16 model_fp16.onnx, q4 model_q4.onnx. */
   dtype: z.enum(["fp32", "fp16", "q8", "int8", "uint8", "q4", "q4f16", "bnb4"]).default("fp32"),
   /** onnxruntime intra-op threads; 0 lets onnxruntime decide. Tiny models run best on one. */
   threads: z.number().int().min(0).default(0),
+  /** "auto" (CUDA when it works here, else the CPU) or a list in order of preference, e.g. ["cuda", "cpu"]. */
+  executionProviders: ExecutionProviders,
 });
 export type OnnxSettings = z.infer<typeof OnnxSettings>;
 

@@ -90,6 +90,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   });
   models.onChange(({ ids, reason }) => {
     if (reason !== "acquired" && reason !== "released") logger.info({ models: ids, reason }, `model ${reason}`);
+    if (reason === "loaded") logExecutionProvider(logger, models, ids);
   });
   for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
   const wallet = createWalletServices({ db, config, credits, logger, now });
@@ -172,4 +173,18 @@ class InFlightRequests {
     if (this.count === 0) callback();
     else this.waiters.push(callback);
   }
+}
+
+/**
+ * One line per ONNX model load saying where onnxruntime runs it and why, so a GPU workstation
+ * serving speech or images from the CPU says so (a warning when it runs elsewhere than asked).
+ * Models sharing one loaded pipeline get one line.
+ */
+function logExecutionProvider(logger: Logger, models: ModelManager, ids: string[]): void {
+  const placement = models.statusOf(ids[0]!).executionProvider;
+  if (!placement) return;
+  const fields = { models: ids, executionProvider: placement.name, providers: placement.providers, reason: placement.reason };
+  const message = `onnxruntime runs ${ids.join(" + ")} on ${placement.name}: ${placement.reason}`;
+  if (placement.fellBack) logger.warn(fields, message);
+  else logger.info(fields, message);
 }

@@ -1,4 +1,4 @@
-import type { Backend, ModelEntry } from "../config.js";
+import type { Backend, ExecutionProviders, ModelEntry } from "../config.js";
 import { diffusionPoolKey, OnnxImageEngine, OnnxVideoEngine, startDiffusionPool, type DiffusionPool } from "./diffusion/OnnxDiffusionEngine.js";
 import { KokoroEngine } from "./kokoro/KokoroEngine.js";
 import { kokoroStandardVoices } from "./kokoro/kokoroStandardVoices.js";
@@ -26,11 +26,11 @@ export const engineFactories = Object.freeze({
     entry.type === "embedding"
       ? LlamaEmbeddingEngine.load(entry, options.gpu)
       : LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
-  "onnx-diffusion": (entry) => (entry.type === "video" ? OnnxVideoEngine.load(entry) : OnnxImageEngine.load(entry)),
-  transformers: (entry) => TransformersEmbeddingEngine.load(entry),
-  kokoro: (entry) => KokoroEngine.load(entry),
-  vits: (entry) => VitsEngine.load(entry),
-  whisper: (entry) => WhisperEngine.load(entry),
+  "onnx-diffusion": (entry, options) => (entry.type === "video" ? OnnxVideoEngine.load(entry, options.gpu) : OnnxImageEngine.load(entry, options.gpu)),
+  transformers: (entry, options) => TransformersEmbeddingEngine.load(entry, options.gpu),
+  kokoro: (entry, options) => KokoroEngine.load(entry, options.gpu),
+  vits: (entry, options) => VitsEngine.load(entry, options.gpu),
+  whisper: (entry, options) => WhisperEngine.load(entry, options.gpu),
   upstream: (entry) => (entry.type === "text" ? UpstreamChatEngine.load(entry) : UpstreamSpeechEngine.load(entry)),
 } as const satisfies Record<Backend, EngineFactory>);
 
@@ -41,7 +41,7 @@ export const engineFactories = Object.freeze({
  */
 export interface SharedEngineLoader<Shared> {
   key(entry: ModelEntry): string;
-  load(entry: ModelEntry): Promise<Shared>;
+  load(entry: ModelEntry, options: EngineFactoryOptions): Promise<Shared>;
   view(shared: Shared, entry: ModelEntry): Engine;
   dispose(shared: Shared): Promise<void>;
 }
@@ -49,11 +49,23 @@ export interface SharedEngineLoader<Shared> {
 export const sharedEngineLoaders = Object.freeze({
   "onnx-diffusion": {
     key: diffusionPoolKey,
-    load: startDiffusionPool,
+    load: (entry, options) => startDiffusionPool(entry, options.gpu),
     view: (shared, entry) => (entry.type === "video" ? OnnxVideoEngine.over(shared) : OnnxImageEngine.over(shared)),
     dispose: (shared) => shared.pool.dispose(),
   } satisfies SharedEngineLoader<DiffusionPool>,
 } as const satisfies Partial<Record<Backend, SharedEngineLoader<any>>>);
+
+/**
+ * ONNX backend name -> its execution-provider setting (onnxruntime backends only: llama.cpp has
+ * llama.gpuLayers, an upstream runs elsewhere). The memory estimate reads it to count VRAM.
+ */
+export const executionProviderSettings = Object.freeze({
+  "onnx-diffusion": (entry) => entry.image.executionProviders,
+  transformers: (entry) => entry.embedding.executionProviders,
+  kokoro: (entry) => entry.onnx.executionProviders,
+  vits: (entry) => entry.onnx.executionProviders,
+  whisper: (entry) => entry.onnx.executionProviders,
+} as const satisfies Partial<Record<Backend, (entry: ModelEntry) => ExecutionProviders>>);
 
 /**
  * The voices a speech backend offers, read without loading the model (GET /models stays cheap):

@@ -1,4 +1,5 @@
 import type { JsonSchemaSubset } from "./jsonSchemaSubset.js";
+import type { ExecutionProviderChoice } from "./onnx/resolveExecutionProviders.js";
 
 /**
  * Engine interfaces: plain options and callbacks, nothing about HTTP. Services translate
@@ -219,6 +220,8 @@ export interface EngineBase {
   readonly kind: string;
   /** Which backend serves requests, for x-service-model-router. */
   readonly router: string;
+  /** ONNX engines: where onnxruntime runs the model, and why (GET /admin/models shows it). */
+  readonly executionProvider?: ExecutionProviderChoice;
   dispose(): Promise<void>;
 }
 

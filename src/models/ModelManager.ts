@@ -17,6 +17,7 @@ import { isServable } from "./isServable.js";
 import { STANDARD_MODEL_NAMES, standardModelType } from "./standardModelNames.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
 import type { ChatEngine, DecodeStats, Engine, EngineKind, EnginesByKind, SpeechEngine, TranscriptionEngine } from "../engines/types.js";
+import type { ExecutionProviderChoice } from "../engines/onnx/resolveExecutionProviders.js";
 
 /** The engine kind that serves each model type. */
 export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription", image: "image", video: "video", embedding: "embedding" };
@@ -46,6 +47,8 @@ export interface ModelStatus {
   keepAliveSeconds: number;
   /** Other models served by the same loaded model (an image and a video entry on one directory). */
   sharedWith: string[];
+  /** A loaded ONNX model: where onnxruntime runs it and why; null otherwise. */
+  executionProvider: ExecutionProviderChoice | null;
 }
 
 export interface MemoryBudgetStatus {
@@ -385,6 +388,7 @@ export class ModelManager {
       lastUsedAt: slot.lastUsedAt,
       keepAliveSeconds: keepAlive === Infinity ? -1 : keepAlive,
       sharedWith: slot.entries.filter((e) => e.id !== entry.id).map((e) => e.id),
+      executionProvider: engine?.executionProvider ? { ...engine.executionProvider, providers: [...engine.executionProvider.providers] } : null,
     };
   }
 
@@ -496,7 +500,7 @@ export class ModelManager {
       }
       if (budgeted) await this.makeRoom(slot);
       if (slot.shared) {
-        const shared = await slot.shared.load(entry);
+        const shared = await slot.shared.load(entry, { gpu: this.options.gpu });
         for (const e of slot.entries) slot.engines.set(e.id, slot.shared.view(shared, e));
         const loader = slot.shared;
         slot.disposeLoaded = () => loader.dispose(shared);

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { GgufInsights, readGgufFileInfo } from "node-llama-cpp";
 import type { ModelEntry } from "../config.js";
 import { getSharedLlama } from "../engines/llama/getSharedLlama.js";
+import { resolveExecutionProviders } from "../engines/onnx/resolveExecutionProviders.js";
+import { executionProviderSettings } from "../engines/registry.js";
 
 export interface MemoryEstimate {
   ramBytes: number;
@@ -14,7 +16,8 @@ export interface MemoryEstimate {
  * against this). GGUF: node-llama-cpp's own estimate of the weights plus the contexts
  * (KV cache and compute buffers for the configured context size and sequences), measured
  * by llama.cpp's simulation where available. ONNX directories: the size of their files,
- * once per worker thread that holds its own sessions. Upstream models hold nothing.
+ * once per worker thread that holds its own sessions, in VRAM when onnxruntime will run them
+ * on a provider other than the CPU. Upstream models hold nothing.
  */
 export async function estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate> {
   if (entry.backend === "upstream" || !entry.file) return { ramBytes: 0, vramBytes: 0 };
@@ -22,7 +25,8 @@ export async function estimateMemory(entry: ModelEntry, gpu: "auto" | false): Pr
   const files = await directorySize(entry.file);
   // Each diffusion worker (and each embedding worker) loads its own sessions.
   const copies = entry.backend === "onnx-diffusion" ? entry.image.workers : 1;
-  const onGpu = entry.backend === "onnx-diffusion" && entry.image.executionProviders[0] !== undefined && entry.image.executionProviders[0] !== "cpu";
+  const setting = executionProviderSettings[entry.backend as keyof typeof executionProviderSettings]?.(entry);
+  const onGpu = setting !== undefined && (await resolveExecutionProviders(setting, { gpu })).name !== "cpu";
   return onGpu ? { ramBytes: 0, vramBytes: files * copies } : { ramBytes: files * copies, vramBytes: 0 };
 }
 

@@ -308,6 +308,15 @@ describe("real responses match their documented schemas", () => {
     await expectConforms(await post(server, "/image/upscale", {}), "post", "/image/upscale", 404);
   });
 
+  it("admin models: unloaded, and loaded with an ONNX model's execution provider", async () => {
+    await expectConforms(await get("/admin/models"), "get", "/admin/models", 200);
+    const loaded = await expectConforms(await post(server, "/admin/models/tiny-embedding/load", {}), "post", "/admin/models/{id}/load", 200);
+    expect(loaded.data.executionProvider).toMatchObject({ name: "cpu", providers: ["cpu"] });
+    const list = await expectConforms(await get("/admin/models"), "get", "/admin/models", 200);
+    expect(list.data.find((m: { id: string }) => m.id === "tiny-embedding").executionProvider.reason).toBeTypeOf("string");
+    expect(() => expectMatches("get", "/admin/models", 200, { ...list, data: [{ ...loaded.data, executionProvider: { name: "cpu" } }] })).toThrow(/executionProvider/);
+  });
+
   it("video: quote, queue, retrieve", async () => {
     await expectConforms(await post(server, "/video/quote", { model: "tiny-video", duration: "1s" }), "post", "/video/quote", 200);
     const queued = await expectConforms(await post(server, "/video/queue", { model: "tiny-video", prompt: "a red square", duration: "1s", steps: 1 }), "post", "/video/queue", 200);

@@ -69,12 +69,20 @@ export interface TestServer extends RunningServer {
 }
 
 /**
- * A real server on an ephemeral port with its own SQLite file, on CPU. Pass `dataDir` to
- * start a second server on the data of a first one (a restart); that directory is then the
- * caller's to remove.
+ * A real server on an ephemeral port with its own SQLite file, on CPU (`gpu: "auto"` lets it
+ * look for a GPU, as `hearth serve` does). Pass `dataDir` to start a second server on the data
+ * of a first one (a restart); that directory is then the caller's to remove.
  */
 export async function startTestServer(
-  options: { models?: ModelEntry[]; config?: Partial<ServerConfig>; now?: () => number; dataDir?: string; characters?: z.input<typeof CharacterDefinition>[]; logger?: Logger } = {},
+  options: {
+    models?: ModelEntry[];
+    config?: Partial<ServerConfig>;
+    now?: () => number;
+    dataDir?: string;
+    characters?: z.input<typeof CharacterDefinition>[];
+    logger?: Logger;
+    gpu?: "auto" | false;
+  } = {},
 ): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "hearth-test-"));
   const config = ServerConfig.parse({
@@ -89,7 +97,7 @@ export async function startTestServer(
   const running = await startServer(config, {
     modelsConfig,
     characters: options.characters ?? [],
-    gpu: false,
+    gpu: options.gpu ?? false,
     now: options.now,
     logger: options.logger ?? createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
   });

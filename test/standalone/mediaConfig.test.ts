@@ -24,7 +24,7 @@ describe("media entries in models.config.json", () => {
 
   it("fills image, video and embedding defaults", () => {
     const image = entry({ type: "image", backend: "onnx-diffusion" });
-    expect(image.image).toMatchObject({ scheduler: "auto", defaultSteps: 20, maxSteps: 50, widthHeightDivisor: 8, workers: 1, executionProviders: ["cpu"] });
+    expect(image.image).toMatchObject({ scheduler: "auto", defaultSteps: 20, maxSteps: 50, widthHeightDivisor: 8, workers: 1, executionProviders: "auto" });
     expect(image.video.durations).toEqual(["1s", "2s", "3s", "4s", "5s"]);
     expect(image.embedding).toMatchObject({ pooling: "auto", normalize: true, supportsCustomDimensions: false, batchSize: 32 });
   });

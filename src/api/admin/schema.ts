@@ -5,6 +5,16 @@ export const AdminModelParams = z.object({ id: z.string().min(1) });
 
 const Memory = z.object({ ramBytes: z.number(), vramBytes: z.number() });
 
+/** Where onnxruntime runs a loaded ONNX model (kokoro, vits, whisper, transformers, onnx-diffusion), and why. */
+const ExecutionProvider = z
+  .object({
+    name: z.string().describe('The provider the model runs on: "cuda" or "cpu" (another onnxruntime provider when the model\'s list names one)'),
+    providers: z.array(z.string()).describe('What its sessions were given, in order of preference, e.g. ["cuda", "cpu"]'),
+    reason: z.string().describe('Why, e.g. "auto: the CUDA provider is installed and a test session ran on it" or "auto: the CUDA provider library is not installed (…)"'),
+    fellBack: z.boolean().describe('It runs somewhere other than asked: a listed provider was skipped, or "auto" found the CUDA provider installed but not working'),
+  })
+  .describe('Where onnxruntime runs the model ("auto" resolves to CUDA when its provider is installed and works, else the CPU), and why');
+
 /** One model's lifecycle, as ModelManager.status() reports it. */
 export const ModelStatusRecord = z.object({
   id: z.string(),
@@ -34,6 +44,8 @@ export const ModelStatusRecord = z.object({
   /** -1: never unloaded for idleness. */
   keepAliveSeconds: z.number().int(),
   sharedWith: z.array(z.string()),
+  /** Loaded ONNX models only (null while unloaded, and for GGUF and upstream models). */
+  executionProvider: ExecutionProvider.nullable(),
 });
 export type ModelStatusRecord = z.infer<typeof ModelStatusRecord>;
 

@@ -1,4 +1,5 @@
 import type { ModelEntry } from "../../config.js";
+import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import type { ImageEngine, ImageGenerateOptions, ImageGenerateResult, VideoEngine, VideoGenerateOptions } from "../types.js";
 import { TaskAbortedError, WorkerPool } from "../worker/WorkerPool.js";
 import type { DiffusionEvent, DiffusionImageResult, DiffusionTask, DiffusionWorkerData } from "./diffusionWorker.js";
@@ -16,6 +17,7 @@ export { TaskAbortedError };
 export interface DiffusionPool {
   pool: WorkerPool;
   info: PipelineInfo;
+  executionProvider: ExecutionProviderChoice;
 }
 
 /**
@@ -27,30 +29,36 @@ export function diffusionPoolKey(entry: ModelEntry): string {
   return JSON.stringify(["onnx-diffusion", entry.file, workers, threads, executionProviders, scheduler, safetyChecker ?? null, entry.queue.maxWaiting]);
 }
 
-export async function startDiffusionPool(entry: ModelEntry): Promise<DiffusionPool> {
+export async function startDiffusionPool(entry: ModelEntry, gpu: "auto" | false): Promise<DiffusionPool> {
   const settings = entry.image;
+  // Decided here, once for the pool: every worker opens its sessions on the result.
+  const placement = await resolveExecutionProviders(settings.executionProviders, { gpu });
   const data: DiffusionWorkerData = {
     dir: entry.file!,
     options: {
       threads: settings.threads,
-      executionProviders: settings.executionProviders,
+      executionProviders: placement.providers,
       sampler: settings.scheduler,
       safetyChecker: settings.safetyChecker,
     },
   };
   const pool = await WorkerPool.start({ name: entry.id, entry: WORKER, data, size: settings.workers, maxWaiting: entry.queue.maxWaiting });
-  return { pool, info: pool.info as PipelineInfo };
+  return { pool, info: pool.info as PipelineInfo, executionProvider: placement };
 }
 
 /** What the image and video engines share: one worker pool running the pipeline of one model. */
 abstract class DiffusionPoolEngine {
   readonly router: string;
 
-  protected constructor(
-    protected readonly pool: WorkerPool,
-    readonly info: PipelineInfo,
-  ) {
-    this.router = `onnxruntime/${info.executionProviders[0] ?? "cpu"}`;
+  readonly executionProvider: ExecutionProviderChoice;
+  protected readonly pool: WorkerPool;
+  readonly info: PipelineInfo;
+
+  protected constructor(shared: DiffusionPool) {
+    this.pool = shared.pool;
+    this.info = shared.info;
+    this.executionProvider = shared.executionProvider;
+    this.router = `onnxruntime/${shared.executionProvider.name}`;
   }
 
   stats() {
@@ -65,14 +73,13 @@ abstract class DiffusionPoolEngine {
 export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine {
   readonly kind = "image" as const;
 
-  static async load(entry: ModelEntry): Promise<OnnxImageEngine> {
-    const { pool, info } = await startDiffusionPool(entry);
-    return new OnnxImageEngine(pool, info);
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<OnnxImageEngine> {
+    return new OnnxImageEngine(await startDiffusionPool(entry, gpu));
   }
 
   /** An image engine over a pool another engine (a video model on the same files) may share; the pool's owner disposes it. */
   static over(shared: DiffusionPool): OnnxImageEngine {
-    return new OnnxImageEngine(shared.pool, shared.info);
+    return new OnnxImageEngine(shared);
   }
 
   get safetyChecker(): boolean {
@@ -106,13 +113,12 @@ export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine 
 export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine {
   readonly kind = "video" as const;
 
-  static async load(entry: ModelEntry): Promise<OnnxVideoEngine> {
-    const { pool, info } = await startDiffusionPool(entry);
-    return new OnnxVideoEngine(pool, info);
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<OnnxVideoEngine> {
+    return new OnnxVideoEngine(await startDiffusionPool(entry, gpu));
   }
 
   static over(shared: DiffusionPool): OnnxVideoEngine {
-    return new OnnxVideoEngine(shared.pool, shared.info);
+    return new OnnxVideoEngine(shared);
   }
 
   async generateFrames(options: VideoGenerateOptions): Promise<void> {

@@ -5,6 +5,7 @@ import type { ModelEntry } from "../../config.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
 import { concatSamples } from "../../media/pcm.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";
+import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { listKokoroVoices, voiceLanguage, voicePath } from "./kokoroVoices.js";
@@ -40,26 +41,29 @@ export class KokoroEngine implements PcmSpeechEngine {
     private readonly voiceNames: readonly string[],
     modelId: string,
     maxWaiting: number,
+    readonly executionProvider: ExecutionProviderChoice,
     readonly cloning?: SpeakerEncoder,
   ) {
     this.router = `kokoro (onnxruntime, ${phonemizer.name} phonemes)`;
     this.queue = new WorkQueue(modelId, maxWaiting);
   }
 
-  static async load(entry: ModelEntry): Promise<KokoroEngine> {
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<KokoroEngine> {
     configureTransformers();
     const dir = entry.file!;
     const available = listKokoroVoices(dir);
     const voices = entry.speech.voices ? entry.speech.voices.filter((v) => available.includes(v)) : available;
     if (voices.length === 0) throw new Error(`no voice files in ${dir}/voices (expected <voice>.bin, e.g. af_heart.bin)`);
+    // The speaker encoder runs where the voice model runs.
+    const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const [session, tokenizer, phonemizer, encoder] = await Promise.all([
-      openSession(onnxFile(dir, entry.onnx.dtype), entry.onnx),
+      openSession(onnxFile(dir, entry.onnx.dtype), entry.onnx, placement.providers),
       AutoTokenizer.from_pretrained(dir),
       loadPhonemizer(entry.speech.phonemizer),
-      entry.voiceCloning ? SpeakerEncoder.load(entry.voiceCloning.encoder, entry.onnx) : Promise.resolve(undefined),
+      entry.voiceCloning ? SpeakerEncoder.load(entry.voiceCloning.encoder, entry.onnx, placement.providers) : Promise.resolve(undefined),
     ]);
     if (encoder && encoder.styleDim !== KOKORO_STYLE_DIM) throw new Error(`the speaker encoder writes ${encoder.styleDim} values; Kokoro takes ${KOKORO_STYLE_DIM}`);
-    return new KokoroEngine(dir, session, tokenizer, phonemizer, voices, entry.id, entry.queue.maxWaiting, encoder);
+    return new KokoroEngine(dir, session, tokenizer, phonemizer, voices, entry.id, entry.queue.maxWaiting, placement, encoder);
   }
 
   voices(): readonly string[] {

@@ -30,7 +30,7 @@ export class SpeakerEncoder implements VoiceEncoder {
     return this.mel.sampleRate;
   }
 
-  static async load(dir: string, settings: OnnxSettings): Promise<SpeakerEncoder> {
+  static async load(dir: string, settings: OnnxSettings, providers: readonly string[]): Promise<SpeakerEncoder> {
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { style_dim?: number };
     const pre = JSON.parse(readFileSync(join(dir, "preprocessor_config.json"), "utf8")) as Record<string, number | undefined>;
     const mel: MelOptions = {
@@ -45,7 +45,7 @@ export class SpeakerEncoder implements VoiceEncoder {
       mean: pre.mean ?? STYLETTS2_MEL.mean,
       std: pre.std ?? STYLETTS2_MEL.std,
     };
-    const session = await openSession(onnxFile(dir, settings.dtype), settings);
+    const session = await openSession(onnxFile(dir, settings.dtype), settings, providers);
     return new SpeakerEncoder(session, mel, config.style_dim ?? 256);
   }
 

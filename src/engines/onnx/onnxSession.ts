@@ -22,15 +22,15 @@ export function onnxFile(modelDir: string, dtype: OnnxSettings["dtype"], name = 
   return path;
 }
 
-/** onnxruntime session options from a model's onnx settings (CPU). */
-export function sessionOptions(settings: OnnxSettings): ort.InferenceSession.SessionOptions {
+/** onnxruntime session options from a model's onnx settings, on the providers resolveExecutionProviders chose. */
+export function sessionOptions(settings: OnnxSettings, providers: readonly string[]): ort.InferenceSession.SessionOptions {
   return {
-    executionProviders: ["cpu"],
+    executionProviders: [...providers],
     graphOptimizationLevel: "all",
     ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {}),
   };
 }
 
-export function openSession(path: string, settings: OnnxSettings): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(path, sessionOptions(settings));
+export function openSession(path: string, settings: OnnxSettings, providers: readonly string[]): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(path, sessionOptions(settings, providers));
 }

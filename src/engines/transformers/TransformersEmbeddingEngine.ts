@@ -5,6 +5,7 @@ import type { ModelEntry } from "../../config.js";
 import type { Pooling } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { WorkerPool } from "../worker/WorkerPool.js";
+import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import type { EmbeddingTask, EmbeddingWorkerData, EmbeddingWorkerResult } from "./embeddingWorker.js";
 
@@ -48,17 +49,21 @@ export class TransformersEmbeddingEngine implements EmbeddingEngine {
     private readonly tokenizer: PreTrainedTokenizer,
     readonly dimensions: number,
     readonly maxInputTokens: number,
+    readonly executionProvider: ExecutionProviderChoice,
   ) {}
 
-  static async load(entry: ModelEntry): Promise<TransformersEmbeddingEngine> {
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<TransformersEmbeddingEngine> {
     const dir = entry.file!;
     const settings = entry.embedding;
     env.allowRemoteModels = false;
     const maxInputTokens = inputLimit(dir, settings.maxInputTokens);
+    // Decided here, once: the worker only opens sessions on the result.
+    const placement = await resolveExecutionProviders(settings.executionProviders, { gpu });
     const data: EmbeddingWorkerData = {
       dir,
       dtype: settings.dtype,
       threads: settings.threads,
+      executionProviders: placement.providers,
       pooling: poolingOf(dir, settings.pooling),
       normalize: settings.normalize,
       maxInputTokens,
@@ -66,7 +71,7 @@ export class TransformersEmbeddingEngine implements EmbeddingEngine {
     };
     const tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
     const pool = await WorkerPool.start({ name: entry.id, entry: WORKER, data, size: 1, maxWaiting: entry.queue.maxWaiting });
-    return new TransformersEmbeddingEngine(pool, tokenizer, (pool.info as { dimensions: number }).dimensions, maxInputTokens);
+    return new TransformersEmbeddingEngine(pool, tokenizer, (pool.info as { dimensions: number }).dimensions, maxInputTokens, placement);
   }
 
   /**

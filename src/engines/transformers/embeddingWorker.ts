@@ -1,6 +1,7 @@
 import { AutoModel, AutoTokenizer, env, type PreTrainedModel, type PreTrainedTokenizer, type Tensor } from "@huggingface/transformers";
 import { normalize, pool, type Pooling } from "../embeddingMath.js";
 import { serveWorker } from "../worker/serveWorker.js";
+import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 
 /**
  * Worker-thread side of the transformers.js embedding engine: the tokenizer and the ONNX
@@ -12,6 +13,8 @@ export interface EmbeddingWorkerData {
   dir: string;
   dtype: string;
   threads: number;
+  /** Resolved on the main thread (resolveExecutionProviders). */
+  executionProviders: string[];
   pooling: Pooling;
   normalize: boolean;
   maxInputTokens: number;
@@ -68,7 +71,7 @@ serveWorker<Loaded, EmbeddingTask>({
     const model = await AutoModel.from_pretrained(settings.dir, {
       local_files_only: true,
       dtype: settings.dtype as never,
-      session_options: settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {},
+      ...transformersDeviceOptions(settings.executionProviders, settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {}),
     });
     const loaded: Loaded = { settings, tokenizer, model };
     const probe = await embedBatch(loaded, ["hello"]);

@@ -1,6 +1,8 @@
 import { pipeline, type TextToAudioPipeline } from "@huggingface/transformers";
 import type { ModelEntry } from "../../config.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
+import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
+import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 
@@ -28,19 +30,20 @@ export class VitsEngine implements PcmSpeechEngine {
     private readonly voiceNames: readonly string[],
     modelId: string,
     maxWaiting: number,
+    readonly executionProvider: ExecutionProviderChoice,
   ) {
     this.queue = new WorkQueue(modelId, maxWaiting);
   }
 
-  static async load(entry: ModelEntry): Promise<VitsEngine> {
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<VitsEngine> {
     configureTransformers();
+    const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const synthesizer = (await pipeline("text-to-audio", entry.file!, {
       dtype: entry.onnx.dtype,
-      device: "cpu",
-      session_options: entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {},
+      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
     })) as TextToAudioPipeline;
     const config = synthesizer.model.config as unknown as { sampling_rate?: number };
-    return new VitsEngine(synthesizer, config.sampling_rate ?? 16000, vitsVoices(entry), entry.id, entry.queue.maxWaiting);
+    return new VitsEngine(synthesizer, config.sampling_rate ?? 16000, vitsVoices(entry), entry.id, entry.queue.maxWaiting, placement);
   }
 
   voices(): readonly string[] {

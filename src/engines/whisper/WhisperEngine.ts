@@ -3,6 +3,8 @@ import { LogitsProcessor, LogitsProcessorList, pipeline, type AutomaticSpeechRec
 import type { ModelEntry, TranscriptionSettings } from "../../config.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { TranscribeOptions, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../types.js";
+import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
+import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 
@@ -101,6 +103,7 @@ export class WhisperEngine implements TranscriptionEngine {
     private readonly settings: TranscriptionSettings,
     modelId: string,
     maxWaiting: number,
+    readonly executionProvider: ExecutionProviderChoice,
   ) {
     this.queue = new WorkQueue(modelId, maxWaiting);
     this.model = transcriber.model as unknown as WhisperModel;
@@ -118,14 +121,14 @@ export class WhisperEngine implements TranscriptionEngine {
     };
   }
 
-  static async load(entry: ModelEntry): Promise<WhisperEngine> {
+  static async load(entry: ModelEntry, gpu: "auto" | false): Promise<WhisperEngine> {
     configureTransformers();
+    const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const transcriber = (await pipeline("automatic-speech-recognition", entry.file!, {
       dtype: entry.onnx.dtype,
-      device: "cpu",
-      session_options: entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {},
+      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
     })) as AutomaticSpeechRecognitionPipeline;
-    return new WhisperEngine(transcriber, entry.transcription, entry.id, entry.queue.maxWaiting);
+    return new WhisperEngine(transcriber, entry.transcription, entry.id, entry.queue.maxWaiting, placement);
   }
 
   async transcribe(options: TranscribeOptions): Promise<TranscriptionResult> {
