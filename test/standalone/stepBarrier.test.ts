@@ -61,6 +61,25 @@ describe("StepBarrier: generating sequences take their steps together", () => {
     expect(barrier.stats().fullSteps).toBe(1);
   });
 
+  it("waits past the deadline for a member whose token is still being decoded or sampled", async () => {
+    const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 5, maxDeadlineMs: 5 });
+    barrier.join();
+    barrier.join();
+    const { released, arrive } = tracker(barrier);
+    let deliver!: (token: number) => void;
+    const token = barrier.inEngineWhile(new Promise<number>((resolve) => (deliver = resolve)));
+    const a = arrive("a");
+    await sleep(40);
+    // Going without it would split the step in two: its result is on its way.
+    expect(released).toEqual([]);
+    deliver(7);
+    expect(await token).toBe(7);
+    // Now it has its token and is busy with it: the deadline applies.
+    await a;
+    expect(released).toEqual(["a"]);
+    expect(barrier.stats().deadlineSteps).toBe(1);
+  });
+
   it("a member leaving releases the ones waiting for it", async () => {
     const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 5000, maxDeadlineMs: 5000 });
     barrier.join();

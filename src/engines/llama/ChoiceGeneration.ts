@@ -142,7 +142,7 @@ export class ChoiceGeneration {
       try {
         for (;;) {
           if (inStep) await barrier.arrive();
-          const { value, done } = await iterator.next(next);
+          const { value, done } = inStep ? await barrier.inEngineWhile(iterator.next(next)) : await iterator.next(next);
           if (done) {
             finish = "stop";
             break;

@@ -11,9 +11,11 @@
  * a later macrotask, after the loop has found the queue empty and stopped; their next tokens then
  * arrive in one turn of the event loop and node-llama-cpp decodes them as one batch.
  *
- * A member that does not arrive (a slow grammar, a consumer doing other work) holds the others
- * back for at most a short deadline, a fraction of the measured step time: then the ones waiting
- * go on without it and it joins the next step.
+ * Members still waiting for their token from node-llama-cpp (decoding, sampling) are always waited
+ * for: their result is on its way, and going without them would split the step in two. A member
+ * that has its token but has not arrived (a consumer doing other work) holds the others back for
+ * at most a short deadline, a fraction of the measured step time: then the ones waiting go on
+ * without it and it joins the next step.
  */
 export interface StepBarrierOptions {
   /** The deadline is this fraction of the recent step time (the time between two releases). */
@@ -38,6 +40,8 @@ export interface StepBarrierStats {
 
 export class StepBarrier {
   private members = 0;
+  /** Members between asking node-llama-cpp for their next token and getting it. */
+  private inEngine = 0;
   private waiting: Array<() => void> = [];
   private deadlineTimer: NodeJS.Timeout | undefined;
   private releaseScheduled = false;
@@ -62,18 +66,27 @@ export class StepBarrier {
   }
 
   /**
-   * A member has its token and wants the next: resolves when every member has arrived, or when the
-   * deadline after the first arrival passes. Always resolves in a later macrotask than the last
-   * arrival, so node-llama-cpp's decode loop has stopped before anyone queues again.
+   * A member has its token and wants the next: resolves when every member has arrived, or when
+   * every member has its token and the deadline for the ones still busy with it has passed. Always
+   * resolves in a later macrotask than the last arrival, so node-llama-cpp's decode loop has
+   * stopped before anyone queues again.
    */
   arrive(): Promise<void> {
     return new Promise((resolve) => {
       this.waiting.push(resolve);
-      if (this.waiting.length === 1 && this.members > 1) {
-        this.deadlineTimer = setTimeout(() => this.release("deadline"), this.deadlineMs());
-      }
       this.releaseIfAllArrived();
     });
+  }
+
+  /** Runs a member's request for its next token (counted as in the engine until it settles). */
+  async inEngineWhile<T>(next: Promise<T>): Promise<T> {
+    this.inEngine++;
+    try {
+      return await next;
+    } finally {
+      this.inEngine--;
+      this.releaseIfAllArrived();
+    }
   }
 
   stats(): StepBarrierStats {
@@ -87,9 +100,16 @@ export class StepBarrier {
   }
 
   private releaseIfAllArrived(): void {
-    if (this.waiting.length === 0 || this.waiting.length < this.members || this.releaseScheduled) return;
-    this.releaseScheduled = true;
-    setImmediate(() => this.release("full"));
+    if (this.waiting.length === 0 || this.releaseScheduled) return;
+    if (this.waiting.length >= this.members) {
+      this.releaseScheduled = true;
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+      setImmediate(() => this.release("full"));
+    } else if (this.inEngine === 0 && this.deadlineTimer === undefined) {
+      // Every member has its token; the ones not here yet are busy with it in JavaScript.
+      this.deadlineTimer = setTimeout(() => this.release("deadline"), this.deadlineMs());
+    }
   }
 
   private release(reason: "full" | "deadline"): void {
