@@ -37,6 +37,7 @@ async function main(options: BenchOptions): Promise<void> {
       maxTokens: options.maxTokens,
       contextSize: options.contextSize,
       promptTokens: options.promptTokens,
+      scenarios: options.scenarios,
       json: options.json,
       log,
     });

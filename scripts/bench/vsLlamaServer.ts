@@ -23,6 +23,8 @@ export interface VersusOptions {
   maxTokens: number;
   contextSize: number;
   promptTokens: number;
+  /** Run only these scenarios (default: all). */
+  scenarios?: string[];
   json?: string;
   log: (line: string) => void;
 }
@@ -90,7 +92,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
 
   const { maxTokens } = options;
   const chat = (count: number) => (offset: number) => buildRequests(count, maxTokens, offset);
-  const scenarios: Scenario[] = [
+  const allScenarios: Scenario[] = [
     { name: "c1", label: "1 stream, 4 sequences: decode tok/s", sequences: 4, concurrency: 1, requests: chat(3), figure: { label: "decode tok/s", of: decodeTokensPerSecond }, goal: 0.97 },
     { name: "c4", label: "4 streams on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 4, requests: chat(8), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
     { name: "c16-s4", label: "16 clients on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
@@ -105,6 +107,10 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
     },
     { name: "c16-s16", label: "16 streams on 16 sequences: aggregate tok/s", sequences: 16, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
   ];
+
+  const unknown = options.scenarios?.filter((name) => !allScenarios.some((s) => s.name === name)) ?? [];
+  if (unknown.length) throw new Error(`unknown scenarios ${unknown.join(", ")}; they are ${allScenarios.map((s) => s.name).join(", ")}`);
+  const scenarios = options.scenarios ? allScenarios.filter((s) => options.scenarios!.includes(s.name)) : allScenarios;
 
   const results: { scenario: Scenario; rounds: Round[] }[] = [];
   const memory: { sequences: number; hearthRssBytes: number | null; llamaServerRssBytes: number | null }[] = [];
