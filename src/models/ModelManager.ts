@@ -300,7 +300,8 @@ export class ModelManager {
 
   /**
    * A text model's chat features without loading it: a loaded engine's own, else read from
-   * the model file's template (cached per file: analysing a Jinja template takes seconds).
+   * the model file's template (cached per file: analysing a template Hearth does not know
+   * takes about a second).
    * Null when the file cannot be read (GET /models then shows the registry's values).
    */
   async chatFeatures(id: string): Promise<ProbedChatFeatures | null> {
