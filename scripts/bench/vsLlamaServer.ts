@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
-import { contextThreads } from "../../src/engines/llama/getSharedLlama.js";
+import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { httpTarget } from "./http.js";
 import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
@@ -35,6 +35,8 @@ interface Scenario {
   name: ScenarioName;
   label: string;
   sequences: number;
+  /** Tokens per sequence. */
+  contextSize: number;
   concurrency: number;
   requests: (offset: number) => BenchRequest[];
   /** The figure compared (higher is better) and how it is read from a run. */
@@ -91,21 +93,27 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);
 
   const { maxTokens } = options;
+  // The long prompts are cut to length with the model's own tokenizer (vocabulary only, no weights).
+  const llama = await getSharedLlama(false);
+  const vocabulary = await llama.loadModel({ modelPath: options.model.path, vocabOnly: true });
+  const countTokens = (text: string) => vocabulary.tokenize(text).length;
   const chat = (count: number) => (offset: number) => buildRequests(count, maxTokens, offset);
   const allScenarios: Scenario[] = [
-    { name: "c1", label: "1 stream, 4 sequences: decode tok/s", sequences: 4, concurrency: 1, requests: chat(3), figure: { label: "decode tok/s", of: decodeTokensPerSecond }, goal: 0.97 },
-    { name: "c4", label: "4 streams on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 4, requests: chat(8), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
-    { name: "c16-s4", label: "16 clients on 4 sequences: aggregate tok/s", sequences: 4, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    { name: "c1", label: "1 stream, 4 sequences: decode tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 1, requests: chat(3), figure: { label: "decode tok/s", of: decodeTokensPerSecond }, goal: 0.97 },
+    { name: "c4", label: "4 streams on 4 sequences: aggregate tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 4, requests: chat(8), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    { name: "c16-s4", label: "16 clients on 4 sequences: aggregate tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
     {
       name: "prefill",
       label: `${options.promptTokens}-token prompt: prompt tok/s`,
       sequences: 4,
+      // The long prompt and its answer fit one sequence (rounded up to a whole KiB of tokens).
+      contextSize: Math.max(options.contextSize, Math.ceil((options.promptTokens + 512) / 1024) * 1024),
       concurrency: 1,
-      requests: (offset) => buildLongPromptRequests(2, options.promptTokens, offset),
+      requests: (offset) => buildLongPromptRequests(2, options.promptTokens, countTokens, offset),
       figure: { label: "prompt tok/s", of: promptTokensPerSecond },
       goal: 0.95,
     },
-    { name: "c16-s16", label: "16 streams on 16 sequences: aggregate tok/s", sequences: 16, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    { name: "c16-s16", label: "16 streams on 16 sequences: aggregate tok/s", sequences: 16, contextSize: options.contextSize, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
   ];
 
   const unknown = options.scenarios?.filter((name) => !allScenarios.some((s) => s.name === name)) ?? [];
@@ -113,24 +121,20 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const scenarios = options.scenarios ? allScenarios.filter((s) => options.scenarios!.includes(s.name)) : allScenarios;
 
   const results: { scenario: Scenario; rounds: Round[] }[] = [];
-  const memory: { sequences: number; hearthRssBytes: number | null; llamaServerRssBytes: number | null }[] = [];
+  const memory: { sequences: number; contextSize: number; hearthRssBytes: number | null; llamaServerRssBytes: number | null }[] = [];
   let requestNumber = 0;
-  for (const sequences of [...new Set(scenarios.map((s) => s.sequences))]) {
-    const settings: ServerSettings = {
-      modelFile: options.model.path,
-      threads,
-      sequences,
-      // The long prompt and its answer must fit one sequence.
-      contextSize: Math.max(options.contextSize, options.promptTokens + 512),
-    };
+  // One pair of servers per context shape, started fresh for the scenarios that use it.
+  const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
+  for (const { sequences, contextSize } of shapes) {
+    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize };
     const servers = await startBoth(build, settings, log);
     try {
       for (const server of servers) {
         const warmup = buildRequests(sequences, 4, 1_000_000);
         await runConcurrent(httpTarget(server.endpoint).run, warmup, warmup.length);
       }
-      memory.push({ sequences, hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() });
-      for (const scenario of scenarios.filter((s) => s.sequences === sequences)) {
+      memory.push({ sequences, contextSize, hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() });
+      for (const scenario of scenarios.filter((s) => s.sequences === sequences && s.contextSize === contextSize)) {
         const rounds: Round[] = [];
         for (let round = 1; round <= options.rounds; round++) {
           const requests = scenario.requests(requestNumber);
@@ -156,12 +160,13 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
     }
   }
 
+  await vocabulary.dispose();
   log("");
   log(summaryTable(results));
   log("");
   for (const m of memory) {
     const ratio = m.hearthRssBytes && m.llamaServerRssBytes ? m.hearthRssBytes / m.llamaServerRssBytes : Number.NaN;
-    log(`RSS with the model loaded, ${m.sequences} sequences: Hearth ${mib(m.hearthRssBytes)} MiB, llama-server ${mib(m.llamaServerRssBytes)} MiB (${ratio.toFixed(2)}x; goal <= 1.10)`);
+    log(`RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens: Hearth ${mib(m.hearthRssBytes)} MiB, llama-server ${mib(m.llamaServerRssBytes)} MiB (${ratio.toFixed(2)}x; goal <= 1.10)`);
   }
   if (options.json) {
     const report = {
@@ -217,7 +222,7 @@ const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toF
 
 function roundLine(scenario: Scenario, round: Round): string {
   const part = (name: string, r: RoundResult) =>
-    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""})`;
+    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms, ${fixed(r.metrics.meanPromptTokens, 0)} prompt tokens${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""})`;
   return `${scenario.name} round ${round.round} (load ${round.loadBefore.toFixed(2)}, ${round.first} first): ${part("Hearth", round.hearth)} / ${part("llama-server", round.llamaServer)} = ${round.ratio.toFixed(2)}`;
 }
 

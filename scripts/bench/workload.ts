@@ -63,15 +63,22 @@ const FILLER =
   "A starter is flour and water left to ferment: wild yeast makes the gas that lifts the dough, and lactic bacteria make the acid that flavours it and keeps other microbes out. ";
 
 /**
- * Prefill requests: a user message of about `promptTokens` tokens (English prose runs about four
- * characters a token), numbered at its start so no request shares more than the template's
- * opening with an earlier one, and one output token.
+ * Prefill requests: a user message of `promptTokens` tokens as `countTokens` counts them (the
+ * model's own tokenizer, so the chat template adds a few more), numbered at its start so no
+ * request shares more than the template's opening with an earlier one, and one output token.
  */
-export function buildLongPromptRequests(count: number, promptTokens: number, offset = 0): BenchRequest[] {
-  const chars = promptTokens * 4;
+export function buildLongPromptRequests(count: number, promptTokens: number, countTokens: (text: string) => number, offset = 0): BenchRequest[] {
   return Array.from({ length: count }, (_, i) => {
     let text = `Document ${offset + i}. `;
-    for (let paragraph = 1; text.length < chars; paragraph++) text += `Paragraph ${paragraph}. ${FILLER}`;
-    return { messages: [{ role: "user", content: text.slice(0, chars) }], maxTokens: 1 };
+    for (let paragraph = 1; countTokens(text) < promptTokens; paragraph++) text += `Paragraph ${paragraph}. ${FILLER}`;
+    // Trim back to the length: drop characters from the end until the count fits.
+    let low = 0;
+    let high = text.length;
+    while (low < high) {
+      const mid = Math.ceil((low + high) / 2);
+      if (countTokens(text.slice(0, mid)) <= promptTokens) low = mid;
+      else high = mid - 1;
+    }
+    return { messages: [{ role: "user", content: text.slice(0, low) }], maxTokens: 1 };
   });
 }

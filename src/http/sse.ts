@@ -19,8 +19,12 @@ export class SseStream {
   send(data: unknown): void {
     if (this.res.writableEnded) return;
     if (!this.opened) this.open();
-    const text = typeof data === "string" ? data : JSON.stringify(data);
-    this.res.write(`${text.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`);
+    if (typeof data !== "string") {
+      // JSON escapes line breaks, so a serialized event is always one data line (the per-token path).
+      this.res.write(`data: ${JSON.stringify(data)}\n\n`);
+      return;
+    }
+    this.res.write(`${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`);
   }
 
   fail(error: unknown): void {

@@ -1,0 +1,30 @@
+import { PerformanceObserver } from "node:perf_hooks";
+import { getSharedLlama, chatContextOptions } from "../src/engines/llama/getSharedLlama.js";
+import { ModelEntry } from "../src/config.js";
+const entry = ModelEntry.parse({ id: "b", type: "text", backend: "llama", file: "data/bench-models/qwen2.5-0.5b-shape-q8_0.gguf", llama: { contextSize: 2048, threads: Number(process.env.T ?? 2), sequences: 4, flashAttention: process.env.FA === "1" } });
+const gcs: { start: number; duration: number; kind: number }[] = [];
+new PerformanceObserver((list) => { for (const e of list.getEntries()) gcs.push({ start: e.startTime, duration: e.duration, kind: (e as any).detail?.kind }); }).observe({ entryTypes: ["gc"] });
+const llama = await getSharedLlama("auto");
+const model = await llama.loadModel({ modelPath: entry.file! });
+const context = await model.createContext({ ...chatContextOptions(entry.llama), performanceTracking: true });
+const seq = context.getSequence();
+const real = (context as any)._ctx; const ctx: any = {}; (context as any)._ctx = new Proxy(real, { get(t, k) { if (k in ctx && Object.prototype.hasOwnProperty.call(ctx, k)) return ctx[k]; const v = (t as any)[k]; return typeof v === 'function' ? v.bind(t) : v; } });
+const dec: number[] = [], smp: number[] = [], gapsBetween: number[] = [];
+let lastEnd = 0;
+const od = real.decodeBatch.bind(real);
+ctx.decodeBatch = async () => { const t = performance.now(); if (lastEnd) gapsBetween.push(t - lastEnd); await od(); dec.push(performance.now() - t); };
+const os = real.sampleToken.bind(real);
+ctx.sampleToken = async (...a: any[]) => { const t = performance.now(); const r = await os(...a); smp.push(performance.now() - t); lastEnd = performance.now(); return r; };
+const med = (x: number[]) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)]!.toFixed(2);
+const avg = (x: number[]) => (x.reduce((a, b) => a + b, 0) / x.length).toFixed(2);
+process.on("exit", () => console.log(`decode med ${med(dec)} avg ${avg(dec)}; sample med ${med(smp)} avg ${avg(smp)}; sample-end to next decode med ${med(gapsBetween)} avg ${avg(gapsBetween)}`));
+const N = Number(process.env.N ?? 4);
+const seqs = [seq, ...Array.from({ length: N - 1 }, () => context.getSequence())];
+const t0 = performance.now();
+await Promise.all(seqs.map(async (sq, k) => {
+  const prompt = model.tokenize(`Request ${k}. Explain how a sourdough starter works in detail please.`);
+  let n = 0;
+  for await (const t of sq.evaluate(prompt, { temperature: 0, yieldEogToken: true })) { if (++n >= 64) break; }
+}));
+console.log(`N=${N}: ${(performance.now() - t0).toFixed(0)} ms for ${N}x64 tokens`);
+await context.printTimings(); await context.dispose(); await model.dispose();
