@@ -38,6 +38,7 @@ async function main(options: BenchOptions): Promise<void> {
       contextSize: options.contextSize,
       promptTokens: options.promptTokens,
       scenarios: options.scenarios,
+      flashAttention: options.flashAttention,
       json: options.json,
       log,
     });

@@ -274,7 +274,8 @@ const LlamaSettings = z.strictObject({
   /** CPU threads; 0: one per available core. Tiny models run best on one. */
   threads: z.number().int().min(0).default(0),
   batchSize: z.number().int().min(1).optional(),
-  flashAttention: z.boolean().default(false),
+  /** llama.cpp's flash attention: "auto" (llama.cpp's own default) uses it where the backend supports it. */
+  flashAttention: z.union([z.boolean(), z.literal("auto")]).default("auto"),
 });
 export type LlamaSettings = z.infer<typeof LlamaSettings>;
 

@@ -30,6 +30,8 @@ export interface BenchOptions {
   vsLlamaServer: boolean;
   /** Prompt length of the prefill scenario (--vs-llama-server). */
   promptTokens: number;
+  /** --vs-llama-server: flash attention for both servers (default: each one's own, "auto"). */
+  flashAttention?: "on" | "off";
   /** --vs-llama-server scenarios to run (default: all). */
   scenarios?: string[];
 }
@@ -82,6 +84,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       false,
     )
     .option("--prompt-tokens <n>", "prompt length of the --vs-llama-server prefill scenario", positiveInt, 2000)
+    .addOption(new Option("--flash-attention <mode>", "--vs-llama-server: flash attention on or off for both (default: each server's own, auto)").choices(["on", "off"]))
     .option("--scenarios <list>", "--vs-llama-server scenarios to run: c1, c4, c16-s4, prefill, c16-s16 (default: all)", (value: string) => value.split(",").map((v) => v.trim()))
     .showHelpAfterError()
     .parse(argv, { from: "user" });

@@ -22,6 +22,8 @@ export interface ServerSettings {
   sequences: number;
   /** Tokens per sequence (llama-server gets sequences x this as -c, which it splits across slots). */
   contextSize: number;
+  /** Flash attention for both; unset: each server's default ("auto" for both). */
+  flashAttention?: "on" | "off";
 }
 
 export interface RunningServer {
@@ -43,7 +45,12 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
     type: "text",
     backend: "llama",
     file: settings.modelFile,
-    llama: { contextSize: settings.contextSize, threads: settings.threads, sequences: settings.sequences },
+    llama: {
+      contextSize: settings.contextSize,
+      threads: settings.threads,
+      sequences: settings.sequences,
+      ...(settings.flashAttention ? { flashAttention: settings.flashAttention === "on" } : {}),
+    },
   };
   writeFileSync(configPath, JSON.stringify({ models: [entry] }, null, 2));
   // The key is made in the store before the server starts: no rate limit (a load generator exceeds
@@ -84,6 +91,7 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
       "--host", "127.0.0.1", "--port", String(port),
       "-t", threads, "-tb", threads,
       "-np", String(settings.sequences),
+      ...(settings.flashAttention ? ["-fa", settings.flashAttention] : []),
       "-c", String(settings.sequences * settings.contextSize),
       // No GPU offload unless the build has one: the same device as Hearth's node-llama-cpp picks.
       "--no-webui",

@@ -23,6 +23,7 @@ export interface VersusOptions {
   maxTokens: number;
   contextSize: number;
   promptTokens: number;
+  flashAttention?: "on" | "off";
   /** Run only these scenarios (default: all). */
   scenarios?: string[];
   json?: string;
@@ -126,7 +127,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
   for (const { sequences, contextSize } of shapes) {
-    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize };
+    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention };
     const servers = await startBoth(build, settings, log);
     try {
       for (const server of servers) {
@@ -194,7 +195,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
 async function startBoth(build: LlamaServerBuild, settings: ServerSettings, log: (line: string) => void): Promise<readonly [RunningServer, RunningServer]> {
   const startedAt = performance.now();
   const hearth = await startHearth(settings);
-  log(`Hearth serving ${hearth.endpoint.baseUrl} (${settings.sequences} sequences) after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+  log(`Hearth serving ${hearth.endpoint.baseUrl} (${settings.sequences} sequences x ${settings.contextSize} tokens) after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
   try {
     const llama = await startLlamaServer(build.server, settings);
     log(`llama-server serving ${llama.endpoint.baseUrl} (${settings.sequences} slots)`);

@@ -56,7 +56,8 @@ async function estimateGguf(entry: ModelEntry, gpu: "auto" | false): Promise<Mem
       sequences: settings.sequences,
       batchSize: settings.batchSize,
       modelGpuLayers: gpuLayers,
-      flashAttention: settings.flashAttention,
+      // "auto" may fall back to no flash attention, which needs more memory: estimate for that.
+      flashAttention: settings.flashAttention === true,
     });
   }
   return { ramBytes: Math.ceil(model.cpuRam + contexts * context.cpuRam), vramBytes: Math.ceil(model.gpuVram + contexts * context.gpuVram) };
