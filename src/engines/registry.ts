@@ -1,17 +1,14 @@
 import type { Backend, ExecutionProviders, ModelEntry } from "../config.js";
 import { diffusionPoolKey, OnnxImageEngine, OnnxVideoEngine, startDiffusionPool, type DiffusionPool } from "./diffusion/OnnxDiffusionEngine.js";
-import { KokoroEngine } from "./kokoro/KokoroEngine.js";
 import { kokoroStandardVoices } from "./kokoro/kokoroStandardVoices.js";
 import { listKokoroVoices } from "./kokoro/kokoroVoices.js";
 import { LlamaChatEngine } from "./llama/LlamaChatEngine.js";
 import { LlamaEmbeddingEngine } from "./llama/LlamaEmbeddingEngine.js";
-import { TransformersEmbeddingEngine } from "./transformers/TransformersEmbeddingEngine.js";
 import { everyStandardVoiceTo } from "./standardVoices.js";
 import type { Engine } from "./types.js";
 import { UpstreamChatEngine, upstreamChatFeatures } from "./upstream/UpstreamChatEngine.js";
 import { UpstreamSpeechEngine } from "./upstream/UpstreamSpeechEngine.js";
-import { VitsEngine, vitsVoices } from "./vits/VitsEngine.js";
-import { WhisperEngine } from "./whisper/WhisperEngine.js";
+import { vitsVoices } from "./vits/vitsVoices.js";
 import { probeChatFeatures } from "./llama/probeChatFeatures.js";
 
 export interface EngineFactoryOptions {
@@ -27,10 +24,12 @@ export const engineFactories = Object.freeze({
       ? LlamaEmbeddingEngine.load(entry, options.gpu)
       : LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu }),
   "onnx-diffusion": (entry, options) => (entry.type === "video" ? OnnxVideoEngine.load(entry, options.gpu) : OnnxImageEngine.load(entry, options.gpu)),
-  transformers: (entry, options) => TransformersEmbeddingEngine.load(entry, options.gpu),
-  kokoro: (entry, options) => KokoroEngine.load(entry, options.gpu),
-  vits: (entry, options) => VitsEngine.load(entry, options.gpu),
-  whisper: (entry, options) => WhisperEngine.load(entry, options.gpu),
+  // transformers.js backs these four: it is imported when the first of them loads, not at start
+  // (about 165 MiB of memory and a second of start-up a chat-only node never needs).
+  transformers: async (entry, options) => (await import("./transformers/TransformersEmbeddingEngine.js")).TransformersEmbeddingEngine.load(entry, options.gpu),
+  kokoro: async (entry, options) => (await import("./kokoro/KokoroEngine.js")).KokoroEngine.load(entry, options.gpu),
+  vits: async (entry, options) => (await import("./vits/VitsEngine.js")).VitsEngine.load(entry, options.gpu),
+  whisper: async (entry, options) => (await import("./whisper/WhisperEngine.js")).WhisperEngine.load(entry, options.gpu),
   upstream: (entry) => (entry.type === "text" ? UpstreamChatEngine.load(entry) : UpstreamSpeechEngine.load(entry)),
 } as const satisfies Record<Backend, EngineFactory>);
 

@@ -24,7 +24,9 @@ function keyWith(s: TestServer, overrides: Record<string, unknown> | null, tier:
 
 describe("rate limits per key and model tier", () => {
   it("sends the tier's limits on every authenticated request", async () => {
-    server = await startTestServer({ models: [tinyChatEntry({ tier: "M" })] });
+    // A fixed clock: on the wall clock the minute can roll over between admission and the
+    // headers, and the new window rightly shows all 50 requests left.
+    server = await startTestServer({ models: [tinyChatEntry({ tier: "M" })], now: () => Date.parse("2026-05-01T10:00:10Z") });
     const res = await post(server, "/chat/completions", ask, { key: keyWith(server, null) });
     expect(res.headers.get("x-ratelimit-limit-requests")).toBe("50");
     expect(res.headers.get("x-ratelimit-remaining-requests")).toBe("49");

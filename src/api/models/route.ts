@@ -5,8 +5,8 @@ import type { ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../app.js";
 import type { Engine } from "../../engines/types.js";
-import { resolveSafetyChecker } from "../../engines/diffusion/StableDiffusionPipeline.js";
-import { inputLimit, readJson } from "../../engines/transformers/TransformersEmbeddingEngine.js";
+import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
+import { inputLimit, readJson } from "../../engines/transformers/modelConfig.js";
 import { UPSTREAM_DEFAULT_CONTEXT_SIZE } from "../../engines/upstream/UpstreamChatEngine.js";
 import { ListModelsQuery, type ModelRecord } from "./schema.js";
 

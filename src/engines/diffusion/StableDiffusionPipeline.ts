@@ -4,6 +4,7 @@ import { CLIPTokenizer } from "@huggingface/transformers";
 import * as ort from "onnxruntime-node";
 import { convertClipTokenizer } from "../../fixtures/onnx/clipTokenizer.js";
 import { GaussianNoise, toNoiseSeed } from "./GaussianNoise.js";
+import { resolveSafetyChecker } from "./safetyChecker.js";
 import { createScheduler, guidanceScaleEmbedding, samplerFor, type SamplerName, type SchedulerConfig } from "./schedulers.js";
 import { hasInput, inputInfo, readFloat32, slerp, tensorOf, type SessionInputType } from "./tensors.js";
 
@@ -366,16 +367,6 @@ export class StableDiffusionPipeline {
   async dispose(): Promise<void> {
     await Promise.all([this.textEncoder, this.unet, this.vaeDecoder, this.safetyChecker].map((s) => s?.release()));
   }
-}
-
-/** Where the safety checker of a model lives, if it has one. */
-export function resolveSafetyChecker(dir: string, configured: string | undefined): string | null {
-  const candidate = configured ?? join(dir, "safety_checker");
-  if (!existsSync(candidate)) {
-    if (configured) throw new Error(`image.safetyChecker: ${configured} does not exist`);
-    return null;
-  }
-  return statSync(candidate).isDirectory() ? (existsSync(join(candidate, "model.onnx")) ? join(candidate, "model.onnx") : null) : candidate;
 }
 
 /** Shortest side to 224 (bilinear), centre crop, CLIP mean/std: planar [3, 224, 224]. */

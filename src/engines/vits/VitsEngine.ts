@@ -5,11 +5,8 @@ import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx
 import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
+import { vitsVoices } from "./vitsVoices.js";
 
-/** A single-speaker VITS model offers one voice under this name (unless speech.voices names it otherwise). */
-export const VITS_DEFAULT_VOICE = "default";
-
-export const vitsVoices = (entry: ModelEntry): string[] => entry.speech.voices ?? [VITS_DEFAULT_VOICE];
 
 /**
  * VITS-family models (MMS-TTS and other Xenova/onnx-community exports) through transformers.js'
