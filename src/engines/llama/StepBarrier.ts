@@ -67,9 +67,9 @@ export class StepBarrier {
 
   /**
    * A member has its token and wants the next: resolves when every member has arrived, or when
-   * every member has its token and the deadline for the ones still busy with it has passed. Always
-   * resolves in a later macrotask than the last arrival, so node-llama-cpp's decode loop has
-   * stopped before anyone queues again.
+   * every member has its token and the deadline for the ones still busy with it has passed. With
+   * others to wait for it resolves in a later macrotask than the last arrival, so node-llama-cpp's
+   * decode loop has stopped before anyone queues again; a lone member goes on at once.
    */
   arrive(): Promise<void> {
     if (this.members <= 1 && this.waiting.length === 0) {
