@@ -80,6 +80,24 @@ describe("StepBarrier: generating sequences take their steps together", () => {
     expect(barrier.stats().deadlineSteps).toBe(1);
   });
 
+  it("does not let a member stuck in the engine (a slow sampler) hold the others past the engine wait", async () => {
+    const barrier = new StepBarrier({ minDeadlineMs: 5, maxDeadlineMs: 5, engineMaxWaitMs: 60 });
+    barrier.join();
+    barrier.join();
+    const { released, arrive } = tracker(barrier);
+    let deliver!: (token: number) => void;
+    const slow = barrier.inEngineWhile(new Promise<number>((resolve) => (deliver = resolve)));
+    const startedAt = performance.now();
+    await arrive("a");
+    const waited = performance.now() - startedAt;
+    expect(released).toEqual(["a"]);
+    expect(waited).toBeGreaterThanOrEqual(50);
+    expect(waited).toBeLessThan(1000);
+    expect(barrier.stats().deadlineSteps).toBe(1);
+    deliver(1);
+    await slow;
+  });
+
   it("a member leaving releases the ones waiting for it", async () => {
     const barrier = new StepBarrier({ deadlineFraction: 0.25, minDeadlineMs: 5000, maxDeadlineMs: 5000 });
     barrier.join();

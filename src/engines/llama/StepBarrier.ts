@@ -11,8 +11,9 @@
  * a later macrotask, after the loop has found the queue empty and stopped; their next tokens then
  * arrive in one turn of the event loop and node-llama-cpp decodes them as one batch.
  *
- * Members still waiting for their token from node-llama-cpp (decoding, sampling) are always waited
- * for: their result is on its way, and going without them would split the step in two. A member
+ * Members still waiting for their token from node-llama-cpp (decoding, sampling) are waited for
+ * up to two step times: their result is on its way, and going without them would split the step
+ * in two; a sampler slower than that (a heavy grammar) no longer sets everyone's pace. A member
  * that has its token but has not arrived (a consumer doing other work) holds the others back for
  * at most a short deadline, a fraction of the measured step time: then the ones waiting go on
  * without it and it joins the next step.
@@ -22,9 +23,22 @@ export interface StepBarrierOptions {
   deadlineFraction: number;
   minDeadlineMs: number;
   maxDeadlineMs: number;
+  /**
+   * How long the others wait for a member still decoding or sampling, in recent step times
+   * (bounded by engineMaxWaitMs): a sequence whose sampling is slow (a heavy grammar) slows its
+   * neighbours to at most this, never to its own pace.
+   */
+  engineWaitSteps: number;
+  engineMaxWaitMs: number;
 }
 
-export const DEFAULT_STEP_BARRIER: StepBarrierOptions = { deadlineFraction: 0.25, minDeadlineMs: 1, maxDeadlineMs: 25 };
+export const DEFAULT_STEP_BARRIER: StepBarrierOptions = {
+  deadlineFraction: 0.25,
+  minDeadlineMs: 1,
+  maxDeadlineMs: 25,
+  engineWaitSteps: 2,
+  engineMaxWaitMs: 2000,
+};
 
 /** Weight of the newest step in the step-time average. */
 const STEP_AVERAGE_WEIGHT = 0.2;
@@ -44,13 +58,19 @@ export class StepBarrier {
   private inEngine = 0;
   private waiting: Array<() => void> = [];
   private deadlineTimer: NodeJS.Timeout | undefined;
+  /** Which wait the running timer bounds: a member busy in JavaScript, or one still in the engine. */
+  private deadlineKind: "consumer" | "engine" | undefined;
   private releaseScheduled = false;
   private lastReleaseAt: number | undefined;
   private stepMs: number | undefined;
   private fullSteps = 0;
   private deadlineSteps = 0;
 
-  constructor(private readonly options: StepBarrierOptions = DEFAULT_STEP_BARRIER) {}
+  private readonly options: StepBarrierOptions;
+
+  constructor(options: Partial<StepBarrierOptions> = {}) {
+    this.options = { ...DEFAULT_STEP_BARRIER, ...options };
+  }
 
   /** A sequence got its first token and now generates one token per step. */
   join(): void {
@@ -108,18 +128,32 @@ export class StepBarrier {
     if (this.waiting.length === 0 || this.releaseScheduled) return;
     if (this.waiting.length >= this.members) {
       this.releaseScheduled = true;
-      clearTimeout(this.deadlineTimer);
-      this.deadlineTimer = undefined;
+      this.clearDeadline();
       setImmediate(() => this.release("full"));
-    } else if (this.inEngine === 0 && this.deadlineTimer === undefined) {
-      // Every member has its token; the ones not here yet are busy with it in JavaScript.
-      this.deadlineTimer = setTimeout(() => this.release("deadline"), this.deadlineMs());
+      return;
     }
+    // Every member has its token when none is in the engine: the missing ones are busy with it in
+    // JavaScript and get the short deadline; otherwise the long one bounds a slow decode or sampler.
+    const kind = this.inEngine === 0 ? "consumer" : "engine";
+    if (this.deadlineKind === kind) return;
+    this.clearDeadline();
+    this.deadlineKind = kind;
+    this.deadlineTimer = setTimeout(() => this.release("deadline"), kind === "consumer" ? this.deadlineMs() : this.engineWaitMs());
+  }
+
+  private engineWaitMs(): number {
+    const { engineWaitSteps, engineMaxWaitMs } = this.options;
+    return this.stepMs === undefined ? engineMaxWaitMs : Math.min(engineMaxWaitMs, Math.max(this.options.maxDeadlineMs, this.stepMs * engineWaitSteps));
+  }
+
+  private clearDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    this.deadlineKind = undefined;
   }
 
   private release(reason: "full" | "deadline"): void {
-    clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
+    this.clearDeadline();
     this.releaseScheduled = false;
     const released = this.waiting;
     if (released.length === 0) return;
