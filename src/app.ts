@@ -1,10 +1,8 @@
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import type { Credits } from "./billing/credits.js";
-import type { ServerConfig } from "./config.js";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import type { AppDeps } from "./appDeps.js";
 import { billingRouter } from "./api/billing/route.js";
 import { adminRouter } from "./api/admin/route.js";
 import { audioRouter } from "./api/audio/route.js";
-import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { completionsRouter } from "./api/completions/route.js";
@@ -18,7 +16,6 @@ import { rpcRouter } from "./api/rpc/route.js";
 import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
 import { consoleStatic } from "./console/consoleStatic.js";
-import type { RequestLog } from "./console/RequestLog.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
 import { routeBodyLimits } from "./http/bodyLimits.js";
@@ -27,48 +24,15 @@ import { formatErrorBody } from "./http/errorFormat.js";
 import { jsonBodyByRoute } from "./http/jsonBody.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
-import type { JobQueue } from "./jobs/JobQueue.js";
-import type { Limits } from "./limits/Limits.js";
 import type { Logger } from "./logger.js";
-import type { Metrics } from "./metrics/Metrics.js";
 import { metricsRouter } from "./metrics/metricsRouter.js";
-import type { ModelManager } from "./models/ModelManager.js";
 import { observeRequests } from "./http/observeRequests.js";
-import type { Db } from "./store/Store.js";
-import type { WalletServices } from "./x402/WalletServices.js";
 
 export const API_BASE_PATH = "/api/v1";
 
-export interface AppDeps {
-  config: ServerConfig;
-  db: Db;
-  models: ModelManager;
-  characters: CharacterCatalog;
-  logger: Logger;
-  startedAt: number;
-  credits: Credits;
-  limits: Limits;
-  /** Durable jobs (video generation). */
-  jobs: JobQueue;
-  /** Injectable clock (tests move time instead of sleeping). */
-  now: () => number;
-  wallet: WalletServices;
-  /** Recent API requests for the console's live view (absent: not recorded). */
-  requestLog?: RequestLog;
-  /** Prometheus metrics of this server (GET /metrics). */
-  metrics: Metrics;
-  /**
-   * Route-level middleware, in the order the architecture gives: authentication, then body parsing.
-   * `authenticate` is for paid endpoints: an API key or a wallet sign-in (SIGN-IN-WITH-X); no
-   * credentials at all get the x402 discovery 402.
-   */
-  authenticate: RequestHandler;
-  /** Wallet-only endpoints: a verified sign-in in `ctx.signIn`, 401 without. */
-  authenticateWallet: RequestHandler;
-  /** API-key-only endpoints (account and admin routes): 401 without a key. */
-  authenticateKey: RequestHandler;
-  jsonBody: RequestHandler;
-}
+// Routers take their dependencies from appDeps.ts (a types-only module), never from this file.
+export type { AppDeps } from "./appDeps.js";
+
 
 /** The routers under /api/v1; a new endpoint group is one line here. */
 const ROUTERS = [modelsRouter, chatRouter, completionsRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, adminRouter, openapiRouter] as const;

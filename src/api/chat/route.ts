@@ -1,12 +1,15 @@
 import { Router } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
+import { metered } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { ChatCompletionRequest } from "./schema.js";
 import { ChatService } from "./service.js";
-import { sendTextResponse, TextAdmission } from "./textResponse.js";
+import { sendTextResponse } from "./textResponse.js";
 import { WebAugmenter } from "./webSearch.js";
 
-export function chatRouter(deps: AppDeps): Router {
+export type ChatRouterDeps = Pick<AppDeps, "config" | "logger" | "models" | "characters" | "metrics" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
+
+export function chatRouter(deps: ChatRouterDeps): Router {
   const service = new ChatService(
     deps.models,
     deps.characters,
@@ -16,26 +19,17 @@ export function chatRouter(deps: AppDeps): Router {
     deps.metrics,
   );
   const router = Router();
-  router.post("/chat/completions", deps.authenticate, deps.jsonBody, async (req, res) => {
-    requireJson(req);
-    const body = parse(ChatCompletionRequest, req.body);
-    const ctx = res.locals.ctx;
-    const admission = new TextAdmission(deps, res);
-    const chat = await service.prepare(body, {
-      requestId: ctx.requestId,
-      meterFor: admission.meterFor,
-      admit: admission.admit,
-      reserveTokens: admission.reserveTokens,
-      signal: ctx.abort.signal,
-    });
-    await sendTextResponse(deps, res, {
-      endpoint: "/chat/completions",
-      prepared: chat,
-      admission,
-      stream: body.stream === true,
-      chunks: () => service.stream(chat, ctx.abort.signal),
-      complete: () => service.complete(chat, ctx.abort.signal),
-    });
-  });
+  router.post("/chat/completions", deps.authenticate, deps.jsonBody, (req, res) =>
+    metered(deps, res, { endpoint: "/chat/completions" }, async (paid) => {
+      requireJson(req);
+      const body = parse(ChatCompletionRequest, req.body);
+      const chat = await service.prepare(body, paid);
+      await sendTextResponse(paid, chat, {
+        stream: body.stream === true,
+        chunks: () => service.stream(chat, paid.signal),
+        complete: () => service.complete(chat, paid.signal),
+      });
+    }),
+  );
   return router;
 }

@@ -36,13 +36,14 @@ import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompleti
 import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
 import { withDeadline } from "../../http/withDeadline.js";
 import { startStreamedGeneration } from "./streamedGeneration.js";
+import type { MeteredRequest } from "../../http/meteredRequest.js";
 
 export interface PreparedChat {
   id: string;
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
-  /** Holds the model loaded until the route releases it (in its `finally`). */
+  /** Holds the model loaded (the metered request releases it when the request ends). */
   lease: ModelLease<"chat">;
   /** What the engine is asked to do (the callbacks and the signal are added per call). */
   options: Omit<ChatGenerateOptions, "signal" | "onDelta">;
@@ -58,21 +59,12 @@ export interface PreparedChat {
   web: WebAugmentation;
 }
 
-/** What `prepare` needs from the HTTP call it serves. */
-export interface PrepareCall {
-  requestId: string;
-  /** Meters work on a model for this call (the chat model, or the one transcribing an audio part). */
-  meterFor: (entry: ModelEntry) => RequestMeter;
-  /**
-   * The rate-limit check: it runs once the model is known and before any paid or slow work
-   * (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
-   */
-  admit?: (entry: ModelEntry) => void;
-  /** Holds the request's most tokens (prompt + max) against the key's TPM once the prompt is measured; throws 429. */
-  reserveTokens?: (entry: ModelEntry, tokens: number) => void;
-  /** The caller went away: stop reading parts, fetching pages and searching at once. */
-  signal?: AbortSignal;
-}
+/**
+ * What `prepare` needs of the paid request it serves: the rate-limit check and the TPM count,
+ * credit meters (the chat model's, and one per model transcribing an audio part), the lease,
+ * and the signal that says the caller went away (stop reading parts, fetching pages and searching).
+ */
+export type ChatCall = Pick<MeteredRequest, "admit" | "countTokens" | "reserveTokens" | "meterFor" | "hold" | "signal"> & { ctx: { requestId: string } };
 
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
 export class ChatService {
@@ -85,8 +77,10 @@ export class ChatService {
     private readonly metrics: Metrics,
   ) {}
 
-  async prepare(request: ChatCompletionRequest, call: PrepareCall): Promise<PreparedChat> {
-    const { requestId, meterFor, admit = () => {}, reserveTokens = () => {}, signal } = call;
+  async prepare(request: ChatCompletionRequest, call: ChatCall): Promise<PreparedChat> {
+    const { requestId } = call.ctx;
+    const { signal } = call;
+    const meterFor = (model: ModelEntry) => call.meterFor(model.id);
     const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
     // Explicit body fields win over the suffix, which wins over the defaults.
     const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
@@ -101,74 +95,73 @@ export class ChatService {
     const requestedFormat = toResponseFormat(request);
     const loaded = this.models.loadedEngine(entry.id);
     if (loaded?.kind === "chat") checkPromptLength(request, loaded, entry.id);
-    admit(entry);
+    // The rate-limit check runs once the model is known and before any paid or slow work
+    // (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
+    // The balance headers wait until audio parts are charged.
+    call.admit(entry, "chat", { showBalance: false });
+    call.countTokens(entry);
     // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
     const web = await this.web.gather(request, params, webMode, requestId, signal);
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const conversation = placeWebContext(messages, positionOf, web);
-    const lease = await this.models.acquire(entry.id, "chat");
-    try {
-      const { engine } = lease;
-      checkPromptLength(request, engine, entry.id, conversation.messages);
-      await checkPromptTokens(engine, entry.id, conversation.messages);
-      const { features } = engine;
-      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
-      const logprobs = toLogprobs(request, entry.id, features);
-      const headers: Record<string, string> = {};
-      // Accepted for compatibility; a local model has no native X search.
-      if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
-      const meter = meterFor(entry);
-      return {
-        id: `chatcmpl-${requestId.replaceAll("-", "")}`,
-        created: Math.floor(Date.now() / 1000),
-        entry,
-        engine,
-        lease,
-        options: {
-          messages: conversation.messages,
-          maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
-          sampling: toSampling(request, entry, features),
-          stop: stop.filter((s) => s.length > 0),
-          stopTokenIds: request.stop_token_ids ?? undefined,
-          choices: toChoiceCount(request, entry.id, features),
-          logprobs,
-          tools: requireFunctionCalling(requestedTools, entry.id, features),
-          responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
-          reasoning: toReasoning(request, params),
-          cache: toPromptCache(request, conversation.positionOf),
-          // Reserve the most this request can use and cost once its prompt is measured, before inference.
-          onPromptReady: (plan) => {
-            reserveTokens(entry, plan.promptTokens + plan.maxTokens);
-            meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]);
-          },
+    const lease = call.hold(await this.models.acquire(entry.id, "chat"));
+    const { engine } = lease;
+    checkPromptLength(request, engine, entry.id, conversation.messages);
+    await checkPromptTokens(engine, entry.id, conversation.messages);
+    const { features } = engine;
+    const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+    const logprobs = toLogprobs(request, entry.id, features);
+    const headers: Record<string, string> = {};
+    // Accepted for compatibility; a local model has no native X search.
+    if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+    const meter = meterFor(entry);
+    return {
+      id: `chatcmpl-${requestId.replaceAll("-", "")}`,
+      created: Math.floor(Date.now() / 1000),
+      entry,
+      engine,
+      lease,
+      options: {
+        messages: conversation.messages,
+        maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,
+        sampling: toSampling(request, entry, features),
+        stop: stop.filter((s) => s.length > 0),
+        stopTokenIds: request.stop_token_ids ?? undefined,
+        choices: toChoiceCount(request, entry.id, features),
+        logprobs,
+        tools: requireFunctionCalling(requestedTools, entry.id, features),
+        responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
+        reasoning: toReasoning(request, params),
+        cache: toPromptCache(request, conversation.positionOf),
+        // Reserve the most this request can use and cost once its prompt is measured, before inference.
+        onPromptReady: (plan) => {
+          call.reserveTokens(plan.promptTokens + plan.maxTokens);
+          meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]);
         },
-        echo: {
-          enable_e2ee: false,
-          enable_web_search: web.mode,
-          enable_web_citations: params.enable_web_citations,
-          enable_web_scraping: params.enable_web_scraping,
-          enable_x_search: false,
-          include_service_system_prompt: params.include_service_system_prompt,
-          include_search_results_in_stream: params.include_search_results_in_stream,
-          return_search_results_as_documents: params.return_search_results_as_documents,
-          strip_thinking_response: params.strip_thinking_response,
-          disable_thinking: params.disable_thinking,
-          ...(character ? { character_slug: character.slug } : {}),
-          ...(web.sources ? { web_search_citations: web.sources } : {}),
-        },
-        includeUsageChunk: request.stream_options?.include_usage === true,
-        stripReasoning: params.strip_thinking_response || params.disable_thinking,
-        logprobs: logprobs !== undefined,
-        headers,
-        meter,
-        web,
-      };
-    } catch (error) {
-      lease.release();
-      throw error;
-    }
+      },
+      echo: {
+        enable_e2ee: false,
+        enable_web_search: web.mode,
+        enable_web_citations: params.enable_web_citations,
+        enable_web_scraping: params.enable_web_scraping,
+        enable_x_search: false,
+        include_service_system_prompt: params.include_service_system_prompt,
+        include_search_results_in_stream: params.include_search_results_in_stream,
+        return_search_results_as_documents: params.return_search_results_as_documents,
+        strip_thinking_response: params.strip_thinking_response,
+        disable_thinking: params.disable_thinking,
+        ...(character ? { character_slug: character.slug } : {}),
+        ...(web.sources ? { web_search_citations: web.sources } : {}),
+      },
+      includeUsageChunk: request.stream_options?.include_usage === true,
+      stripReasoning: params.strip_thinking_response || params.disable_thinking,
+      logprobs: logprobs !== undefined,
+      headers,
+      meter,
+      web,
+    };
   }
 
   private character(slug: string | undefined, fromSuffix: boolean): Character | undefined {

@@ -10,6 +10,7 @@ import { startStreamedGeneration } from "../chat/streamedGeneration.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
 import { withDeadline } from "../../http/withDeadline.js";
+import type { MeteredRequest } from "../../http/meteredRequest.js";
 
 /** The standard's max_tokens when the request leaves it out. */
 export const DEFAULT_MAX_TOKENS = 16;
@@ -19,7 +20,7 @@ export interface PreparedCompletion {
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
-  /** Holds the model loaded until the route releases it (in its `finally`). */
+  /** Holds the model loaded (the metered request releases it when the request ends). */
   lease: ModelLease<"chat">;
   options: Omit<CompleteOptions, "signal" | "onDelta" | "onStart">;
   includeUsageChunk: boolean;
@@ -28,14 +29,8 @@ export interface PreparedCompletion {
   meter: RequestMeter;
 }
 
-export interface PrepareCompletionCall {
-  requestId: string;
-  meterFor: (entry: ModelEntry) => RequestMeter;
-  /** The rate-limit check, once the model is known and before the model is loaded. */
-  admit?: (entry: ModelEntry) => void;
-  /** Holds the request's most tokens (prompts + max) against the key's TPM once the prompts are measured; throws 429. */
-  reserveTokens?: (entry: ModelEntry, tokens: number) => void;
-}
+/** What `prepare` needs of the paid request it serves (see ChatCall). */
+export type CompletionCall = Pick<MeteredRequest, "admit" | "countTokens" | "reserveTokens" | "meterFor" | "hold"> & { ctx: { requestId: string } };
 
 type WireChoice = CompletionResponse["choices"][number];
 
@@ -50,66 +45,63 @@ export class CompletionService {
     private readonly metrics: Metrics,
   ) {}
 
-  async prepare(request: CompletionRequest, call: PrepareCompletionCall): Promise<PreparedCompletion> {
+  async prepare(request: CompletionRequest, call: CompletionCall): Promise<PreparedCompletion> {
     const entry = this.models.get(request.model, "text");
-    call.admit?.(entry);
-    const lease = await this.models.acquire(entry.id, "chat");
-    try {
-      const { engine } = lease;
-      const { features } = engine;
-      const prompts = toPrompts(request.prompt);
-      const n = request.n ?? 1;
-      if (n * prompts.length > features.maxChoices) {
-        const field = prompts.length > 1 ? "prompt" : "n";
-        throw InvalidRequestError.forField([field], `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times n)`);
-      }
-      if (request.logprobs != null && !features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${entry.id}" does not report log probabilities`);
-      // An empty suffix asks for nothing a model without FIM tokens cannot do: a plain completion.
-      const suffix = request.suffix === "" && !features.infill ? undefined : (request.suffix ?? undefined);
-      if (suffix !== undefined && !features.infill) {
-        throw InvalidRequestError.forField(["suffix"], `the model "${entry.id}" cannot fill in the middle: it has no FIM prefix/suffix/middle tokens`);
-      }
-      await refuseOverlongPrompts(engine, entry.id, prompts, suffix);
-      const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
-      const unsupported: string[] = [];
-      if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
-      if (request.logit_bias && Object.keys(request.logit_bias).length > 0) unsupported.push("logit_bias");
-      const meter = call.meterFor(entry);
-      return {
-        id: `cmpl-${call.requestId.replaceAll("-", "")}`,
-        created: Math.floor(Date.now() / 1000),
-        entry,
-        engine,
-        lease,
-        options: {
-          prompts,
-          choices: n,
-          suffix,
-          echo: request.echo === true,
-          maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
-          sampling: {
-            temperature: request.temperature ?? entry.constraints.temperature.default,
-            topP: request.top_p ?? entry.constraints.top_p.default,
-            seed: request.seed ?? undefined,
-            frequencyPenalty: request.frequency_penalty ?? undefined,
-            presencePenalty: request.presence_penalty ?? undefined,
-          },
-          stop: stop.filter((s) => s.length > 0),
-          logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
-          // Reserve the most this request can cost once its prompts are measured, before inference.
-          onPromptReady: (plan) => {
-            call.reserveTokens?.(entry, plan.promptTokens + plan.maxTokens);
-            meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens));
-          },
-        },
-        includeUsageChunk: request.stream_options?.include_usage === true,
-        headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
-        meter,
-      };
-    } catch (error) {
-      lease.release();
-      throw error;
+    // The rate-limit check, once the model is known and before the model is loaded.
+    call.admit(entry, "chat", { showBalance: false });
+    call.countTokens(entry);
+    const lease = call.hold(await this.models.acquire(entry.id, "chat"));
+    const { engine } = lease;
+    const { features } = engine;
+    const prompts = toPrompts(request.prompt);
+    const n = request.n ?? 1;
+    if (n * prompts.length > features.maxChoices) {
+      const field = prompts.length > 1 ? "prompt" : "n";
+      throw InvalidRequestError.forField([field], `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times n)`);
     }
+    if (request.logprobs != null && !features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${entry.id}" does not report log probabilities`);
+    // An empty suffix asks for nothing a model without FIM tokens cannot do: a plain completion.
+    const suffix = request.suffix === "" && !features.infill ? undefined : (request.suffix ?? undefined);
+    if (suffix !== undefined && !features.infill) {
+      throw InvalidRequestError.forField(["suffix"], `the model "${entry.id}" cannot fill in the middle: it has no FIM prefix/suffix/middle tokens`);
+    }
+    await refuseOverlongPrompts(engine, entry.id, prompts, suffix);
+    const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
+    const unsupported: string[] = [];
+    if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
+    if (request.logit_bias && Object.keys(request.logit_bias).length > 0) unsupported.push("logit_bias");
+    const meter = call.meterFor(entry.id);
+    return {
+      id: `cmpl-${call.ctx.requestId.replaceAll("-", "")}`,
+      created: Math.floor(Date.now() / 1000),
+      entry,
+      engine,
+      lease,
+      options: {
+        prompts,
+        choices: n,
+        suffix,
+        echo: request.echo === true,
+        maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
+        sampling: {
+          temperature: request.temperature ?? entry.constraints.temperature.default,
+          topP: request.top_p ?? entry.constraints.top_p.default,
+          seed: request.seed ?? undefined,
+          frequencyPenalty: request.frequency_penalty ?? undefined,
+          presencePenalty: request.presence_penalty ?? undefined,
+        },
+        stop: stop.filter((s) => s.length > 0),
+        logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
+        // Reserve the most this request can cost once its prompts are measured, before inference.
+        onPromptReady: (plan) => {
+          call.reserveTokens(plan.promptTokens + plan.maxTokens);
+          meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens));
+        },
+      },
+      includeUsageChunk: request.stream_options?.include_usage === true,
+      headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
+      meter,
+    };
   }
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
