@@ -21,6 +21,8 @@ export type UsageCounts = Partial<Pick<UsageRow, "promptTokens" | "completionTok
 /** How a metered request ended, for the hooks that run before its hold is released. */
 export interface MeteredExit {
   status: number;
+  /** Whether the work threw (also when the client had left). */
+  failed: boolean;
   /** Whether the status line went out (a stream that started, then failed or was cut short). */
   delivered: boolean;
 }
@@ -57,6 +59,7 @@ export class MeteredRequest {
   readonly signal: AbortSignal;
   usage: UsageCounts = {};
   private model: string | undefined;
+  private committed = false;
   private stream: SseStream | undefined;
   private readonly meters: RequestMeter[] = [];
   private readonly leases: { release(): void }[] = [];
@@ -130,6 +133,19 @@ export class MeteredRequest {
     return this.stream;
   }
 
+  /**
+   * The response is under way from here (a stream about to send its first bytes): an error
+   * now cuts it short instead of becoming a status, and what was produced is charged.
+   */
+  commit(): void {
+    this.committed = true;
+  }
+
+  /** Whether the status line went out, or a stream committed to it. */
+  get delivered(): boolean {
+    return this.committed || this.res.headersSent;
+  }
+
   /** Runs once the work is over (in the order added), before unsettled holds are released. */
   onExit(hook: (exit: MeteredExit) => void): void {
     this.exitHooks.push(hook);
@@ -140,8 +156,8 @@ export class MeteredRequest {
   }
 
   /** @internal the one `finally` of `metered`. */
-  finish(status: number, now: number | undefined, endpoint: string): void {
-    const exit = { status, delivered: this.res.headersSent };
+  finish(status: number, failed: boolean, now: number | undefined, endpoint: string): void {
+    const exit = { status, failed, delivered: this.delivered };
     try {
       for (const hook of this.exitHooks) hook(exit);
     } finally {
@@ -161,9 +177,9 @@ export class MeteredRequest {
   fail(error: unknown): { status: number; rethrow: boolean } {
     if (this.clientGone) return { status: CLIENT_CLOSED_REQUEST, rethrow: false };
     const status = toErrorResponse(error).status;
-    if (!this.res.headersSent) return { status, rethrow: true };
+    if (!this.delivered) return { status, rethrow: true };
     // The status line went out: an event stream says why in an error event, anything else is cut short.
-    if (this.stream?.started) this.stream.fail(error);
+    if (this.stream) this.stream.fail(error);
     else this.res.destroy(error as Error);
     return { status, rethrow: false };
   }
@@ -178,14 +194,16 @@ export class MeteredRequest {
 export async function metered(deps: MeteredDeps, res: Response, options: MeteredOptions, work: (request: MeteredRequest) => Promise<void> | void): Promise<void> {
   const request = new MeteredRequest(deps, res);
   let status = 200;
+  let failed = false;
   try {
     await work(request);
     if (request.clientGone) status = CLIENT_CLOSED_REQUEST;
   } catch (error) {
     const failure = request.fail(error);
     status = failure.status;
+    failed = true;
     if (failure.rethrow) throw error;
   } finally {
-    request.finish(status, options.now?.(), options.endpoint);
+    request.finish(status, failed, options.now?.(), options.endpoint);
   }
 }

@@ -1,15 +1,14 @@
 import { Router } from "express";
-import type { AppDeps } from "../../app.js";
-import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
-import { toErrorResponse } from "../../errors.js";
+import { metered } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
-import { recordRequestUsage } from "../../store/usage.js";
-import { setModelHeaders } from "../../http/modelHeaders.js";
 import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { VideoFailedError, VideoService } from "./service.js";
 
-export function videoRouter(deps: AppDeps): Router {
+export type VideoRouterDeps = Pick<AppDeps, "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
+
+export function videoRouter(deps: VideoRouterDeps): Router {
   const service = new VideoService(deps.models, deps.db, deps.credits, deps.jobs);
   const router = Router();
 
@@ -18,30 +17,19 @@ export function videoRouter(deps: AppDeps): Router {
     res.json({ quote: service.quote(parse(QuoteVideoRequest, req.body)) });
   });
 
-  router.post("/video/queue", deps.authenticate, deps.jsonBody, (req, res) => {
-    requireJson(req);
-    const body = parse(QueueVideoRequest, req.body);
-    const ctx = res.locals.ctx;
-    const entry = deps.models.get(body.model, "video");
-    res.set(deps.limits.admit(ctx, entry, "video_queue"));
-    if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
-    let status = 200;
-    try {
-      const { queueId, cost } = service.queue(body, ctx.auth);
-      setModelHeaders(res, entry, "hearth-jobs");
-      // The job is charged in full when queued: this response shows that charge.
+  router.post("/video/queue", deps.authenticate, deps.jsonBody, (req, res) =>
+    metered(deps, res, { endpoint: "/video/queue" }, (paid) => {
+      requireJson(req);
+      const body = parse(QueueVideoRequest, req.body);
+      const entry = deps.models.get(body.model, "video");
+      paid.admit(entry, "video_queue");
+      paid.record(entry.id);
+      // The job is charged in full when queued (by the service, not a meter): this response shows that charge.
+      const { queueId, cost } = service.queue(body, paid.ctx.auth);
+      paid.serve(entry, "hearth-jobs");
       res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId, cost } satisfies QueueVideoResponse);
-    } catch (error) {
-      status = toErrorResponse(error).status;
-      throw error;
-    } finally {
-      recordRequestUsage(deps.db, ctx, {
-        endpoint: "/video/queue",
-        model: entry.id,
-        status,
-      });
-    }
-  });
+    }),
+  );
 
   router.post("/video/retrieve", deps.authenticate, deps.jsonBody, (req, res) => {
     requireJson(req);
