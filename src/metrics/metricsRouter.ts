@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from "express";
-import type { AppDeps } from "../app.js";
+import type { AppDeps } from "../appDeps.js";
 import { requireOperator } from "../auth/apiKeyAuth.js";
 import type { Metrics } from "./Metrics.js";
 

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { requireOperator } from "../../auth/apiKeyAuth.js";
 import { parse } from "../../http/parse.js";
 import type { ModelStatus } from "../../models/ModelManager.js";

@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { RateLimitError } from "../../errors.js";
 import { parse } from "../../http/parse.js";
 import { RateLimiter } from "../../limits/RateLimiter.js";
@@ -27,7 +27,9 @@ function sendCsv(res: Response, body: string, filename: string): void {
 
 const callerOf = (res: Response) => res.locals.ctx.auth!;
 
-export function billingRouter(deps: AppDeps): Router {
+export type BillingRouterDeps = Pick<AppDeps, "db" | "credits" | "models" | "limits" | "now" | "authenticateKey">;
+
+export function billingRouter(deps: BillingRouterDeps): Router {
   const service = new BillingService({ db: deps.db, credits: deps.credits, models: deps.models, now: deps.now });
   const usageLimiter = new RateLimiter(deps.now);
   const router = Router();

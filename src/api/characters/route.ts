@@ -1,10 +1,12 @@
 import { Router } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { parse } from "../../http/parse.js";
 import { ListCharactersQuery } from "./schema.js";
 import { CharacterService } from "./service.js";
 
-export function charactersRouter(deps: AppDeps): Router {
+export type CharactersRouterDeps = Pick<AppDeps, "characters" | "authenticateKey">;
+
+export function charactersRouter(deps: CharactersRouterDeps): Router {
   const service = new CharacterService(deps.characters);
   const router = Router();
   router.get("/characters", deps.authenticateKey, (req, res) => {

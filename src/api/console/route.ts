@@ -1,5 +1,5 @@
 import { Router, type Response } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { requireOperator } from "../../auth/apiKeyAuth.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { AdminAccountsQuery, AdminUsageQuery, GrantCreditsRequest } from "./schema.js";
@@ -8,7 +8,9 @@ import { ConsoleService } from "./service.js";
 const callerOf = (res: Response) => res.locals.ctx.auth!;
 
 /** The web console's node-wide endpoints: the operator's keys only (an account admin manages its own account through /api_keys). */
-export function consoleRouter(deps: AppDeps): Router {
+export type ConsoleRouterDeps = Pick<AppDeps, "db" | "credits" | "now" | "authenticateKey" | "jsonBody">;
+
+export function consoleRouter(deps: ConsoleRouterDeps): Router {
   const service = new ConsoleService({ db: deps.db, credits: deps.credits, now: deps.now });
   const router = Router();
   const operatorOnly = requireOperator(deps.db);

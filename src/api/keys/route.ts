@@ -1,5 +1,5 @@
 import { Router, type NextFunction, type Request, type Response } from "express";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { PermissionDeniedError, RateLimitError } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
 import type { AuthContext } from "../../http/requestContext.js";
@@ -26,7 +26,9 @@ function requireAdminKey(_req: Request, res: Response, next: NextFunction) {
 
 const callerOf = (res: Response) => res.locals.ctx.auth!;
 
-export function keysRouter(deps: AppDeps): Router {
+export type KeysRouterDeps = Pick<AppDeps, "config" | "db" | "credits" | "models" | "limits" | "now" | "authenticateKey" | "jsonBody">;
+
+export function keysRouter(deps: KeysRouterDeps): Router {
   const service = new ApiKeyService({
     db: deps.db,
     credits: deps.credits,

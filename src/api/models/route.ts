@@ -3,7 +3,7 @@ import { basename, join } from "node:path";
 import type { ModelEntry } from "../../config.js";
 import type { ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
 import { inputLimit, readJson } from "../../engines/transformers/modelConfig.js";

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from "express";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../appDeps.js";
 import { availableMicros } from "../../auth/walletAuth.js";
 import { microsToUnits, unitsToMicros } from "../../billing/money.js";
 import { InvalidRequestError, WalletMismatchError } from "../../errors.js";
@@ -20,7 +20,9 @@ const TRANSACTION_TYPES: Record<string, string> = {
   grant: "GRANT",
 };
 
-export function x402Router(deps: AppDeps): Router {
+export type X402RouterDeps = Pick<AppDeps, "config" | "db" | "credits" | "wallet" | "authenticateWallet">;
+
+export function x402Router(deps: X402RouterDeps): Router {
   const router = Router();
   const { topUps, requirements } = deps.wallet;
   const config = deps.config.wallet.x402;
