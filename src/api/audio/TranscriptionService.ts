@@ -6,7 +6,8 @@ import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config.js";
 import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../../engines/types.js";
 import { whisperLanguageName } from "../../engines/whisper/whisperLanguages.js";
-import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError, UndecodableMediaError } from "../../errors.js";
+import { InvalidRequestError, PayloadTooLargeError, UndecodableMediaError } from "../../errors.js";
+import { withDeadline } from "../../http/withDeadline.js";
 import type { MultipartPart } from "../../http/multipart.js";
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
@@ -107,22 +108,19 @@ export class TranscriptionService {
     clientSignal: AbortSignal,
     onSegment?: (segment: TranscriptionSegment) => void,
   ): Promise<{ result: TranscriptionBody; cost: Cost; engineResult: TranscriptionResult }> {
-    const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const signal = AbortSignal.any([clientSignal, timeout]);
-    let audio: Float32Array;
-    try {
-      audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal);
-    } catch (error) {
-      if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
-      throw error;
-    }
-    job.audioSeconds = audio.length / job.engine.sampleRate;
-    const limit = job.entry.transcription.maxAudioSeconds;
-    if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is ${Math.round(job.audioSeconds)} s long; ${job.entry.id} accepts at most ${limit} s.`);
-    job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
-    let result: TranscriptionResult;
-    try {
-      result = await job.engine.transcribe({
+    const result = await withDeadline(clientSignal, this.requestTimeoutMs, async (signal) => {
+      let audio: Float32Array;
+      try {
+        audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal);
+      } catch (error) {
+        if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
+        throw error;
+      }
+      job.audioSeconds = audio.length / job.engine.sampleRate;
+      const limit = job.entry.transcription.maxAudioSeconds;
+      if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is ${Math.round(job.audioSeconds)} s long; ${job.entry.id} accepts at most ${limit} s.`);
+      job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
+      return job.engine.transcribe({
         audio,
         task: job.task,
         onSegment: (segment) => {
@@ -135,10 +133,7 @@ export class TranscriptionService {
         timestamps: job.granularities,
         signal,
       });
-    } catch (error) {
-      if (timeout.aborted && !clientSignal.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
+    });
     job.transcribedSeconds = job.audioSeconds;
     const cost = job.meter.settle(transcriptionCost(job.entry, job.audioSeconds));
     return { result: formatTranscription(job, result, cost), cost, engineResult: result };

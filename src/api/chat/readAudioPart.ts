@@ -1,5 +1,6 @@
 import { transcriptionCost } from "../../billing/pricing.js";
-import { InvalidRequestError, PayloadTooLargeError, RequestTimeoutError } from "../../errors.js";
+import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import { withDeadline } from "../../http/withDeadline.js";
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
 import { wavHeader } from "../../media/pcm.js";
 import type { PartContext } from "./contentParts.js";
@@ -39,33 +40,30 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
   const lease = await ctx.models.acquire(asr.id, "transcription");
   try {
     const { engine } = lease;
-    const timeout = AbortSignal.timeout(ctx.limits.requestTimeoutMs);
-    // A caller who goes away stops the decoding and the transcription too.
-    const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
-    let samples: Float32Array;
-    try {
-      samples = await decodeAudio(audio, engine.sampleRate, signal);
-    } catch (error) {
-      if (timeout.aborted) throw new RequestTimeoutError();
-      if (signal.aborted) throw error;
-      if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
-      throw error;
-    }
-    if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
-    const seconds = samples.length / engine.sampleRate;
-    const limit = asr.transcription.maxAudioSeconds;
-    if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
-
     const meter = ctx.meterFor(asr);
-    meter.reserve(transcriptionCost(asr, seconds));
-    let text: string;
-    try {
-      ({ text } = await engine.transcribe({ audio: samples, timestamps: [], signal }));
-    } catch (error) {
-      meter.settle([]);
-      if (timeout.aborted) throw new RequestTimeoutError();
-      throw error;
-    }
+    // A caller who goes away stops the decoding and the transcription too; past the deadline it is a 504.
+    const { text, seconds } = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, async (signal) => {
+      let samples: Float32Array;
+      try {
+        samples = await decodeAudio(audio, engine.sampleRate, signal);
+      } catch (error) {
+        if (signal.aborted) throw error;
+        if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
+        throw error;
+      }
+      if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
+      const seconds = samples.length / engine.sampleRate;
+      const limit = asr.transcription.maxAudioSeconds;
+      if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
+      meter.reserve(transcriptionCost(asr, seconds));
+      try {
+        const { text } = await engine.transcribe({ audio: samples, timestamps: [], signal });
+        return { text, seconds };
+      } catch (error) {
+        meter.settle([]);
+        throw error;
+      }
+    });
     meter.settle(transcriptionCost(asr, seconds));
     return `<audio transcript>\n${text.trim()}\n</audio>`;
   } finally {
