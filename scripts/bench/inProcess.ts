@@ -77,10 +77,8 @@ export async function loadEngineTarget(file: string, settings: LlamaSettings, ma
   const run = async (request: BenchRequest): Promise<RequestTrace> => {
     const outputTimes: number[] = [];
     const startedAt = performance.now();
-    const result = await engine.generate({
-      messages: request.messages,
-      maxTokens: request.maxTokens,
-      sampling: SAMPLING,
+    const planned = engine.plan({ messages: request.messages, maxTokens: request.maxTokens, sampling: SAMPLING });
+    const result = await planned.generate({
       // What an SSE client sees as content or reasoning_content chunks.
       onDelta: (_choice, delta) => {
         if ((delta.kind === "content" || delta.kind === "reasoning") && delta.text) outputTimes.push(performance.now());

@@ -131,21 +131,37 @@ export interface ChatGenerateOptions {
   responseFormat?: ResponseFormat;
   reasoning?: ReasoningOptions;
   cache?: PromptCacheOptions;
+}
+
+/** The signal and callbacks of one run of a planned generation. */
+export interface GenerationCall<D = ChatDelta> {
   signal?: AbortSignal;
   /**
-   * Called once the prompt is rendered and measured, before a sequence is taken: the place to
-   * reserve credits. Throwing here rejects the request before any inference runs.
-   */
-  onPromptReady?: (plan: { promptTokens: number; maxTokens: number }) => void;
-  /**
-   * Called once the request is accepted (prompt rendered and within the context, sequences
-   * assigned) and generation begins: failures before it are the request's fault or the
-   * model's capacity, and a stream should not have started yet.
+   * Called once the request is accepted (sequences assigned) and generation begins: failures
+   * before it are the model's capacity, and a stream should not have started yet.
    */
   onStart?: () => void;
   /** Called as soon as a piece of a choice is safe to emit. */
-  onDelta?: (choice: number, delta: ChatDelta) => void;
+  onDelta?: (choice: number, delta: D) => void;
 }
+
+/**
+ * A request the engine has rendered, measured and accepted, not yet run: what it can use at
+ * most (the service reserves credits and tokens for that), and how to run it. Planning never
+ * calls back into the caller; what the model cannot do is refused with a PlanRefusal.
+ */
+export interface PlannedGeneration<R, C> {
+  /** Prompt tokens (all prompts'; a bound where the engine does not tokenize locally). */
+  readonly promptTokens: number;
+  /** Most completion tokens, every choice using its whole budget. */
+  readonly maxTokens: number;
+  /** Choices generated (of all prompts, for a completion). */
+  readonly choices: number;
+  generate(call: C): Promise<R>;
+}
+
+export type PlannedChat = PlannedGeneration<ChatGenerateResult, GenerationCall>;
+export type PlannedCompletion = PlannedGeneration<CompleteResult, CompletionCall>;
 
 export interface ChatChoiceResult {
   index: number;
@@ -186,8 +202,7 @@ export type CompletionPrompt = string | number[];
  * is, with no chat template. Shares sampling, stops, choices, log probabilities, streaming and
  * the credit hold with chat.
  */
-export interface CompleteOptions
-  extends Pick<ChatGenerateOptions, "maxTokens" | "sampling" | "stop" | "logprobs" | "signal" | "onPromptReady" | "onStart"> {
+export interface CompleteOptions extends Pick<ChatGenerateOptions, "maxTokens" | "sampling" | "stop" | "logprobs"> {
   /** Each prompt gets `choices` completions; choice `p * choices + j` is prompt p's j-th. */
   prompts: CompletionPrompt[];
   choices?: number;
@@ -198,10 +213,11 @@ export interface CompleteOptions
   suffix?: string;
   /** Report each prompt's text (and with `logprobs`, its tokens' log probabilities) to echo it. */
   echo?: boolean;
-  /** With `echo`: called with each prompt's echo before any of its choices' deltas. */
+}
+
+/** A completion's run: content deltas only, and each prompt's echo before its choices' deltas. */
+export interface CompletionCall extends GenerationCall<Extract<ChatDelta, { kind: "content" }>> {
   onEcho?: (prompt: number, echoed: EchoedPrompt) => void;
-  /** Called as soon as a piece of a choice is safe to emit (content deltas only). */
-  onDelta?: (choice: number, delta: Extract<ChatDelta, { kind: "content" }>) => void;
 }
 
 /** A prompt as echoed: its text and, when log probabilities were asked for, its tokens' (the first has none: null). */
@@ -225,7 +241,10 @@ export interface EngineBase {
   dispose(): Promise<void>;
 }
 
-/** What a loaded chat model can do; requests for anything else are refused by the service. */
+/**
+ * What a loaded chat model can do; requests for anything else are refused by the service,
+ * once, before planning (`n`, tools, structured output, log probabilities, stop token ids, FIM).
+ */
 export interface ChatFeatures {
   functionCalling: boolean;
   /** The template has a thought block (`<think>`...). */
@@ -259,9 +278,10 @@ export interface ChatEngine extends EngineBase {
    */
   countTokensAtLeast?(texts: readonly string[], stopAbove: number): Promise<number>;
   readonly features: ChatFeatures;
-  generate(options: ChatGenerateOptions): Promise<ChatGenerateResult>;
-  /** Raw-text completion (no chat template), for the legacy completions API. */
-  complete(options: CompleteOptions): Promise<CompleteResult>;
+  /** Renders and measures a chat request; throws a PlanRefusal for what the model cannot do. */
+  plan(options: ChatGenerateOptions): PlannedChat;
+  /** The same for a raw-text completion (no chat template), for the legacy completions API. */
+  planCompletion(options: CompleteOptions): PlannedCompletion;
   stats(): { sequences: number; busy: number; waiting: number; decode?: DecodeStats };
 }
 

@@ -82,20 +82,20 @@ describe("UpstreamChatEngine against a server of the standard", () => {
     const chat = await engine({ features: { reasoning: true } });
     expect(chat.contextSize).toBe(32768);
     const deltas: ChatDelta[] = [];
-    let plan: { promptTokens: number; maxTokens: number } | undefined;
     let started = false;
     const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
-    const result = await chat.generate(
+    const sentBefore = received.length;
+    const plan = chat.plan(
       options({
         maxTokens: 100,
         stop: ["END"],
         tools: { functions: [{ name: "get_weather", parametersSchema: schema, parameters: toJsonSchemaSubset(schema) }], choice: "required", parallel: false },
         reasoning: { mode: "on", budgetShare: 1 / 4, effort: "low" },
-        onPromptReady: (p) => (plan = p),
-        onStart: () => (started = true),
-        onDelta: (_i, d) => deltas.push(d),
       }),
     );
+    // Planning sends nothing: the caller reserves what the plan says first.
+    expect(received).toHaveLength(sentBefore);
+    const result = await plan.generate({ onStart: () => (started = true), onDelta: (_i, d) => deltas.push(d) });
     const body = received.at(-1)!;
     expect(body).toMatchObject({
       model: "org/big-model",
@@ -113,8 +113,8 @@ describe("UpstreamChatEngine against a server of the standard", () => {
     expect(body).not.toHaveProperty("top_k");
     expect(body).not.toHaveProperty("n");
     expect(started).toBe(true);
-    expect(plan!.maxTokens).toBe(100);
-    expect(plan!.promptTokens).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(body.messages)));
+    expect(plan.maxTokens).toBe(100);
+    expect(plan.promptTokens).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(body.messages)));
     expect(deltas).toEqual([
       { kind: "reasoning", text: "Look " },
       { kind: "reasoning", text: "it up." },
@@ -135,39 +135,38 @@ describe("UpstreamChatEngine against a server of the standard", () => {
       );
     const chat = await engine({ contextSize: 1000 });
     const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };
-    let plan: { promptTokens: number; maxTokens: number } | undefined;
-    const result = await chat.generate(
+    const plan = chat.plan(
       options({
         choices: 1,
         responseFormat: { type: "json_schema", schema: toJsonSchemaSubset(schema), source: { name: "thing", strict: true, schema } },
-        onPromptReady: (p) => (plan = p),
       }),
     );
+    const result = await plan.generate({});
     // Without max_tokens the hold covers the whole context.
-    expect(plan!.maxTokens).toBe(1000);
+    expect(plan.maxTokens).toBe(1000);
     expect(received.at(-1)!.response_format).toEqual({ type: "json_schema", json_schema: { name: "thing", strict: true, schema } });
     expect(result.choices[0]!.content).toBe('{"a":1}');
     expect(result.completionTokens).toBe(2);
     expect(result.promptTokens).toBeGreaterThan(0);
-    expect(result.promptTokens).toBeLessThan(plan!.promptTokens);
+    expect(result.promptTokens).toBeLessThan(plan.promptTokens);
   });
 
   it("maps the standard's error shape: a 400 names its param, 429 is capacity, 401 is the node's problem", async () => {
     const chat = await engine();
     const answer = (status: number, body: unknown) => (script = (_req, res) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body)));
     answer(400, { object: "error", message: "temperature must be at most 2", type: "BadRequestError", param: "temperature", code: 400 });
-    let error = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    let error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(400);
     expect(error.message).toBe("Upstream: temperature must be at most 2");
     expect(error.extra.details).toMatchObject({ temperature: { _errors: ["temperature must be at most 2"] } });
     answer(400, { error: { message: "bad tool", type: "invalid_request_error", param: "tools.0.function", code: null } });
-    error = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(400);
     expect(error.extra.details).toMatchObject({ tools: { 0: { function: { _errors: ["bad tool"] } } } });
     answer(429, { error: { message: "slow down" } });
-    expect(((await chat.generate(options()).catch((e: unknown) => e)) as ApiError).status).toBe(503);
+    expect(((await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError).status).toBe(503);
     answer(401, { detail: "bad key" });
-    error = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(502);
     expect(error.message).toMatch(/refused this node \(401: bad key\)/);
   });
@@ -179,15 +178,15 @@ describe("UpstreamChatEngine against a server of the standard", () => {
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "Hel" } }] })}\n\n`);
       setTimeout(() => res.destroy(), 50);
     };
-    const cut = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    const cut = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(cut.status).toBe(502);
     expect(cut.message).toMatch(/failed mid-stream/);
     script = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: "Hel" } }] }, { error: { message: "engine died", code: 500 } }]);
-    const failed = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    const failed = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(failed.status).toBe(502);
     expect(failed.message).toMatch(/engine died/);
     script = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: "Hel" } }] }]);
-    const ended = (await chat.generate(options()).catch((e: unknown) => e)) as ApiError;
+    const ended = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(ended.status).toBe(502);
     expect(ended.message).toMatch(/ended the stream before the answer was complete/);
   });
@@ -202,7 +201,7 @@ describe("UpstreamChatEngine against a server of the standard", () => {
       res.on("close", () => closed());
     };
     const controller = new AbortController();
-    const result = await chat.generate(options({ signal: controller.signal, onDelta: () => controller.abort() }));
+    const result = await chat.plan(options()).generate({ signal: controller.signal, onDelta: () => controller.abort() });
     expect(result.finishReason).toBe("abort");
     expect(result.completionTokens).toBe(1);
     expect(result.choices[0]!.content).toBe("one");

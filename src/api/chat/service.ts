@@ -5,7 +5,8 @@ import type { Character } from "../../characters/Character.js";
 import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
+import { PlanRefusalError, type PlanRefusal } from "../../engines/PlanRefusal.js";
+import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, PlannedChat } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import {
@@ -45,8 +46,8 @@ export interface PreparedChat {
   engine: ChatEngine;
   /** Holds the model loaded (the metered request releases it when the request ends). */
   lease: ModelLease<"chat">;
-  /** What the engine is asked to do (the callbacks and the signal are added per call). */
-  options: Omit<ChatGenerateOptions, "signal" | "onDelta">;
+  /** What the engine is asked to plan. */
+  options: ChatGenerateOptions;
   echo: ServiceParametersEcho;
   includeUsageChunk: boolean;
   /** strip_thinking_response / disable_thinking: thoughts are not shown. */
@@ -55,6 +56,8 @@ export interface PreparedChat {
   /** Response headers this request adds (e.g. parameters accepted but not supported here). */
   headers: Record<string, string>;
   meter: RequestMeter;
+  /** Holds the planned request's most tokens against the key's TPM (429). */
+  reserveTokens: (count: number) => void;
   /** Web search / scraping: the sources, their billing and how the response shows them. */
   web: WebAugmentation;
 }
@@ -135,11 +138,6 @@ export class ChatService {
         responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
         reasoning: toReasoning(request, params),
         cache: toPromptCache(request, conversation.positionOf),
-        // Reserve the most this request can use and cost once its prompt is measured, before inference.
-        onPromptReady: (plan) => {
-          call.reserveTokens(plan.promptTokens + plan.maxTokens);
-          meter.reserve([...maxTextCost(entry, plan.promptTokens, plan.maxTokens), ...web.costLines]);
-        },
       },
       echo: {
         enable_e2ee: false,
@@ -160,6 +158,7 @@ export class ChatService {
       logprobs: logprobs !== undefined,
       headers,
       meter,
+      reserveTokens: (count) => call.reserveTokens(count),
       web,
     };
   }
@@ -174,11 +173,30 @@ export class ChatService {
     return character;
   }
 
+  /**
+   * The engine plans the request (renders and measures the prompt, refuses what the model
+   * cannot do), then the most it can use is reserved, tokens per minute and credits, before
+   * anything runs. A refusal or a 402/429 here comes before any byte of the response.
+   */
+  private plan(chat: PreparedChat): PlannedChat {
+    checkStopTokenIds(chat.options.stopTokenIds, chat.engine.features);
+    let planned: PlannedChat;
+    try {
+      planned = chat.engine.plan(chat.options);
+    } catch (error) {
+      throw error instanceof PlanRefusalError ? toInvalidRequest(error.refusal) : error;
+    }
+    chat.reserveTokens(planned.promptTokens + planned.maxTokens);
+    chat.meter.reserve([...maxTextCost(chat.entry, planned.promptTokens, planned.maxTokens), ...chat.web.costLines]);
+    return planned;
+  }
+
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult }> {
+    const planned = this.plan(chat);
     const timer = this.metrics.chatTimer(chat.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
-      chat.engine.generate({ ...chat.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
+      planned.generate({ signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
     );
     timer.finished(result);
     const cost = settle(chat, result);
@@ -203,14 +221,14 @@ export class ChatService {
    * (for metering). Aborting `signal` stops generation at once and frees the sequences.
    */
   async *stream(chat: PreparedChat, signal: AbortSignal): AsyncGenerator<ChatCompletionChunk, ChatGenerateResult | undefined> {
+    const planned = this.plan(chat);
     const base = { id: chat.id, object: "chat.completion.chunk" as const, created: chat.created, model: chat.entry.id };
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
     const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
     const { queue, generation } = await startStreamedGeneration<ChatGenerateResult, ChatCompletionChunk["choices"][number]>(
       this.metrics.chatTimer(chat.entry.id),
       ({ onStart, onPiece }, queue) =>
-        chat.engine.generate({
-          ...chat.options,
+        planned.generate({
           signal,
           onStart,
           onDelta: (index, delta) => {
@@ -250,6 +268,26 @@ export class ChatService {
     if (chat.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
     return result;
   }
+}
+
+/** stop_token_ids: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */
+function checkStopTokenIds(ids: readonly number[] | undefined, features: ChatFeatures): void {
+  const vocabulary = features.vocabularySize;
+  if (vocabulary === 0) return;
+  for (const [index, id] of (ids ?? []).entries()) {
+    if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
+      throw InvalidRequestError.forField(["stop_token_ids", index], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+    }
+  }
+}
+
+/** What a chat engine refuses while planning, as the wire's 400. */
+function toInvalidRequest(refusal: PlanRefusal): Error {
+  if (refusal.kind === "promptTooLong") {
+    return InvalidRequestError.forField(["messages"], `the prompt is ${refusal.promptTokens} tokens but this model's context holds ${refusal.contextSize}; shorten the conversation`);
+  }
+  // The other refusals are of completion prompts: a chat request cannot cause them.
+  return new Error(`unexpected chat plan refusal: ${refusal.kind}`);
 }
 
 /** return_search_results_as_documents: the sources as one more tool call of the answer. */

@@ -3,7 +3,8 @@ import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, TokenLogprob } from "../../engines/types.js";
+import { PlanRefusalError } from "../../engines/PlanRefusal.js";
+import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import { startStreamedGeneration } from "../chat/streamedGeneration.js";
@@ -22,11 +23,14 @@ export interface PreparedCompletion {
   engine: ChatEngine;
   /** Holds the model loaded (the metered request releases it when the request ends). */
   lease: ModelLease<"chat">;
-  options: Omit<CompleteOptions, "signal" | "onDelta" | "onStart">;
+  /** What the engine is asked to plan. */
+  options: CompleteOptions;
   includeUsageChunk: boolean;
   /** Response headers this request adds (parameters accepted but not honoured). */
   headers: Record<string, string>;
   meter: RequestMeter;
+  /** Holds the planned request's most tokens against the key's TPM (429). */
+  reserveTokens: (count: number) => void;
 }
 
 /** What `prepare` needs of the paid request it serves (see ChatCall). */
@@ -92,23 +96,37 @@ export class CompletionService {
         },
         stop: stop.filter((s) => s.length > 0),
         logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
-        // Reserve the most this request can cost once its prompts are measured, before inference.
-        onPromptReady: (plan) => {
-          call.reserveTokens(plan.promptTokens + plan.maxTokens);
-          meter.reserve(maxTextCost(entry, plan.promptTokens, plan.maxTokens));
-        },
       },
       includeUsageChunk: request.stream_options?.include_usage === true,
       headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
       meter,
+      reserveTokens: (count) => call.reserveTokens(count),
     };
+  }
+
+  /**
+   * The engine plans the prompts (tokenizes and measures them, refuses what the model cannot
+   * do), then the most the request can use is reserved, tokens per minute and credits, before
+   * anything runs.
+   */
+  private plan(prepared: PreparedCompletion): PlannedCompletion {
+    let planned: PlannedCompletion;
+    try {
+      planned = prepared.engine.planCompletion(prepared.options);
+    } catch (error) {
+      throw error instanceof PlanRefusalError ? toInvalidRequest(error, prepared.options.prompts.length) : error;
+    }
+    prepared.reserveTokens(planned.promptTokens + planned.maxTokens);
+    prepared.meter.reserve(maxTextCost(prepared.entry, planned.promptTokens, planned.maxTokens));
+    return planned;
   }
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(prepared: PreparedCompletion, clientSignal: AbortSignal): Promise<{ response: CompletionResponse; result: CompleteResult }> {
+    const planned = this.plan(prepared);
     const timer = this.metrics.chatTimer(prepared.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
-      prepared.engine.complete({ ...prepared.options, signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
+      planned.generate({ signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
     );
     timer.finished(result);
     const cost = settle(prepared, result);
@@ -137,6 +155,7 @@ export class CompletionService {
    * (for metering). Aborting `signal` stops generation at once and frees the sequences.
    */
   async *stream(prepared: PreparedCompletion, signal: AbortSignal): AsyncGenerator<CompletionChunk, CompleteResult | undefined> {
+    const planned = this.plan(prepared);
     const base = { id: prepared.id, object: "text_completion" as const, created: prepared.created, model: prepared.entry.id };
     const usageField = prepared.includeUsageChunk ? { usage: null } : {};
     const n = prepared.options.choices ?? 1;
@@ -147,8 +166,7 @@ export class CompletionService {
     const { queue, generation } = await startStreamedGeneration<CompleteResult, CompletionChunk["choices"][number]>(
       this.metrics.chatTimer(prepared.entry.id),
       ({ onStart, onPiece }, queue) =>
-        prepared.engine.complete({
-          ...prepared.options,
+        planned.generate({
           // The echoed prompt goes out first, as each choice's first piece.
           onEcho: (prompt, echoed) => {
             for (let j = 0; j < n; j++) {
@@ -189,7 +207,30 @@ export class CompletionService {
   }
 }
 
-/** `prompt` in its four wire forms as a list of prompts (a string, strings, token ids, lists of token ids). */
+/** What a chat engine refuses while planning completion prompts, as the wire's 400 naming the prompt. */
+function toInvalidRequest(error: PlanRefusalError, promptCount: number): InvalidRequestError {
+  const { refusal, modelId } = error;
+  const promptPath = (prompt: number | null) => (prompt === null ? ["prompt"] : ["prompt", prompt]);
+  switch (refusal.kind) {
+    case "promptTooLong":
+      return InvalidRequestError.forField(
+        promptPath(promptCount > 1 ? refusal.prompt : null),
+        `the prompt is ${refusal.promptTokens} tokens but this model's context holds ${refusal.contextSize}; shorten the prompt`,
+      );
+    case "tokenOutsideVocabulary":
+      return InvalidRequestError.forField([...promptPath(refusal.prompt), refusal.position], `token id ${refusal.id} is outside this model's vocabulary (0 to ${refusal.vocabularySize - 1})`);
+    case "emptyPrompt":
+      return InvalidRequestError.forField(promptPath(refusal.prompt), "the prompt is empty and this model has no beginning-of-sequence token to start from");
+    case "noInfillTokens":
+      return InvalidRequestError.forField(
+        ["suffix"],
+        `the model "${modelId}" cannot fill in the middle: its vocabulary has no FIM prefix/suffix/middle tokens; send the prompt without a suffix, or use a code model that has them`,
+      );
+    case "echoUnavailable":
+      return InvalidRequestError.forField(["echo"], "echo is relayed to this upstream model only for text prompts without logprobs");
+  }
+}
+
 /** Text longer than this is counted in slices (the event loop free between them) before it is tokenized whole. */
 const MEASURE_ABOVE_CHARS = 4096;
 
@@ -213,6 +254,7 @@ async function refuseOverlongPrompts(engine: ChatEngine, modelId: string, prompt
   }
 }
 
+/** `prompt` in its four wire forms as a list of prompts (a string, strings, token ids, lists of token ids). */
 export function toPrompts(prompt: CompletionRequest["prompt"]): CompletionPrompt[] {
   if (typeof prompt === "string") return [prompt];
   if (prompt.length > 0 && typeof prompt[0] === "number") return [prompt as number[]];

@@ -17,7 +17,8 @@ import {
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config.js";
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
-import { InferenceError, InvalidRequestError } from "../../errors.js";
+import { InferenceError } from "../../errors.js";
+import { PlanRefusalError, type PlanRefusal } from "../PlanRefusal.js";
 import type {
   ChatEngine,
   ChatFeatures,
@@ -26,9 +27,13 @@ import type {
   ChatMessage,
   CompleteOptions,
   CompleteResult,
+  CompletionCall,
   CompletionPrompt,
   EchoedPrompt,
   FunctionDefinition,
+  GenerationCall,
+  PlannedChat,
+  PlannedCompletion,
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
 import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
@@ -159,33 +164,28 @@ export class LlamaChatEngine implements ChatEngine {
     return { tokens, text: state.contextText.toString(), stopStrings: stopStrings.filter((s) => s.length > 0), stopTokens };
   }
 
-  async generate(options: ChatGenerateOptions): Promise<ChatGenerateResult> {
-    const { plan, pinnedTokens } = this.plan(options);
+  /** Renders and measures a chat request; running it takes sequences and generates every choice. */
+  plan(options: ChatGenerateOptions): PlannedChat {
+    const { plan, pinnedTokens } = this.generationPlan(options);
     const count = options.choices ?? 1;
-    if (count > this.pool.total) {
-      throw InvalidRequestError.forField(["n"], `this model generates at most ${this.pool.total} choices at once`);
-    }
-    const run = await this.run(plan, count, { pinnedTokens, cacheKey: options.cache?.key, signal: options.signal, onStart: options.onStart, onDelta: options.onDelta });
-    return toResult([run]);
+    return {
+      promptTokens: plan.promptTokens.length,
+      maxTokens: plan.maxTokens * count,
+      choices: count,
+      generate: async (call) => toResult([await this.run(plan, count, { pinnedTokens, cacheKey: options.cache?.key, ...call })]),
+    };
   }
 
   /**
    * Raw-text completion: each prompt is tokenized as it is (no chat template), or built from
    * the model's FIM tokens around `suffix`; the choices run through the same token loop as chat.
    */
-  async complete(options: CompleteOptions): Promise<CompleteResult> {
+  planCompletion(options: CompleteOptions): PlannedCompletion {
     const count = options.choices ?? 1;
-    if (count * options.prompts.length > this.pool.total) {
-      const field = options.prompts.length > 1 ? "prompt" : "n";
-      throw InvalidRequestError.forField([field], `this model generates at most ${this.pool.total} choices at once (prompts times n)`);
-    }
     const prompts = options.prompts.map((prompt, index) => this.completionPrompt(prompt, options.suffix, options.prompts.length > 1 ? index : null));
     const over = prompts.findIndex((p) => p.length >= this.contextSize);
     if (over >= 0) {
-      throw InvalidRequestError.forField(
-        prompts.length > 1 ? ["prompt", over] : ["prompt"],
-        `the prompt is ${prompts[over]!.length} tokens but this model's context holds ${this.contextSize}; shorten the prompt`,
-      );
+      throw this.refuse({ kind: "promptTooLong", prompt: prompts.length > 1 ? over : null, promptTokens: prompts[over]!.length, contextSize: this.contextSize });
     }
     const plans = prompts.map((promptTokens) => {
       const room = this.contextSize - promptTokens.length;
@@ -204,15 +204,23 @@ export class LlamaChatEngine implements ChatEngine {
       };
       return plan;
     });
-    options.onPromptReady?.({ promptTokens: sum(prompts.map((p) => p.length)), maxTokens: sum(plans.map((p) => p.maxTokens)) * count });
+    return {
+      promptTokens: sum(prompts.map((p) => p.length)),
+      maxTokens: sum(plans.map((p) => p.maxTokens)) * count,
+      choices: count * prompts.length,
+      generate: (call) => this.runCompletion(options, plans, count, call),
+    };
+  }
+
+  private async runCompletion(options: CompleteOptions, plans: GenerationPlan[], count: number, call: CompletionCall): Promise<CompleteResult> {
     let started = 0;
     const onStart = () => {
-      if (++started === plans.length) options.onStart?.();
+      if (++started === plans.length) call.onStart?.();
     };
-    const onDelta = options.onDelta as ChatGenerateOptions["onDelta"];
+    const onDelta = call.onDelta as GenerationCall["onDelta"];
     // One prompt failing (its wait for sequences refused, say) stops the others: no unbilled work goes on.
     const failed = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+    const signal = call.signal ? AbortSignal.any([call.signal, failed.signal]) : failed.signal;
     const settled = await Promise.allSettled(
       plans.map((plan, p) =>
         this.run(plan, count, {
@@ -221,7 +229,7 @@ export class LlamaChatEngine implements ChatEngine {
           onStart,
           onDelta: onDelta && ((choice, delta) => onDelta(p * count + choice, delta)),
           indexOffset: p * count,
-          echo: options.echo ? { prompt: options.prompts[p]!, logprobs: options.logprobs, onEcho: (echoed) => options.onEcho?.(p, echoed) } : undefined,
+          echo: options.echo ? { prompt: options.prompts[p]!, logprobs: options.logprobs, onEcho: (echoed) => call.onEcho?.(p, echoed) } : undefined,
         }).catch((error: unknown) => {
           failed.abort(error);
           throw error;
@@ -236,6 +244,10 @@ export class LlamaChatEngine implements ChatEngine {
     return result;
   }
 
+  private refuse(refusal: PlanRefusal): PlanRefusalError {
+    return new PlanRefusalError(refusal, this.modelId);
+  }
+
   /** A completion prompt's tokens: the text as it is, or the FIM layout around the suffix. */
   private completionPrompt(prompt: CompletionPrompt, suffix: string | undefined, index: number | null): Token[] {
     let tokens: Token[];
@@ -245,10 +257,7 @@ export class LlamaChatEngine implements ChatEngine {
     else {
       const vocabulary = this.features.vocabularySize;
       for (const [position, id] of prompt.entries()) {
-        if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
-          const path = index === null ? ["prompt", position] : ["prompt", index, position];
-          throw InvalidRequestError.forField(path, `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
-        }
+        if (!Number.isInteger(id) || id < 0 || id >= vocabulary) throw this.refuse({ kind: "tokenOutsideVocabulary", prompt: index, position, id, vocabularySize: vocabulary });
       }
       tokens = prompt as Token[];
     }
@@ -258,16 +267,11 @@ export class LlamaChatEngine implements ChatEngine {
       if (tokens.length > 0) return tokens;
       // An empty prompt starts from the beginning-of-sequence token, when the model has one.
       const start = this.model.tokens.bos;
-      if (start === null) throw InvalidRequestError.forField(index === null ? ["prompt"] : ["prompt", index], "the prompt is empty and this model has no beginning-of-sequence token to start from");
+      if (start === null) throw this.refuse({ kind: "emptyPrompt", prompt: index });
       return [start];
     }
     const { prefix: pre, suffix: suf, middle: mid } = this.model.tokens.infill;
-    if (pre === null || suf === null || mid === null) {
-      throw InvalidRequestError.forField(
-        ["suffix"],
-        `the model "${this.modelId}" cannot fill in the middle: its vocabulary has no FIM prefix/suffix/middle tokens; send the prompt without a suffix, or use a code model that has them`,
-      );
-    }
+    if (pre === null || suf === null || mid === null) throw this.refuse({ kind: "noInfillTokens" });
     // Prefix-suffix-middle order, as llama.cpp's infill and node-llama-cpp's LlamaCompletion build it.
     const suffixTokens = this.model.tokenize(suffix, false);
     return [...(bos !== null ? [bos] : []), pre, ...tokens, suf, ...suffixTokens, mid];
@@ -323,13 +327,14 @@ export class LlamaChatEngine implements ChatEngine {
     return entries;
   }
 
-  /** Turns the request into a generation plan: prompt, stops, grammars, thinking, limits. */
-  private plan(options: ChatGenerateOptions): { plan: GenerationPlan; pinnedTokens: number } {
+  /**
+   * Turns the request into a generation plan: prompt, stops, grammars, thinking, limits. The
+   * service has checked what the features say (tools only where there is tool-call syntax,
+   * `n` within the sequences, stop token ids within the vocabulary).
+   */
+  private generationPlan(options: ChatGenerateOptions): { plan: GenerationPlan; pinnedTokens: number } {
     const { tools, responseFormat } = options;
     const toolsActive = tools !== undefined && tools.functions.length > 0 && tools.choice !== "none";
-    if (toolsActive && !this.syntax.toolCall) {
-      throw InvalidRequestError.forField(["tools"], `the model "${this.modelId}" does not support function calling`);
-    }
     const functions = toolsActive ? tools.functions : undefined;
     const prompt = this.renderPrompt(options.messages, functions);
 
@@ -349,22 +354,10 @@ export class LlamaChatEngine implements ChatEngine {
     const startsInReasoning = thinks && thought.openedByTemplate && mode !== "off";
 
     if (promptTokens.length >= this.contextSize) {
-      throw InvalidRequestError.forField(
-        ["messages"],
-        `the prompt is ${promptTokens.length} tokens but this model's context holds ${this.contextSize}; shorten the conversation`,
-      );
+      throw this.refuse({ kind: "promptTooLong", prompt: null, promptTokens: promptTokens.length, contextSize: this.contextSize });
     }
     const room = this.contextSize - promptTokens.length;
-    const vocabulary = this.features.vocabularySize;
-    for (const [index, id] of (options.stopTokenIds ?? []).entries()) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
-        throw InvalidRequestError.forField(["stop_token_ids", index], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
-      }
-    }
-
     const maxTokens = Math.min(options.maxTokens ?? room, room);
-    // Every choice may use the whole budget: the most this request can produce.
-    options.onPromptReady?.({ promptTokens: promptTokens.length, maxTokens: maxTokens * (options.choices ?? 1) });
     const share = options.reasoning?.budgetShare;
     const budget = thinks && mode === "on" && share !== undefined && share < 1 ? Math.max(1, Math.floor(share * maxTokens)) : null;
     const plan: GenerationPlan = {
@@ -444,12 +437,9 @@ export class LlamaChatEngine implements ChatEngine {
 
 const ANY_OBJECT = { root: { kind: "object" as const, properties: [], open: true }, defs: {} };
 
-interface RunCall {
+interface RunCall extends GenerationCall {
   pinnedTokens: number;
   cacheKey?: string;
-  signal?: AbortSignal;
-  onStart?: () => void;
-  onDelta?: ChatGenerateOptions["onDelta"];
   /** Choice indexes of this run start here (a completion's later prompts). */
   indexOffset?: number;
   /** Echo the prompt (with its tokens' log probabilities when asked) before generating. */

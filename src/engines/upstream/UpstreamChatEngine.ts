@@ -1,7 +1,8 @@
 import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { ModelEntry, UpstreamSettings } from "../../config.js";
 import { ApiError, InvalidRequestError, ModelAtCapacityError, PayloadTooLargeError, UpstreamError } from "../../errors.js";
-import { toolCallId } from "../llama/ChoiceGeneration.js";
+import { PlanRefusalError } from "../PlanRefusal.js";
+import { upstreamToolCallId } from "./upstreamToolCallId.js";
 import type {
   ChatChoiceResult,
   ChatDelta,
@@ -12,6 +13,9 @@ import type {
   CompleteOptions,
   CompleteResult,
   FinishReason,
+  GenerationCall,
+  PlannedChat,
+  PlannedCompletion,
   TokenLogprob,
   ToolCall,
 } from "../types.js";
@@ -63,39 +67,47 @@ export class UpstreamChatEngine implements ChatEngine {
     return { sequences: this.inFlight.size, busy: this.inFlight.size, waiting: 0 };
   }
 
-  async generate(options: ChatGenerateOptions): Promise<ChatGenerateResult> {
+  /**
+   * The request as the upstream's chat body. The upstream's tokenizer is not here: the plan
+   * bounds the prompt, and counts the whole context per choice when max_tokens is absent; the
+   * upstream's usage settles it.
+   */
+  plan(options: ChatGenerateOptions): PlannedChat {
     const count = options.choices ?? 1;
-    if (count > this.features.maxChoices) throw InvalidRequestError.forField(["n"], `this model generates at most ${this.features.maxChoices} choices at once`);
     const body = toUpstreamRequest(options, this.upstreamModel, this.features);
-    // The upstream's tokenizer is not here: hold credits for a bound on the prompt and for the
-    // whole context per choice when max_tokens is absent; the upstream's usage settles it.
     const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
-    options.onPromptReady?.({ promptTokens: promptTokenBound(body), maxTokens: maxTokens * count });
-    return this.relay("/chat/completions", body, count, promptTokenEstimate(body), options, (chunk) => chunk);
+    return {
+      promptTokens: promptTokenBound(body),
+      maxTokens: maxTokens * count,
+      choices: count,
+      generate: (call) => this.relay("/chat/completions", body, count, promptTokenEstimate(body), call, (chunk) => chunk),
+    };
   }
 
   /** Raw-text completion relayed to the upstream's legacy POST /completions (same streaming, usage and errors as chat). */
-  async complete(options: CompleteOptions): Promise<CompleteResult> {
+  planCompletion(options: CompleteOptions): PlannedCompletion {
     const count = (options.choices ?? 1) * options.prompts.length;
-    if (count > this.features.maxChoices) {
-      const field = options.prompts.length > 1 ? "prompt" : "n";
-      throw InvalidRequestError.forField([field], `this model generates at most ${this.features.maxChoices} choices at once (prompts times n)`);
-    }
     if (options.echo && (options.logprobs || options.prompts.some((p) => typeof p !== "string"))) {
-      throw InvalidRequestError.forField(["echo"], "echo is relayed to this upstream model only for text prompts without logprobs");
+      throw new PlanRefusalError({ kind: "echoUnavailable" }, this.modelId);
     }
     const body = toUpstreamCompletionRequest(options, this.upstreamModel);
     const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
-    options.onPromptReady?.({ promptTokens: completionPromptBound(options), maxTokens: maxTokens * count });
-    const echoed = options.echo ? options.prompts.map((prompt) => ({ text: prompt as string, tokens: null })) : undefined;
-    const onDelta = options.onDelta as ChatGenerateOptions["onDelta"];
-    const onStart = () => {
-      echoed?.forEach((echo, p) => options.onEcho?.(p, echo));
-      options.onStart?.();
+    return {
+      promptTokens: completionPromptBound(options),
+      maxTokens: maxTokens * count,
+      choices: count,
+      generate: async (call) => {
+        const echoed = options.echo ? options.prompts.map((prompt) => ({ text: prompt as string, tokens: null })) : undefined;
+        const onDelta = call.onDelta as GenerationCall["onDelta"];
+        const onStart = () => {
+          echoed?.forEach((echo, p) => call.onEcho?.(p, echo));
+          call.onStart?.();
+        };
+        const result: CompleteResult = await this.relay("/completions", body, count, completionPromptEstimate(options), { signal: call.signal, onStart, onDelta }, fromCompletionChunk);
+        if (echoed) result.echoed = echoed;
+        return result;
+      },
     };
-    const result: CompleteResult = await this.relay("/completions", body, count, completionPromptEstimate(options), { signal: options.signal, onStart, onDelta }, fromCompletionChunk);
-    if (echoed) result.echoed = echoed;
-    return result;
   }
 
   /** POSTs `body` to the upstream, streamed, and folds the answer (chunks mapped to the chat shape) into the engine result. */
@@ -104,7 +116,7 @@ export class UpstreamChatEngine implements ChatEngine {
     body: Record<string, unknown>,
     count: number,
     promptEstimate: number,
-    options: Pick<ChatGenerateOptions, "signal" | "onStart" | "onDelta">,
+    options: GenerationCall,
     toChatChunk: (chunk: WireChunk) => WireChunk,
   ): Promise<ChatGenerateResult> {
     const controller = new AbortController();
@@ -281,7 +293,7 @@ class UpstreamStream {
     const index = wire.index ?? 0;
     let call = state.calls.get(index);
     if (!call) {
-      call = { id: wire.id || toolCallId(), name: "", arguments: "", started: false };
+      call = { id: wire.id || upstreamToolCallId(), name: "", arguments: "", started: false };
       state.calls.set(index, call);
     }
     if (wire.function?.name) call.name += wire.function.name;
