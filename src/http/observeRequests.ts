@@ -1,8 +1,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { UNMATCHED_ROUTE, type Metrics } from "../metrics/Metrics.js";
+import { CLIENT_CLOSED_REQUEST } from "./clientClosedRequest.js";
 
-/** Status recorded for requests whose client went away before the response ended (nginx's convention). */
-const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * After requestContext: one access-log line per request (at info, through the request's own

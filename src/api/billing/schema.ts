@@ -1,12 +1,11 @@
 import { z } from "zod";
+import { DAY_MS } from "../../time.js";
 
 /**
  * Billing endpoints (the reference's Billing tag): balance, the deprecated offset-paged usage,
  * its keyset-paged replacement usage-history, and usage analytics. Query strings arrive as
  * strings, so numbers are coerced; undocumented query parameters are ignored.
  */
-
-const DAY_MS = 86_400_000;
 
 /** `USD`, `DIEM`, `BUNDLED_CREDITS`, and the legacy `VCU` (accepted, matches nothing). */
 export const BillingCurrency = z.enum(["USD", "VCU", "DIEM", "BUNDLED_CREDITS"]);
