@@ -23,7 +23,12 @@ export function chatRouter(deps: ChatRouterDeps): Router {
     metered(deps, res, { endpoint: "/chat/completions" }, async (paid) => {
       requireJson(req);
       const body = parse(ChatCompletionRequest, req.body);
-      const chat = await service.prepare(body, paid);
+      const resolved = service.resolve(body);
+      // Admitted once the model is known and before any paid or slow work (audio parts, pages,
+      // search); the balance headers wait until audio parts are charged.
+      paid.admit(resolved.entry, "chat", { showBalance: false });
+      paid.countTokens(resolved.entry);
+      const chat = await service.prepare(resolved, paid);
       await sendTextResponse(paid, chat, {
         stream: body.stream === true,
         chunks: () => service.stream(chat, paid.signal),

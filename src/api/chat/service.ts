@@ -62,12 +62,25 @@ export interface PreparedChat {
   web: WebAugmentation;
 }
 
+/** A chat request checked against what needs only the request: the model, character and parameters it resolved to. */
+export interface ResolvedChat {
+  request: ChatCompletionRequest;
+  entry: ModelEntry;
+  params: AppliedServiceParameters;
+  explicit: ChatCompletionRequest["service_parameters"];
+  character: Character | undefined;
+  webMode: ReturnType<WebAugmenter["mode"]>;
+  requestedTools: ReturnType<typeof toToolOptions>;
+  requestedFormat: ReturnType<typeof toResponseFormat>;
+}
+
 /**
- * What `prepare` needs of the paid request it serves: the rate-limit check and the TPM count,
- * credit meters (the chat model's, and one per model transcribing an audio part), the lease,
- * and the signal that says the caller went away (stop reading parts, fetching pages and searching).
+ * What `prepare` needs of the paid request it serves (admitted by the route): credit meters
+ * (the chat model's, and one per model transcribing an audio part), the lease, the TPM
+ * reservation made once the engine has planned, and the signal that says the caller went away
+ * (stop reading parts, fetching pages and searching).
  */
-export type ChatCall = Pick<MeteredRequest, "admit" | "countTokens" | "reserveTokens" | "meterFor" | "hold" | "signal"> & { ctx: { requestId: string } };
+export type ChatCall = Pick<MeteredRequest, "reserveTokens" | "meterFor" | "hold" | "signal"> & { ctx: { requestId: string } };
 
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
 export class ChatService {
@@ -80,10 +93,11 @@ export class ChatService {
     private readonly metrics: Metrics,
   ) {}
 
-  async prepare(request: ChatCompletionRequest, call: ChatCall): Promise<PreparedChat> {
-    const { requestId } = call.ctx;
-    const { signal } = call;
-    const meterFor = (model: ModelEntry) => call.meterFor(model.id);
+  /**
+   * Every check that needs only the request, before any paid or slow work: the route admits
+   * the request (rate limit) between this and `prepare`, so a refused request costs nothing.
+   */
+  resolve(request: ChatCompletionRequest): ResolvedChat {
     const suffix = request.model !== undefined ? parseModelSuffix(request.model) : undefined;
     // Explicit body fields win over the suffix, which wins over the defaults.
     const explicit = Object.fromEntries(Object.entries(request.service_parameters).filter(([, v]) => v !== undefined)) as typeof request.service_parameters;
@@ -98,11 +112,15 @@ export class ChatService {
     const requestedFormat = toResponseFormat(request);
     const loaded = this.models.loadedEngine(entry.id);
     if (loaded?.kind === "chat") checkPromptLength(request, loaded, entry.id);
-    // The rate-limit check runs once the model is known and before any paid or slow work
-    // (transcribing audio parts, fetching pages, searching), so a refused request costs nothing.
-    // The balance headers wait until audio parts are charged.
-    call.admit(entry, "chat", { showBalance: false });
-    call.countTokens(entry);
+    return { request, entry, params, explicit, character, webMode, requestedTools, requestedFormat };
+  }
+
+  /** The paid, slow part: web search, content parts, the lease, the engine options. */
+  async prepare(resolved: ResolvedChat, call: ChatCall): Promise<PreparedChat> {
+    const { request, entry, params, explicit, character, webMode, requestedTools, requestedFormat } = resolved;
+    const { requestId } = call.ctx;
+    const { signal } = call;
+    const meterFor = (model: ModelEntry) => call.meterFor(model.id);
     // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
     const web = await this.web.gather(request, params, webMode, requestId, signal);
     const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });

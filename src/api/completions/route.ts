@@ -16,7 +16,11 @@ export function completionsRouter(deps: CompletionsRouterDeps): Router {
     metered(deps, res, { endpoint: "/completions" }, async (paid) => {
       requireJson(req);
       const body = parse(CompletionRequest, req.body);
-      const prepared = await service.prepare(body, paid);
+      const entry = service.entry(body);
+      // Admitted once the model is known and before it is loaded.
+      paid.admit(entry, "chat", { showBalance: false });
+      paid.countTokens(entry);
+      const prepared = await service.prepare(entry, body, paid);
       await sendTextResponse(paid, prepared, {
         stream: body.stream === true,
         chunks: () => service.stream(prepared, paid.signal),

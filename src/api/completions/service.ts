@@ -33,8 +33,8 @@ export interface PreparedCompletion {
   reserveTokens: (count: number) => void;
 }
 
-/** What `prepare` needs of the paid request it serves (see ChatCall). */
-export type CompletionCall = Pick<MeteredRequest, "admit" | "countTokens" | "reserveTokens" | "meterFor" | "hold"> & { ctx: { requestId: string } };
+/** What `prepare` needs of the paid request it serves, once the route admitted it (see ChatCall). */
+export type CompletionCall = Pick<MeteredRequest, "reserveTokens" | "meterFor" | "hold"> & { ctx: { requestId: string } };
 
 type WireChoice = CompletionResponse["choices"][number];
 
@@ -49,11 +49,12 @@ export class CompletionService {
     private readonly metrics: Metrics,
   ) {}
 
-  async prepare(request: CompletionRequest, call: CompletionCall): Promise<PreparedCompletion> {
-    const entry = this.models.get(request.model, "text");
-    // The rate-limit check, once the model is known and before the model is loaded.
-    call.admit(entry, "chat", { showBalance: false });
-    call.countTokens(entry);
+  /** The model a request names (404 when unknown): the route admits the request on it before `prepare` loads it. */
+  entry(request: CompletionRequest): ModelEntry {
+    return this.models.get(request.model, "text");
+  }
+
+  async prepare(entry: ModelEntry, request: CompletionRequest, call: CompletionCall): Promise<PreparedCompletion> {
     const lease = call.hold(await this.models.acquire(entry.id, "chat"));
     const { engine } = lease;
     const { features } = engine;
