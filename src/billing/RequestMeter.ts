@@ -3,9 +3,10 @@ import type { Cost, Credits, Hold } from "./credits.js";
 import { microsToUnits, type CostLine } from "./money.js";
 
 /**
- * The billing of one request: reserve before inference, settle exactly once after (the route
- * settles again in `finally`, which is a no-op when the service already did, and releases the
- * hold when the request failed before producing anything).
+ * The billing of one request's work on one model: reserve before inference, settle exactly
+ * once after. The metered request (http/meteredRequest.ts) settles every meter again with
+ * nothing in its `finally`: a no-op when the service already settled, else the hold's release
+ * (the request failed before producing anything).
  */
 export class RequestMeter {
   private hold: Hold | undefined;

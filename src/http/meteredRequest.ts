@@ -175,7 +175,11 @@ export class MeteredRequest {
 
   /** @internal what an error means for the response, once caught by `metered`. */
   fail(error: unknown): { status: number; rethrow: boolean } {
-    if (this.clientGone) return { status: CLIENT_CLOSED_REQUEST, rethrow: false };
+    if (this.clientGone) {
+      // Nobody is left to answer; the work's failure is kept for debugging only.
+      this.ctx.log.debug({ err: error }, "the client went away; the work ended with an error");
+      return { status: CLIENT_CLOSED_REQUEST, rethrow: false };
+    }
     const status = toErrorResponse(error).status;
     if (!this.delivered) return { status, rethrow: true };
     // The status line went out: an event stream says why in an error event, anything else is cut short.
