@@ -5,6 +5,7 @@ import { ModelEntry, ModelsConfig } from "../../src/config.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
 import { ApiError } from "../../src/errors.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
+import { PlanRefusalError } from "../../src/engines/PlanRefusal.js";
 import type { ChatDelta, ChatGenerateOptions } from "../../src/engines/types.js";
 import { UpstreamChatEngine } from "../../src/engines/upstream/UpstreamChatEngine.js";
 
@@ -189,6 +190,25 @@ describe("UpstreamChatEngine against a server of the standard", () => {
     const ended = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
     expect(ended.status).toBe(502);
     expect(ended.message).toMatch(/ended the stream before the answer was complete/);
+  });
+
+  it("plans a completion without sending it, and refuses in its own terms an echo it cannot relay", async () => {
+    const chat = await engine({ contextSize: 1000 });
+    const sentBefore = received.length;
+    const options = { prompts: ["Once", "Twice"], choices: 2, maxTokens: 50, sampling: { temperature: 0.3, topP: 0.9 } };
+    const plan = chat.planCompletion(options);
+    expect(plan).toMatchObject({ choices: 4, maxTokens: 200 });
+    expect(plan.promptTokens).toBeGreaterThanOrEqual("OnceTwice".length);
+    const refusal = (() => {
+      try {
+        chat.planCompletion({ ...options, echo: true, logprobs: { top: 1 } });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(PlanRefusalError);
+    expect((refusal as PlanRefusalError).refusal).toEqual({ kind: "echoUnavailable" });
+    expect(received).toHaveLength(sentBefore);
   });
 
   it("stops the upstream request when the caller aborts, and reports what was streamed", async () => {
