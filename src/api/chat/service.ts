@@ -8,7 +8,7 @@ import { InvalidRequestError } from "../../errors.js";
 import { PlanRefusalError, type PlanRefusal } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, PlannedChat } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
-import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
+import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
   toChoiceCount,
@@ -44,8 +44,6 @@ export interface PreparedChat {
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
-  /** Holds the model loaded (the metered request releases it when the request ends). */
-  lease: ModelLease<"chat">;
   /** What the engine is asked to plan. */
   options: ChatGenerateOptions;
   echo: ServiceParametersEcho;
@@ -127,8 +125,8 @@ export class ChatService {
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const conversation = placeWebContext(messages, positionOf, web);
-    const lease = call.hold(await this.models.acquire(entry.id, "chat"));
-    const { engine } = lease;
+    // Held until the request ends (the metered request releases it).
+    const { engine } = call.hold(await this.models.acquire(entry.id, "chat"));
     checkPromptLength(request, engine, entry.id, conversation.messages);
     await checkPromptTokens(engine, entry.id, conversation.messages);
     const { features } = engine;
@@ -143,7 +141,6 @@ export class ChatService {
       created: Math.floor(Date.now() / 1000),
       entry,
       engine,
-      lease,
       options: {
         messages: conversation.messages,
         maxTokens: request.max_completion_tokens ?? request.max_tokens ?? entry.maxCompletionTokens,

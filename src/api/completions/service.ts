@@ -6,7 +6,7 @@ import { InvalidRequestError } from "../../errors.js";
 import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
-import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
+import type { ModelManager } from "../../models/ModelManager.js";
 import { startStreamedGeneration } from "../chat/streamedGeneration.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
@@ -21,8 +21,6 @@ export interface PreparedCompletion {
   created: number;
   entry: ModelEntry;
   engine: ChatEngine;
-  /** Holds the model loaded (the metered request releases it when the request ends). */
-  lease: ModelLease<"chat">;
   /** What the engine is asked to plan. */
   options: CompleteOptions;
   includeUsageChunk: boolean;
@@ -55,8 +53,8 @@ export class CompletionService {
   }
 
   async prepare(entry: ModelEntry, request: CompletionRequest, call: CompletionCall): Promise<PreparedCompletion> {
-    const lease = call.hold(await this.models.acquire(entry.id, "chat"));
-    const { engine } = lease;
+    // Held until the request ends (the metered request releases it).
+    const { engine } = call.hold(await this.models.acquire(entry.id, "chat"));
     const { features } = engine;
     const prompts = toPrompts(request.prompt);
     const n = request.n ?? 1;
@@ -81,7 +79,6 @@ export class CompletionService {
       created: Math.floor(Date.now() / 1000),
       entry,
       engine,
-      lease,
       options: {
         prompts,
         choices: n,
