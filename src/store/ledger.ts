@@ -1,4 +1,4 @@
-import { unitsToMicros } from "../billing/money.js";
+import { unitsToMicros } from "./micros.js";
 import type { Db } from "./Store.js";
 
 /** Whole units (USD or DIEM) to integer micros. */
