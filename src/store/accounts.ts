@@ -18,3 +18,22 @@ export function getAccount(db: Db, id: string): Account | undefined {
   const row = db.prepare("SELECT id, name, kind, created_at AS createdAt FROM accounts WHERE id = ?").get(id) as Account | undefined;
   return row;
 }
+
+/** An account's DIEM stake: the daily allocation, and the epoch it was last refilled for (null: not yet). */
+export interface DiemStake {
+  stakedMicros: number;
+  epoch: number | null;
+}
+
+export function getDiemStake(db: Db, accountId: string): DiemStake | undefined {
+  return db.prepare("SELECT staked_diem_micros AS stakedMicros, diem_epoch AS epoch FROM accounts WHERE id = ?").get(accountId) as DiemStake | undefined;
+}
+
+/** Sets the stake and forgets the refilled epoch, so the next touch allocates afresh. */
+export function setStakedDiem(db: Db, accountId: string, micros: number): void {
+  db.prepare("UPDATE accounts SET staked_diem_micros = ?, diem_epoch = NULL WHERE id = ?").run(micros, accountId);
+}
+
+export function setDiemEpoch(db: Db, accountId: string, epoch: number): void {
+  db.prepare("UPDATE accounts SET diem_epoch = ? WHERE id = ?").run(epoch, accountId);
+}

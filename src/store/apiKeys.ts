@@ -145,3 +145,16 @@ export function updateApiKey(db: Db, id: string, settings: ApiKeySettings): ApiK
   }
   return getApiKey(db, id);
 }
+
+/** A key's consumption limits in micros (null: no cap) and the period they reset over. */
+export interface KeySpendLimits {
+  usdMicros: number | null;
+  diemMicros: number | null;
+  period: ApiKeyRecord["limitPeriod"];
+}
+
+export function getKeySpendLimits(db: Db, id: string): KeySpendLimits | undefined {
+  return db.prepare("SELECT limit_usd_micros AS usdMicros, limit_diem_micros AS diemMicros, limit_period AS period FROM api_keys WHERE id = ?").get(id) as
+    | KeySpendLimits
+    | undefined;
+}

@@ -79,3 +79,36 @@ export function ledgerTotals(db: Db, accountId: string): Record<Currency, number
   for (const row of rows) totals[row.currency] = row.micros;
   return totals;
 }
+
+/** One charge row of a request, as a refund reverses it. */
+export interface ChargeRow {
+  accountId: string;
+  currency: Currency;
+  deltaMicros: number;
+  apiKeyId: string | null;
+  sku: string | null;
+  units: number | null;
+  pricePerUnitUsd: number | null;
+  model: string | null;
+}
+
+export function chargesOfRequest(db: Db, requestId: string): ChargeRow[] {
+  return db
+    .prepare(
+      `SELECT account_id AS accountId, currency, delta_micros AS deltaMicros, api_key_id AS apiKeyId, sku, units,
+         price_per_unit_usd AS pricePerUnitUsd, model
+       FROM ledger WHERE request_id = ? AND kind = 'charge'`,
+    )
+    .all(requestId) as ChargeRow[];
+}
+
+/** What a key spent since `since`, charges less refunds: USD (bundled credits included) and DIEM, in micros. */
+export function keyNetSpendSince(db: Db, apiKeyId: string, since: number): { usd: number; diem: number } {
+  return db
+    .prepare(
+      `SELECT COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END), 0) AS usd,
+              COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN -delta_micros ELSE 0 END), 0) AS diem
+       FROM ledger WHERE api_key_id = ? AND kind IN ('charge', 'refund') AND created_at >= ?`,
+    )
+    .get(apiKeyId, since) as { usd: number; diem: number };
+}
