@@ -37,3 +37,23 @@ export function setStakedDiem(db: Db, accountId: string, micros: number): void {
 export function setDiemEpoch(db: Db, accountId: string, epoch: number): void {
   db.prepare("UPDATE accounts SET diem_epoch = ? WHERE id = ?").run(epoch, accountId);
 }
+
+/** An account with the number of its keys (active: not revoked and not expired at `now`). */
+export interface AccountWithKeyCounts extends Account {
+  activeKeys: number;
+  totalKeys: number;
+}
+
+const WITH_KEY_COUNTS = `SELECT a.id, a.name, a.kind, a.created_at AS createdAt,
+    (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > @now)) AS activeKeys,
+    (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id) AS totalKeys
+  FROM accounts a`;
+
+/** The newest accounts first. */
+export function listAccountsWithKeyCounts(db: Db, now: number, limit: number): AccountWithKeyCounts[] {
+  return db.prepare(`${WITH_KEY_COUNTS} ORDER BY a.created_at DESC LIMIT @limit`).all({ now, limit }) as AccountWithKeyCounts[];
+}
+
+export function getAccountWithKeyCounts(db: Db, now: number, id: string): AccountWithKeyCounts | undefined {
+  return db.prepare(`${WITH_KEY_COUNTS} WHERE a.id = @id`).get({ now, id }) as AccountWithKeyCounts | undefined;
+}

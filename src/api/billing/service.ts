@@ -7,6 +7,7 @@ import type { ModelManager } from "../../models/ModelManager.js";
 import { getAccount } from "../../store/accounts.js";
 import { getApiKey } from "../../store/apiKeys.js";
 import type { Db } from "../../store/Store.js";
+import { inReadTransaction } from "../../store/transaction.js";
 import {
   aggregateUsage,
   countUsageEntries,
@@ -180,7 +181,7 @@ export class BillingService {
   usage(accountId: string, query: BillingUsageQuery): BillingUsageResponse {
     const { db } = this.options;
     const filter = { accountId, currency: query.currency, since: query.since, until: query.until };
-    return db.transaction(() => {
+    return inReadTransaction(db, () => {
       const total = countUsageEntries(db, filter);
       const rows = pageUsageEntries(db, filter, { order: query.sortOrder, limit: query.limit, offset: (query.page - 1) * query.limit });
       return {
@@ -192,7 +193,7 @@ export class BillingService {
         pagination: { limit: query.limit, page: query.page, total, totalPages: Math.ceil(total / query.limit) },
         warningMessage: BILLING_USAGE_WARNING,
       };
-    })();
+    });
   }
 
   /**
@@ -202,7 +203,7 @@ export class BillingService {
    */
   usageHistory(accountId: string, query: BillingUsageHistoryQuery): BillingUsageHistoryResponse {
     const { db } = this.options;
-    return db.transaction(() => {
+    return inReadTransaction(db, () => {
       let walk: UsageHistoryCursor;
       let since: number | undefined;
       if (query.cursor !== undefined) {
@@ -228,7 +229,7 @@ export class BillingService {
       const last = page.at(-1);
       const nextCursor = rows.length > walk.s && last ? this.writeCursor({ ...walk, t: last.createdAt, i: last.id, x: this.options.now() }) : null;
       return { data: page.map(toUsageEntry), nextCursor };
-    })();
+    });
   }
 
   analytics(accountId: string, query: BillingUsageAnalyticsQuery): BillingUsageAnalyticsResponse {

@@ -4,6 +4,7 @@ import type { AppDeps } from "../../app.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
 import { RateLimitError } from "../../errors.js";
 import { parse, requireJson } from "../../http/parse.js";
+import { creditsChargedSince } from "../../store/ledger.js";
 import { recordRequestUsage } from "../../store/usage.js";
 import { IdempotencyStore } from "./IdempotencyStore.js";
 import { RPC_CREDIT_SKU, RpcProxy } from "./RpcProxy.js";
@@ -85,13 +86,5 @@ export function rpcRouter(deps: AppDeps): Router {
 
 /** Credits an account was charged on the proxy since `since` (one count per request). */
 function rpcCreditsSince(deps: AppDeps, accountId: string, since: number): number {
-  return deps.db
-    .prepare(
-      `SELECT COALESCE(SUM(units), 0) FROM (
-         SELECT MAX(units) AS units FROM ledger
-         WHERE account_id = ? AND kind = 'charge' AND sku = ? AND created_at >= ?
-         GROUP BY request_id)`,
-    )
-    .pluck()
-    .get(accountId, RPC_CREDIT_SKU, since) as number;
+  return creditsChargedSince(deps.db, accountId, RPC_CREDIT_SKU, since);
 }
