@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { USAGE_CSV_COLUMNS } from "../../src/api/billing/service.js";
+import { USAGE_CSV_COLUMNS } from "../../src/billing/usageReport.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";

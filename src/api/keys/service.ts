@@ -1,3 +1,4 @@
+import { toBalanceResponse } from "../../billing/balanceReport.js";
 import type { Credits } from "../../billing/credits.js";
 import { nextEpochStart } from "../../billing/epoch.js";
 import { unitsToMicros } from "../../billing/money.js";
@@ -22,7 +23,6 @@ import {
 import type { Db } from "../../store/Store.js";
 import { inTransaction } from "../../store/transaction.js";
 import { keySpendSince, recentRateLimitLog } from "../../store/usageEntries.js";
-import { toBalanceResponse } from "../billing/service.js";
 import type {
   ApiKeyWire,
   ConsumptionLimit,
