@@ -168,3 +168,29 @@ export function dailySpendByModel(db: Db, since: number, noModel: string): { day
     )
     .all({ noModel, since }) as { day: number; model: string; usd: number; diem: number }[];
 }
+
+/** A stored ledger row, every column. */
+export interface LedgerRow extends Required<LedgerEntry> {
+  id: number;
+}
+
+export interface LedgerFilter {
+  accountId?: string;
+  apiKeyId?: string;
+  requestId?: string;
+  kind?: LedgerKind;
+}
+
+/** Ledger rows matching every given field, oldest first (the operator's audit view, and tests' checks). */
+export function listLedgerEntries(db: Db, filter: LedgerFilter = {}): LedgerRow[] {
+  const columns: Record<keyof LedgerFilter, string> = { accountId: "account_id", apiKeyId: "api_key_id", requestId: "request_id", kind: "kind" };
+  const given = (Object.keys(columns) as (keyof LedgerFilter)[]).filter((name) => filter[name] !== undefined);
+  const where = given.length ? `WHERE ${given.map((name) => `${columns[name]} = @${name}`).join(" AND ")}` : "";
+  return db
+    .prepare(
+      `SELECT id, account_id AS accountId, currency, delta_micros AS deltaMicros, kind, request_id AS requestId, api_key_id AS apiKeyId, note, sku,
+         units, price_per_unit_usd AS pricePerUnitUsd, model, granted_by AS grantedBy, created_at AS createdAt
+       FROM ledger ${where} ORDER BY id`,
+    )
+    .all(Object.fromEntries(given.map((name) => [name, filter[name]]))) as LedgerRow[];
+}

@@ -20,3 +20,10 @@ export function logRateLimitRejection(db: Db, rejection: RateLimitRejection): vo
     rejection.createdAt,
   );
 }
+
+/** Every logged refusal, oldest first. */
+export function listRateLimitRejections(db: Db): RateLimitRejection[] {
+  return db
+    .prepare("SELECT account_id AS accountId, api_key_id AS apiKeyId, model_id AS modelId, tier, limit_type AS limitType, created_at AS createdAt FROM rate_limit_log ORDER BY id")
+    .all() as RateLimitRejection[];
+}

@@ -57,3 +57,8 @@ export function heldByKey(db: Db, apiKeyId: string): { usd: number; diem: number
     .prepare("SELECT COALESCE(SUM(usd_micros + bundled_micros), 0) AS usd, COALESCE(SUM(diem_micros), 0) AS diem FROM reservations WHERE api_key_id = ?")
     .get(apiKeyId) as { usd: number; diem: number };
 }
+
+/** Holds in flight, node-wide (none once every request has settled). */
+export function countReservations(db: Db): number {
+  return db.prepare("SELECT COUNT(*) FROM reservations").pluck().get() as number;
+}

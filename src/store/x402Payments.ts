@@ -111,3 +111,8 @@ export function staleSettlingPayments(db: Db, before: number, limit: number): Pa
 export function submittedPayments(db: Db, limit: number): PaymentRow[] {
   return db.prepare("SELECT * FROM x402_payments WHERE settlement = 'submitted' ORDER BY updated_at LIMIT ?").all(limit) as PaymentRow[];
 }
+
+/** Every payment, oldest first. */
+export function listPayments(db: Db): PaymentRow[] {
+  return db.prepare("SELECT * FROM x402_payments ORDER BY created_at, rowid").all() as PaymentRow[];
+}

@@ -6,6 +6,7 @@ import { createApiKey } from "../../src/store/apiKeys.js";
 import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /** $1 per million input tokens, $2 per million output tokens: a 40-token prompt costs 40 micros. */
 const PRICED = { pricing: { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } } };
@@ -47,7 +48,7 @@ describe("metered chat", () => {
     expect(body.cost.diem).toBe(0);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - expected);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("puts the cost in the stream's final chunks", async () => {
@@ -101,7 +102,7 @@ describe("metered chat", () => {
     const ledgerCharges = server.db.prepare("SELECT -SUM(delta_micros) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId);
     expect(ledgerCharges).toBe(charged);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("a client that disconnects mid-stream pays for what was produced, and nothing more", async () => {
@@ -122,7 +123,7 @@ describe("metered chat", () => {
     expect(row!.completionTokens).toBeLessThan(3000);
     const expected = row!.promptTokens * 1 + row!.completionTokens * 2;
     expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(expected);
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("enforces a key's consumption limit with 402 INSUFFICIENT_BALANCE", async () => {

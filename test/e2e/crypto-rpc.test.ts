@@ -6,6 +6,7 @@ import { findWallet } from "../../src/store/wallets.js";
 import { freePort, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { evmPayment, evmSignIn, evmWallet } from "../helpers/wallets.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /**
  * The crypto RPC proxy against a real EVM node (anvil), plus a small loopback peer that
@@ -184,7 +185,7 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(body.error).toMatch(/upstream RPC node for ethereum-mainnet is unreachable.*Nothing was charged/);
     expect(body.error).not.toContain("127.0.0.1");
     expect(spent()).toBe(0);
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
     // The failed attempt did not keep its Idempotency-Key.
     expect(server.db.prepare("SELECT COUNT(*) FROM rpc_idempotency WHERE key = 'down-1'").pluck().get()).toBe(0);
   });

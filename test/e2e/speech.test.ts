@@ -5,6 +5,7 @@ import { probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /** $0.01 per thousand characters (0.02 DIEM): a 100-character input costs 1000 micros. */
 const PRICED = { pricing: { per_thousand_characters: { usd: 0.01, diem: 0.02 } } };
@@ -279,7 +280,7 @@ describe("billing", () => {
       expect(row!.characters).toBeLessThan(SENTENCES.length);
       expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(Math.ceil(row!.characters! * 10));
       expect(server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId)).toBe(1);
-      expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+      expect(countReservations(server.db)).toBe(0);
     } finally {
       engine.synthesize = original;
     }

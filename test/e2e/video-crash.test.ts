@@ -8,6 +8,7 @@ import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinySdPath } from "../helpers/mediaModels.js";
 import { retrieveUntilDone } from "../helpers/video.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "hearth-video-crash-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -68,7 +69,7 @@ it("SIGKILL while a video is being generated: the job survives, runs again after
     expect(after.prepare("SELECT kind, delta_micros AS delta FROM ledger WHERE request_id = ?").all(queue_id)).toEqual([{ kind: "charge", delta: -300_000 }]);
     expect(getBalances(after, account).USD).toBe(700_000);
     expect(ledgerTotals(after, account)).toEqual(getBalances(after, account));
-    expect(after.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(after)).toBe(0);
     after.close();
   } finally {
     second.child.kill("SIGTERM");
