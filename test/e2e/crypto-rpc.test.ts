@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { freePort, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
@@ -92,7 +92,7 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(res.headers.get("x-service-rpc-cost-usd")).toBe("0.00001400");
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
     expect(spent()).toBe(14);
-    const line = server.db.prepare("SELECT sku, units, model FROM ledger WHERE account_id = ? AND kind = 'charge'").get(accountId);
+    const line = listLedgerEntries(server.db, { accountId, kind: "charge" }).map(({ sku, units, model }) => ({ sku, units, model }))[0];
     expect(line).toEqual({ sku: "crypto-rpc-credit", units: 20, model: "crypto-rpc/base-mainnet" });
   });
 

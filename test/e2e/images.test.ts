@@ -7,7 +7,7 @@ import { writeSafetyCheckerModel } from "../../src/fixtures/onnx/index.js";
 import { decodeImage } from "../../src/media/image.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { tinyImageEntry, tinySdPath } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
@@ -180,7 +180,7 @@ describe("credits, limits and usage for images", () => {
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 2 * 10_000);
     expect((await generate({ steps: 4, width: 64, height: 64 }, key)).status).toBe(200);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 2 * 10_000 - 2_000);
-    const skus = server.db.prepare("SELECT sku, units FROM ledger WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(accountId);
+    const skus = listLedgerEntries(server.db, { accountId, kind: "charge" }).map(({ sku, units }) => ({ sku, units }));
     expect(skus).toEqual([
       { sku: "tiny-sd-image-generation", units: 2 },
       { sku: "tiny-sd-image-turbo", units: 1 },
