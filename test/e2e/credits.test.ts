@@ -2,8 +2,8 @@ import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { textCost } from "../../src/billing/pricing.js";
 import { createAccount } from "../../src/store/accounts.js";
-import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { createApiKey, setKeyModelPrivacy } from "../../src/store/apiKeys.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 import { countReservations } from "../../src/store/reservations.js";
@@ -99,7 +99,7 @@ describe("metered chat", () => {
     const balance = getBalances(server.db, accountId).USD;
     expect(balance).toBeGreaterThanOrEqual(0);
     expect(before - balance).toBe(charged);
-    const ledgerCharges = server.db.prepare("SELECT -SUM(delta_micros) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId);
+    const ledgerCharges = -listLedgerEntries(server.db, { accountId, kind: "charge" }).reduce((sum, c) => sum + c.deltaMicros, 0);
     expect(ledgerCharges).toBe(charged);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
     expect(countReservations(server.db)).toBe(0);
@@ -195,7 +195,7 @@ describe("DIEM staking", () => {
     now = Date.parse("2026-05-03T06:00:00Z");
     const next = await post(server, "/chat/completions", ask(1), { key });
     expect(next.headers.get("x-service-balance-diem")).toBe("0.010000");
-    const expiries = server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'diem_expiry'").pluck().get(accountId);
+    const expiries = listLedgerEntries(server.db, { accountId, kind: "diem_expiry" }).length;
     expect(expiries).toBeGreaterThanOrEqual(1);
   });
 });
@@ -217,7 +217,7 @@ describe("admission", () => {
     server = await startTestServer({ models: [tinyChatEntry({ privacy: "anonymized" })] });
     const { key, keyId } = fundedKey(server, 1_000_000);
     expect((await post(server, "/chat/completions", ask(1), { key })).status).toBe(200);
-    server.db.prepare("UPDATE api_keys SET model_privacy = 'PRIVATE_ONLY' WHERE id = ?").run(keyId);
+    setKeyModelPrivacy(server.db, keyId, "PRIVATE_ONLY");
     const res = await post(server, "/chat/completions", ask(1), { key });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: string }).error).toMatch(/PRIVATE_ONLY/);
