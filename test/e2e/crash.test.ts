@@ -7,6 +7,7 @@ import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
 import { countReservations } from "../../src/store/reservations.js";
+import { listAccountsWithKeyCounts } from "../../src/store/accounts.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "hearth-crash-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -49,7 +50,7 @@ it("SIGKILL in the middle of streaming requests leaves no hold behind and balanc
     await reader.read();
   }
   const db = openStore(databasePath(dataDir));
-  const account = db.prepare("SELECT id FROM accounts").pluck().get() as string;
+  const account = listAccountsWithKeyCounts(db, Date.now(), 1)[0]!.id;
   expect(countReservations(db)).toBe(3);
   db.close();
 
