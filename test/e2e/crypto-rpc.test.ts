@@ -7,6 +7,7 @@ import { freePort, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { evmPayment, evmSignIn, evmWallet } from "../helpers/wallets.js";
 import { countReservations } from "../../src/store/reservations.js";
+import { findIdempotencyClaim } from "../../src/store/rpcIdempotency.js";
 
 /**
  * The crypto RPC proxy against a real EVM node (anvil), plus a small loopback peer that
@@ -178,7 +179,7 @@ describe("POST /crypto/rpc/{network}", () => {
   });
 
   it("an upstream that is down is a clear 500 and charges nothing", async () => {
-    const { auth, spent } = payer();
+    const { auth, spent, accountId } = payer();
     const res = await rpc("ethereum-mainnet", call("eth_chainId"), { ...auth, "Idempotency-Key": "down-1" });
     expect(res.status).toBe(500);
     const body = (await res.json()) as { error: string };
@@ -187,7 +188,7 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(spent()).toBe(0);
     expect(countReservations(server.db)).toBe(0);
     // The failed attempt did not keep its Idempotency-Key.
-    expect(server.db.prepare("SELECT COUNT(*) FROM rpc_idempotency WHERE key = 'down-1'").pluck().get()).toBe(0);
+    expect(findIdempotencyClaim(server.db, accountId, "down-1")).toBeUndefined();
   });
 
   it("never forwards the caller's credentials, and cuts slow or oversized upstream answers (nothing charged)", async () => {
