@@ -1,7 +1,7 @@
 /**
  * Money is integer micro-units (1e-6 USD or DIEM) from pricing to the ledger; floats appear
- * only at the API edge, where amounts are shown in whole units. A leaf module: the store
- * writes micros and billing prices in them, so both import it and neither imports the other.
+ * only at the API edge, where amounts are shown in whole units. A leaf module here, not in
+ * billing/: the store converts amounts too, and the store must not depend on billing.
  */
 export const MICROS = 1_000_000;
 
