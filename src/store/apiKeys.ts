@@ -159,7 +159,7 @@ export function getKeySpendLimits(db: Db, id: string): KeySpendLimits | undefine
     | undefined;
 }
 
-/** The reference's modelPrivacy of a key (migration 3): which models it may call, by privacy tier. */
+/** The reference's modelPrivacy of a key (migration 3): which models it may call, by privacy tier (limits/modelPrivacy.ts checks it; docs/billing.md says where). */
 export type ModelPrivacy = "ALL" | "PRIVATE_TEXT" | "PRIVATE_ONLY";
 
 /** A key's modelPrivacy; ALL for an unknown key. */
