@@ -27,6 +27,7 @@ import { AbuseGuard } from "./limits/abuseGuard.js";
 import type { Logger } from "./logger.js";
 import { metricsRouter } from "./metrics/metricsRouter.js";
 import { observeRequests } from "./http/observeRequests.js";
+import { keyIdBySecretHash } from "./store/apiKeys.js";
 
 export const API_BASE_PATH = "/api/v1";
 
@@ -63,8 +64,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
   app.use(compressResponses());
-  const keyIdByHash = deps.db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck();
-  const keyIdOf = (keyHash: string) => keyIdByHash.get(keyHash) as string | undefined;
+  const keyIdOf = (keyHash: string) => keyIdBySecretHash(deps.db, keyHash);
   const abuse = new AbuseGuard({
     now: deps.now,
     isKnownKey: (keyHash) => keyIdOf(keyHash) !== undefined,

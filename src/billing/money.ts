@@ -1,16 +1,7 @@
-/**
- * Money is integer micro-units (1e-6 USD or DIEM) from pricing to the ledger; floats appear
- * only at the API edge, where amounts are shown in whole units.
- */
-export const MICROS = 1_000_000;
+import { MICROS } from "../store/micros.js";
 
-export const microsToUnits = (micros: number) => micros / MICROS;
-
-/** Parses a non-negative decimal amount of whole units into micros, exactly (no float rounding drift). */
-export function unitsToMicros(amount: number): number {
-  if (!Number.isFinite(amount) || amount < 0) throw new RangeError(`not a valid amount: ${amount}`);
-  return Math.round(amount * MICROS);
-}
+// The unit conversions live with the store (which keeps micros); re-exported so pricing code has one import.
+export { MICROS, microsToUnits, unitsToMicros } from "../store/micros.js";
 
 /**
  * One priced item of a request, as the usage endpoints report it: `units` of `sku` at a price

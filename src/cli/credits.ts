@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { randomUUID } from "node:crypto";
-import { toBalanceResponse } from "../api/billing/service.js";
+import { toBalanceResponse } from "../billing/balanceReport.js";
 import { Credits } from "../billing/credits.js";
 import { microsToUnits, unitsToMicros } from "../billing/money.js";
 import { loadServerConfig } from "../config.js";

@@ -5,6 +5,7 @@ import { createApiKey, hasAnyKey, listApiKeys, revokeApiKey } from "../store/api
 import { Credits } from "../billing/credits.js";
 import { toMicros } from "../store/ledger.js";
 import { databasePath, openStore } from "../store/Store.js";
+import { inTransaction } from "../store/transaction.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { out } from "./ui.js";
 
@@ -44,7 +45,7 @@ export function registerKeysCommand(program: Command): void {
     const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
     if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
     withStore(flags, (db, credits) => {
-      const { secret, record } = db.transaction(() => {
+      const { secret, record } = inTransaction(db, () => {
         const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
         if (!account) throw new Error(`no account with id ${flags.account}`);
         if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`, "grant", "cli");
@@ -53,7 +54,7 @@ export function registerKeysCommand(program: Command): void {
         // The first key of a fresh node, made by whoever runs the node, is the operator's.
         const operator = flags.operator === true || (admin && !hasAnyKey(db));
         return createApiKey(db, { accountId: account.id, description: flags.name, keyType: admin ? "ADMIN" : "INFERENCE", operator, expiresAt });
-      })();
+      });
       const kind = record.operator ? "operator" : record.keyType === "ADMIN" ? "account admin" : "inference";
       process.stdout.write(`Created ${kind} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
     });

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { toUsageEntry, usageCsvHeader, usageCsvRow } from "../api/billing/service.js";
-import { parseIsoInstant } from "../api/billing/schema.js";
+import { parseIsoInstant } from "../billing/parseIsoInstant.js";
+import { toUsageEntry, usageCsvHeader, usageCsvRow } from "../billing/usageReport.js";
 import { loadServerConfig } from "../config.js";
 import { getAccount } from "../store/accounts.js";
 import { databasePath, openStore } from "../store/Store.js";

@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import type { Credits } from "../billing/credits.js";
 import type { Logger } from "../logger.js";
 import type { Db } from "../store/Store.js";
+import { inTransaction } from "../store/transaction.js";
 import {
   claimNextJob,
   completeJob,
@@ -117,13 +118,11 @@ export class JobQueue {
 
   /** Fails a job and refunds its charge, once. Returns whether this call did it. */
   fail(id: string, message: string): boolean {
-    return this.db
-      .transaction(() => {
-        if (!failJob(this.db, id, message, this.options.now())) return false;
-        this.credits.refund(id, `refund: ${message}`);
-        return true;
-      })
-      .immediate();
+    return inTransaction(this.db, () => {
+      if (!failJob(this.db, id, message, this.options.now())) return false;
+      this.credits.refund(id, `refund: ${message}`);
+      return true;
+    });
   }
 
   /** Deletes a finished job's stored result. */

@@ -1,6 +1,7 @@
 import type { ModelEntry } from "../config.js";
 import { PermissionDeniedError, RateLimitError } from "../errors.js";
 import { authSubject, type RequestContext } from "../http/requestContext.js";
+import { logRateLimitRejection } from "../store/rateLimitLog.js";
 import type { Db } from "../store/Store.js";
 import { keyModelPrivacy, modelPrivacyAllows } from "./modelPrivacy.js";
 import type { RateLimiter, TokenReservation } from "./RateLimiter.js";
@@ -101,9 +102,7 @@ export class Limits {
   }
 
   log(accountId: string | null, apiKeyId: string | null, modelId: string | null, tier: string, limitType: string): void {
-    this.db
-      .prepare("INSERT INTO rate_limit_log (account_id, api_key_id, model_id, tier, limit_type, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(accountId, apiKeyId, modelId, tier, limitType, this.now());
+    logRateLimitRejection(this.db, { accountId, apiKeyId, modelId, tier, limitType, createdAt: this.now() });
     for (const listener of this.rejectionListeners) listener({ tier, limitType, modelId });
   }
 }

@@ -1,8 +1,8 @@
 import type { ModelEntry } from "../config.js";
+import { getKeyModelPrivacy, type ModelPrivacy } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
 
-/** The reference's modelPrivacy of a key: which models it may call, by privacy tier. */
-export type ModelPrivacy = "ALL" | "PRIVATE_TEXT" | "PRIVATE_ONLY";
+export type { ModelPrivacy };
 
 /**
  * Whether a key with this modelPrivacy may call a model: `ALL` any model; `PRIVATE_TEXT`
@@ -15,5 +15,5 @@ export function modelPrivacyAllows(privacy: ModelPrivacy, entry: Pick<ModelEntry
 }
 
 export function keyModelPrivacy(db: Db, apiKeyId: string): ModelPrivacy {
-  return (db.prepare("SELECT model_privacy FROM api_keys WHERE id = ?").pluck().get(apiKeyId) as ModelPrivacy | undefined) ?? "ALL";
+  return getKeyModelPrivacy(db, apiKeyId);
 }

@@ -145,3 +145,39 @@ export function updateApiKey(db: Db, id: string, settings: ApiKeySettings): ApiK
   }
   return getApiKey(db, id);
 }
+
+/** A key's consumption limits in micros (null: no cap) and the period they reset over. */
+export interface KeySpendLimits {
+  usdMicros: number | null;
+  diemMicros: number | null;
+  period: ApiKeyRecord["limitPeriod"];
+}
+
+export function getKeySpendLimits(db: Db, id: string): KeySpendLimits | undefined {
+  return db.prepare("SELECT limit_usd_micros AS usdMicros, limit_diem_micros AS diemMicros, limit_period AS period FROM api_keys WHERE id = ?").get(id) as
+    | KeySpendLimits
+    | undefined;
+}
+
+/** The reference's modelPrivacy of a key (migration 3): which models it may call, by privacy tier (limits/modelPrivacy.ts checks it; docs/billing.md says where). */
+export type ModelPrivacy = "ALL" | "PRIVATE_TEXT" | "PRIVATE_ONLY";
+
+/** A key's modelPrivacy; ALL for an unknown key. */
+export function getKeyModelPrivacy(db: Db, id: string): ModelPrivacy {
+  return (db.prepare("SELECT model_privacy FROM api_keys WHERE id = ?").pluck().get(id) as ModelPrivacy | undefined) ?? "ALL";
+}
+
+/** The modelPrivacy of every key of an account, by key id. */
+export function accountKeyModelPrivacies(db: Db, accountId: string): Map<string, ModelPrivacy> {
+  const rows = db.prepare("SELECT id, model_privacy AS privacy FROM api_keys WHERE account_id = ?").all(accountId) as { id: string; privacy: ModelPrivacy }[];
+  return new Map(rows.map((row) => [row.id, row.privacy]));
+}
+
+export function setKeyModelPrivacy(db: Db, id: string, privacy: ModelPrivacy): void {
+  db.prepare("UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, id);
+}
+
+/** The id of the key with this secret hash, whatever its state (the abuse guard tells known keys from guesses). */
+export function keyIdBySecretHash(db: Db, secretHash: string): string | undefined {
+  return db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(secretHash) as string | undefined;
+}

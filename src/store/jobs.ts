@@ -47,6 +47,11 @@ export function getJob(db: Db, id: string): JobRow | undefined {
   return db.prepare(`${SELECT} WHERE id = ?`).get(id) as JobRow | undefined;
 }
 
+/** An account's jobs, oldest first (deleted ones included). */
+export function listAccountJobs(db: Db, accountId: string): JobRow[] {
+  return db.prepare(`${SELECT} WHERE account_id = ? ORDER BY created_at, rowid`).all(accountId) as JobRow[];
+}
+
 /** Takes the oldest queued job of the given kinds for this process, atomically. */
 export function claimNextJob(db: Db, kinds: readonly string[], bootId: string, now: number): JobRow | undefined {
   const placeholders = kinds.map(() => "?").join(", ");

@@ -1,5 +1,8 @@
-import { unitsToMicros } from "../billing/money.js";
+import { unitsToMicros } from "./micros.js";
 import type { Db } from "./Store.js";
+
+// A literal in the SQL, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
+const DAY_MS = 86_400_000;
 
 /** Whole units (USD or DIEM) to integer micros. */
 export const toMicros = unitsToMicros;
@@ -78,4 +81,116 @@ export function ledgerTotals(db: Db, accountId: string): Record<Currency, number
   }[];
   for (const row of rows) totals[row.currency] = row.micros;
   return totals;
+}
+
+/** One charge row of a request, as a refund reverses it. */
+export interface ChargeRow {
+  accountId: string;
+  currency: Currency;
+  deltaMicros: number;
+  apiKeyId: string | null;
+  sku: string | null;
+  units: number | null;
+  pricePerUnitUsd: number | null;
+  model: string | null;
+}
+
+export function chargesOfRequest(db: Db, requestId: string): ChargeRow[] {
+  return db
+    .prepare(
+      `SELECT account_id AS accountId, currency, delta_micros AS deltaMicros, api_key_id AS apiKeyId, sku, units,
+         price_per_unit_usd AS pricePerUnitUsd, model
+       FROM ledger WHERE request_id = ? AND kind = 'charge'`,
+    )
+    .all(requestId) as ChargeRow[];
+}
+
+/** What a key spent since `since`, charges less refunds: USD (bundled credits included) and DIEM, in micros. */
+export function keyNetSpendSince(db: Db, apiKeyId: string, since: number): { usd: number; diem: number } {
+  return db
+    .prepare(
+      `SELECT COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END), 0) AS usd,
+              COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN -delta_micros ELSE 0 END), 0) AS diem
+       FROM ledger WHERE api_key_id = ? AND kind IN ('charge', 'refund') AND created_at >= ?`,
+    )
+    .get(apiKeyId, since) as { usd: number; diem: number };
+}
+
+/** Credits of `sku` charged to an account since `since`, one count per request (a request's cost lines share its units). */
+export function creditsChargedSince(db: Db, accountId: string, sku: string, since: number): number {
+  return db
+    .prepare(
+      `SELECT COALESCE(SUM(units), 0) FROM (
+         SELECT MAX(units) AS units FROM ledger
+         WHERE account_id = ? AND kind = 'charge' AND sku = ? AND created_at >= ?
+         GROUP BY request_id)`,
+    )
+    .pluck()
+    .get(accountId, sku, since) as number;
+}
+
+/** A USD ledger entry of a wallet's history: a request's charges summed into one, other rows as they are. */
+export interface UsdHistoryEntry {
+  /** The last ledger row id of the entry. */
+  id: number;
+  kind: LedgerKind;
+  deltaMicros: number;
+  createdAt: number;
+  requestId: string | null;
+  model: string | null;
+  /** The USD (bundled credits included) balance after this entry. */
+  balanceAfterMicros: number;
+}
+
+/** An account's USD and bundled-credit ledger, newest first, with the running balance after each entry. */
+export function usdHistory(db: Db, accountId: string, limit: number, offset: number): UsdHistoryEntry[] {
+  return db
+    .prepare(
+      `WITH entries AS (
+         SELECT MAX(id) AS id, MIN(kind) AS kind, SUM(delta_micros) AS delta, MAX(created_at) AS created_at, request_id, MAX(model) AS model
+         FROM ledger
+         WHERE account_id = ? AND currency IN ('USD', 'BUNDLED_CREDITS')
+         GROUP BY CASE WHEN kind = 'charge' AND request_id IS NOT NULL THEN 'r:' || request_id ELSE 'i:' || id END
+       )
+       SELECT id, kind, delta AS deltaMicros, created_at AS createdAt, request_id AS requestId, model, SUM(delta) OVER (ORDER BY id) AS balanceAfterMicros
+       FROM entries ORDER BY id DESC LIMIT ? OFFSET ?`,
+    )
+    .all(accountId, limit, offset) as UsdHistoryEntry[];
+}
+
+/** Node-wide spend (charges less refunds) per UTC day and model since `since`, in micros; a null model is reported as `noModel`. */
+export function dailySpendByModel(db: Db, since: number, noModel: string): { day: number; model: string; usd: number; diem: number }[] {
+  return db
+    .prepare(
+      `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, @noModel) AS model,
+         -SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE delta_micros END) AS usd, -SUM(CASE WHEN currency = 'DIEM' THEN delta_micros ELSE 0 END) AS diem
+       FROM ledger WHERE kind IN ('charge', 'refund') AND created_at >= @since GROUP BY day, model`,
+    )
+    .all({ noModel, since }) as { day: number; model: string; usd: number; diem: number }[];
+}
+
+/** A stored ledger row, every column. */
+export interface LedgerRow extends Required<LedgerEntry> {
+  id: number;
+}
+
+export interface LedgerFilter {
+  accountId?: string;
+  apiKeyId?: string;
+  requestId?: string;
+  kind?: LedgerKind;
+}
+
+/** Ledger rows matching every given field, oldest first (the operator's audit view, and tests' checks). */
+export function listLedgerEntries(db: Db, filter: LedgerFilter = {}): LedgerRow[] {
+  const columns: Record<keyof LedgerFilter, string> = { accountId: "account_id", apiKeyId: "api_key_id", requestId: "request_id", kind: "kind" };
+  const given = (Object.keys(columns) as (keyof LedgerFilter)[]).filter((name) => filter[name] !== undefined);
+  const where = given.length ? `WHERE ${given.map((name) => `${columns[name]} = @${name}`).join(" AND ")}` : "";
+  return db
+    .prepare(
+      `SELECT id, account_id AS accountId, currency, delta_micros AS deltaMicros, kind, request_id AS requestId, api_key_id AS apiKeyId, note, sku,
+         units, price_per_unit_usd AS pricePerUnitUsd, model, granted_by AS grantedBy, created_at AS createdAt
+       FROM ledger ${where} ORDER BY id`,
+    )
+    .all(Object.fromEntries(given.map((name) => [name, filter[name]]))) as LedgerRow[];
 }

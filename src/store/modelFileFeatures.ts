@@ -22,3 +22,11 @@ export function storeModelFileFeatures(db: Db, stamp: ModelFileStamp, features: 
      ON CONFLICT (path, backend) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms, features = excluded.features, updated_at = excluded.updated_at`,
   ).run(stamp.path, stamp.backend, stamp.size, Math.floor(stamp.mtimeMs), JSON.stringify(features), now);
 }
+
+/** Every cached answer, by file and backend. */
+export function listModelFileFeatures(db: Db): (ModelFileStamp & { features: unknown })[] {
+  const rows = db.prepare("SELECT path, backend, size, mtime_ms AS mtimeMs, features FROM model_file_features ORDER BY path, backend").all() as (ModelFileStamp & {
+    features: string;
+  })[];
+  return rows.map((row) => ({ ...row, features: JSON.parse(row.features) as unknown }));
+}

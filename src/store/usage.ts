@@ -66,3 +66,17 @@ export function listUsage(db: Db, accountId?: string): UsageRow[] {
     characters, audio_seconds AS audioSeconds FROM usage`;
   return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
 }
+
+// A literal in the SQL, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
+const DAY_MS = 86_400_000;
+
+/** Node-wide requests and tokens per UTC day and model since `since`; a null model is reported as `noModel`. */
+export function dailyRequestsByModel(db: Db, since: number, noModel: string): { day: number; model: string; requests: number; tokens: number | null }[] {
+  return db
+    .prepare(
+      `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, @noModel) AS model, COUNT(*) AS requests,
+         SUM(prompt_tokens + completion_tokens) AS tokens
+       FROM usage WHERE created_at >= @since GROUP BY day, model`,
+    )
+    .all({ noModel, since }) as { day: number; model: string; requests: number; tokens: number | null }[];
+}

@@ -5,7 +5,23 @@ import { X402Error } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { applyEntry } from "../store/ledger.js";
 import type { Db } from "../store/Store.js";
+import { inTransaction } from "../store/transaction.js";
 import { ensureWalletAccount } from "../store/wallets.js";
+import {
+  findPaymentByIdempotencyKey,
+  getPayment,
+  insertPayment,
+  markPaymentCredited,
+  markPaymentUncredited,
+  pendingPayments,
+  restartPayment,
+  staleSettlingPayments,
+  submittedPayments,
+  updatePayment,
+  type PaymentProgress,
+  type PaymentSettlement,
+  type PaymentRow,
+} from "../store/x402Payments.js";
 import type { EvmRail, SolanaRail, X402Config } from "../walletConfig.js";
 import type { X402TopUpResponse } from "../api/x402/schema.js";
 import { decodeJsonHeader, encodeJsonHeader } from "./encoding.js";
@@ -20,24 +36,6 @@ import { SolanaSettler } from "./settlement/SolanaSettler.js";
 export interface TopUpResponse {
   body: X402TopUpResponse;
   headers: Record<string, string>;
-}
-
-interface PaymentRow {
-  id: string;
-  idempotency_key: string;
-  payload_hash: string;
-  account_id: string;
-  wallet: string;
-  network: string;
-  amount_micros: number;
-  mode: "onchain" | "deferred" | "off";
-  settlement: "settling" | "pending" | "submitted" | "confirmed" | "failed" | "none";
-  credited: 0 | 1;
-  payload: string;
-  valid_before: number;
-  tx_hash: string | null;
-  error: string | null;
-  updated_at: number;
 }
 
 type StoredSettle = { kind: "evm"; authorization: Record<string, string>; signature: `0x${string}` } | { kind: "solana"; transaction: string };
@@ -157,72 +155,57 @@ export class TopUps {
    * the same transaction. A second copy of a payment finds the first's row instead.
    */
   private claim(payment: VerifiedPayment, accountId: string, mode: NonNullable<X402Config["settlement"]>): { kind: "replay" | "credited" | "settle"; row: PaymentRow } {
-    return this.db
-      .transaction(() => {
-        const now = this.now();
-        const existing = this.row(payment.idempotencyKey);
-        if (existing) {
-          if (existing.payload_hash !== payment.payloadHash) {
-            throw invalid("nonce_already_used", "Invalid payment header: another authorization with this nonce was already submitted");
-          }
-          if (existing.credited === 1) return { kind: "replay" as const, row: existing };
-          // Only onchain settlement retries a failed payment (nothing was credited for it); a
-          // deferred credit that had to be taken back is not handed out again.
-          if (existing.settlement === "failed" && mode !== "onchain") return { kind: "replay" as const, row: existing };
-          if (existing.settlement !== "failed") {
-            throw new X402Error(400, "X402_SETTLEMENT_IN_PROGRESS", "This payment is being settled; send it again shortly for the result", "settlement_in_progress");
-          }
+    return inTransaction(this.db, () => {
+      const now = this.now();
+      const existing = this.row(payment.idempotencyKey);
+      if (existing) {
+        if (existing.payload_hash !== payment.payloadHash) {
+          throw invalid("nonce_already_used", "Invalid payment header: another authorization with this nonce was already submitted");
         }
-        const creditNow = mode !== "onchain";
-        const settlement = mode === "off" ? "none" : mode === "deferred" ? "pending" : "settling";
-        const id = existing?.id ?? `payment_${randomUUID().replaceAll("-", "")}`;
-        if (existing) {
-          this.db
-            .prepare("UPDATE x402_payments SET mode = ?, settlement = ?, credited = 0, error = NULL, tx_hash = NULL, valid_before = ?, updated_at = ? WHERE id = ?")
-            .run(mode, settlement, payment.validBefore, now, id);
-        } else {
-          this.db
-            .prepare(
-              `INSERT INTO x402_payments (id, idempotency_key, payload_hash, account_id, wallet, network, asset, pay_to, amount_micros, mode,
-                 settlement, credited, payload, valid_before, created_at, updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
-            )
-            .run(
-              id,
-              payment.idempotencyKey,
-              payment.payloadHash,
-              accountId,
-              payment.payer,
-              payment.network,
-              payment.asset,
-              payment.payTo,
-              payment.amountMicros,
-              mode,
-              settlement,
-              JSON.stringify(storedSettle(payment)),
-              payment.validBefore,
-              now,
-              now,
-            );
+        if (existing.credited === 1) return { kind: "replay" as const, row: existing };
+        // Only onchain settlement retries a failed payment (nothing was credited for it); a
+        // deferred credit that had to be taken back is not handed out again.
+        if (existing.settlement === "failed" && mode !== "onchain") return { kind: "replay" as const, row: existing };
+        if (existing.settlement !== "failed") {
+          throw new X402Error(400, "X402_SETTLEMENT_IN_PROGRESS", "This payment is being settled; send it again shortly for the result", "settlement_in_progress");
         }
-        if (creditNow) this.credit(id);
-        return { kind: creditNow ? ("credited" as const) : ("settle" as const), row: this.row(payment.idempotencyKey)! };
-      })
-      .immediate();
+      }
+      const creditNow = mode !== "onchain";
+      const settlement = mode === "off" ? "none" : mode === "deferred" ? "pending" : "settling";
+      const id = existing?.id ?? `payment_${randomUUID().replaceAll("-", "")}`;
+      if (existing) {
+        restartPayment(this.db, id, mode, settlement, payment.validBefore, now);
+      } else {
+        insertPayment(this.db, {
+          id,
+          idempotencyKey: payment.idempotencyKey,
+          payloadHash: payment.payloadHash,
+          accountId,
+          wallet: payment.payer,
+          network: payment.network,
+          asset: payment.asset,
+          payTo: payment.payTo,
+          amountMicros: payment.amountMicros,
+          mode,
+          settlement,
+          payload: JSON.stringify(storedSettle(payment)),
+          validBefore: payment.validBefore,
+          now,
+        });
+      }
+      if (creditNow) this.credit(id);
+      return { kind: creditNow ? ("credited" as const) : ("settle" as const), row: this.row(payment.idempotencyKey)! };
+    });
   }
 
   /** Credits a payment once: the `credited` flag flips in the same transaction as the ledger row. */
-  private credit(id: string, settlement?: PaymentRow["settlement"]): boolean {
-    return this.db
-      .transaction(() => {
-        const row = this.db.prepare("SELECT * FROM x402_payments WHERE id = ?").get(id) as PaymentRow;
-        const flipped = this.db
-          .prepare(`UPDATE x402_payments SET credited = 1, ${settlement ? "settlement = @settlement," : ""} updated_at = @now WHERE id = @id AND credited = 0`)
-          .run({ id, now: this.now(), ...(settlement ? { settlement } : {}) }).changes;
-        if (flipped === 1) this.credits.grant(row.account_id, "USD", row.amount_micros, `x402 top-up ${row.id} on ${row.network}`, "topup");
-        return flipped === 1;
-      })
-      .immediate();
+  private credit(id: string, settlement?: PaymentSettlement): boolean {
+    return inTransaction(this.db, () => {
+      const row = getPayment(this.db, id)!;
+      const flipped = markPaymentCredited(this.db, id, this.now(), settlement);
+      if (flipped) this.credits.grant(row.account_id, "USD", row.amount_micros, `x402 top-up ${row.id} on ${row.network}`, "topup");
+      return flipped;
+    });
   }
 
   /** onchain mode: submit, wait for the receipt, and only then credit. */
@@ -294,12 +277,11 @@ export class TopUps {
   }
 
   private row(idempotencyKey: string): PaymentRow | undefined {
-    return this.db.prepare("SELECT * FROM x402_payments WHERE idempotency_key = ?").get(idempotencyKey) as PaymentRow | undefined;
+    return findPaymentByIdempotencyKey(this.db, idempotencyKey);
   }
 
-  private update(id: string, fields: Partial<Pick<PaymentRow, "settlement" | "tx_hash" | "error">>): void {
-    const sets = Object.keys(fields).map((k) => `${k} = @${k}`);
-    this.db.prepare(`UPDATE x402_payments SET ${sets.join(", ")}, updated_at = @now WHERE id = @id`).run({ ...fields, id, now: this.now() });
+  private update(id: string, fields: PaymentProgress): void {
+    updatePayment(this.db, id, fields, this.now());
   }
 
   // -------------------------------------------------------------------------------------
@@ -326,7 +308,7 @@ export class TopUps {
 
   private async pass(): Promise<void> {
     const now = this.now();
-    const pending = this.db.prepare("SELECT * FROM x402_payments WHERE settlement = 'pending' ORDER BY valid_before LIMIT 50").all() as PaymentRow[];
+    const pending = pendingPayments(this.db, 50);
     for (const row of pending) {
       if (now > row.valid_before - SUBMIT_MARGIN_MS) {
         this.fail(row, "authorization_expired: the authorization expired before the transfer could be submitted");
@@ -340,9 +322,7 @@ export class TopUps {
       }
     }
     // Claimed by a process that stopped before it recorded a transaction: the token contract knows.
-    const stale = this.db
-      .prepare("SELECT * FROM x402_payments WHERE settlement = 'settling' AND updated_at < ? LIMIT 50")
-      .all(now - 2 * (this.config.base?.receiptTimeoutMs ?? 120_000)) as PaymentRow[];
+    const stale = staleSettlingPayments(this.db, now - 2 * (this.config.base?.receiptTimeoutMs ?? 120_000), 50);
     for (const row of stale) {
       if (this.inFlight.has(row.idempotency_key)) continue;
       const settle = loadSettle(row);
@@ -350,7 +330,7 @@ export class TopUps {
       if (used === true) this.credit(row.id, "confirmed");
       else if (used === false && now > row.valid_before) this.fail(row, "transfer_dropped: the transfer was never submitted before its authorization expired");
     }
-    const submitted = this.db.prepare("SELECT * FROM x402_payments WHERE settlement = 'submitted' ORDER BY updated_at LIMIT 100").all() as PaymentRow[];
+    const submitted = submittedPayments(this.db, 100);
     for (const row of submitted) {
       if (this.inFlight.has(row.idempotency_key) || !row.tx_hash) continue;
       const settle = loadSettle(row);
@@ -374,29 +354,27 @@ export class TopUps {
 
   /** Marks a payment failed; a deferred credit is taken back (as much as is not held or spent). */
   private fail(row: PaymentRow, error: string): void {
-    this.db
-      .transaction(() => {
-        let note = error;
-        if (row.credited === 1) {
-          const balance = this.credits.snapshot(row.account_id);
-          const available = Math.max(0, balance.usd - balance.held.usd);
-          const taken = Math.min(available, row.amount_micros);
-          if (taken > 0) {
-            applyEntry(this.db, {
-              accountId: row.account_id,
-              currency: "USD",
-              deltaMicros: -taken,
-              kind: "topup_reversal",
-              note: `x402 top-up ${row.id} reversed: ${error}`,
-              createdAt: this.now(),
-            });
-          }
-          if (taken < row.amount_micros) note += ` (reversed ${taken} of ${row.amount_micros} micro-USD: the rest was already spent)`;
-          this.db.prepare("UPDATE x402_payments SET credited = 0 WHERE id = ?").run(row.id);
+    inTransaction(this.db, () => {
+      let note = error;
+      if (row.credited === 1) {
+        const balance = this.credits.snapshot(row.account_id);
+        const available = Math.max(0, balance.usd - balance.held.usd);
+        const taken = Math.min(available, row.amount_micros);
+        if (taken > 0) {
+          applyEntry(this.db, {
+            accountId: row.account_id,
+            currency: "USD",
+            deltaMicros: -taken,
+            kind: "topup_reversal",
+            note: `x402 top-up ${row.id} reversed: ${error}`,
+            createdAt: this.now(),
+          });
         }
-        this.update(row.id, { settlement: "failed", error: note });
-      })
-      .immediate();
+        if (taken < row.amount_micros) note += ` (reversed ${taken} of ${row.amount_micros} micro-USD: the rest was already spent)`;
+        markPaymentUncredited(this.db, row.id);
+      }
+      this.update(row.id, { settlement: "failed", error: note });
+    });
     this.logger.warn({ wallet: row.wallet, paymentId: row.id, error: clip(error) }, "x402 payment failed to settle");
   }
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { modelPrivacyAllows } from "../../src/limits/modelPrivacy.js";
-import { toMicros } from "../../src/store/ledger.js";
+import { listLedgerEntries, toMicros } from "../../src/store/ledger.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { listApiKeys, updateApiKey } from "../../src/store/apiKeys.js";
 
 const DAY = 86_400_000;
 /** The server's clock, starting at the real time (auth checks expiry against the wall clock). */
@@ -35,7 +36,9 @@ const isoDate = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** What the ledger says a key spent (USD incl. bundled), as the API's six-decimal string. */
 const spentBy = (keyId: string) =>
   (
-    (server.db.prepare("SELECT COALESCE(SUM(-delta_micros), 0) FROM ledger WHERE api_key_id = ? AND kind = 'charge' AND currency <> 'DIEM'").pluck().get(keyId) as number) / 1e6
+    listLedgerEntries(server.db, { apiKeyId: keyId, kind: "charge" })
+      .filter((c) => c.currency !== "DIEM")
+      .reduce((sum, c) => sum - c.deltaMicros, 0) / 1e6
   ).toFixed(6);
 
 describe("API key management with an admin key", () => {
@@ -162,7 +165,7 @@ describe("API key management with an admin key", () => {
       expect((await call(method, path, null, body)).status, `${method} ${path} without a key`).toBe(401);
     }
     // Nothing changed, and the key still works for what it may do.
-    expect(server.db.prepare("SELECT COUNT(*) FROM api_keys WHERE account_id = ?").pluck().get(inference.accountId)).toBe(1);
+    expect(listApiKeys(server.db, inference.accountId)).toHaveLength(1);
     expect((await call("GET", "/api_keys/rate_limits", inference.key)).status).toBe(200);
   });
 
@@ -256,7 +259,7 @@ describe("rate limits of a key", () => {
     });
     const broke = server.createKey();
     const expiry = isoDate(clock + 10 * DAY);
-    server.db.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").run(Date.parse(expiry), broke.keyId);
+    updateApiKey(server.db, broke.keyId, { expiresAt: Date.parse(expiry) });
     const brokeLimits = (await call("GET", "/api_keys/rate_limits", broke.key)).body.data;
     expect(brokeLimits).toMatchObject({ accessPermitted: false, balances: { USD: 0, DIEM: 0 }, keyExpiration: `${expiry}T00:00:00.000Z` });
   });

@@ -4,7 +4,7 @@ import { experimental_transcribe as transcribe } from "ai";
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeAudio, probeMedia } from "../../src/media/ffmpeg.js";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
 
@@ -218,7 +218,7 @@ describe("transcription the standard's way", () => {
     const deadline = Date.now() + 20_000;
     while (listUsage(server.db, accountId).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(listUsage(server.db, accountId)).toMatchObject([{ endpoint: "/audio/transcriptions", status: 499 }]);
-    const charges = server.db.prepare("SELECT -delta_micros AS micros FROM ledger WHERE account_id = ? AND kind = 'charge'").all(accountId) as { micros: number }[];
+    const charges = listLedgerEntries(server.db, { accountId, kind: "charge" }).map((c) => ({ micros: -c.deltaMicros }));
     expect(charges).toHaveLength(1);
     // Segments end 1 s into each window: the charge stops at the first window's (the client left) or the
     // second's (decoded while the abort travelled), never the whole 70 s.

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BILLING_USAGE_CUTOFF, USAGE_CSV_COLUMNS } from "../../src/api/billing/service.js";
+import { BILLING_USAGE_CUTOFF } from "../../src/api/billing/service.js";
+import { USAGE_CSV_COLUMNS } from "../../src/billing/usageReport.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
 import { applyEntry, grantCredits, toMicros, type Currency } from "../../src/store/ledger.js";

@@ -2,9 +2,10 @@ import OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
-import { hashSecret } from "../../src/store/apiKeys.js";
+import { findActiveKey, updateApiKey } from "../../src/store/apiKeys.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
 import { post, startTestServer, tinyChatEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
+import { listLedgerEntries } from "../../src/store/ledger.js";
 
 /** $0.0001 per audio second on the transcription model the audio-capable chat model names. */
 const PRICED_ASR = { id: "whisper-priced", pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } } };
@@ -133,23 +134,21 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
     const { key, accountId } = server.createKey({ usd: 1 });
     const client = server.openai(key);
     await promptTokens([text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } } as never], "tiny-chat-audio", client);
-    const charges = server.db
-      .prepare("SELECT model, sku, delta_micros AS micros FROM ledger WHERE account_id = ? AND kind = 'charge'")
-      .all(accountId) as { model: string; sku: string; micros: number }[];
+    const charges = listLedgerEntries(server.db, { accountId, kind: "charge" });
     const asr = charges.filter((c) => c.model === "whisper-priced");
     expect(asr).toHaveLength(1);
     expect(asr[0]!.sku).toBe("whisper-priced-asr-second");
     // Two seconds of audio at $0.0001 per second.
-    expect(asr[0]!.micros).toBe(-200);
+    expect(asr[0]!.deltaMicros).toBe(-200);
   });
 
   it("a request the rate limit refuses is refused before its audio is transcribed, so it costs nothing", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
-    server.db.prepare("UPDATE api_keys SET rate_limit_overrides = ? WHERE secret_hash = ?").run(JSON.stringify({ "*": { rpm: 1 } }), hashSecret(key));
+    updateApiKey(server.db, findActiveKey(server.db, key)!.id, { rateLimitOverrides: JSON.stringify({ "*": { rpm: 1 } }) });
     const body = { model: "tiny-chat-audio", max_tokens: 1, messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }] };
     expect((await post(server, "/chat/completions", body, { key })).status).toBe(200);
     expect((await post(server, "/chat/completions", body, { key })).status).toBe(429);
-    const transcriptions = server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge' AND model = 'whisper-priced'").pluck().get(accountId);
+    const transcriptions = listLedgerEntries(server.db, { accountId, kind: "charge" }).filter((c) => c.model === "whisper-priced").length;
     expect(transcriptions).toBe(1);
   });
 });

@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { USAGE_CSV_COLUMNS } from "../../src/api/billing/service.js";
+import { USAGE_CSV_COLUMNS } from "../../src/billing/usageReport.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
+import { listLedgerEntries } from "../../src/store/ledger.js";
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -85,7 +86,7 @@ describe("hearth credits and hearth usage", () => {
     // Every change is a ledger row, with its note.
     const db = openStore(databasePath(dataDir));
     try {
-      const grants = db.prepare("SELECT currency, delta_micros AS micros, note FROM ledger WHERE account_id = ? AND kind = 'grant' ORDER BY id").all(accountId);
+      const grants = listLedgerEntries(db, { accountId, kind: "grant" }).map(({ currency, deltaMicros, note }) => ({ currency, micros: deltaMicros, note }));
       expect(grants).toEqual([
         { currency: "USD", micros: 2_500_000, note: "granted with hearth credits grant" },
         { currency: "BUNDLED_CREDITS", micros: 1_000_000, note: "launch promo" },

@@ -1,4 +1,4 @@
-import { usageCsvHeader } from "../../src/api/billing/service.js";
+import { usageCsvHeader } from "../../src/billing/usageReport.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

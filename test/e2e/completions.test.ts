@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { fixturesDir, post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /**
  * The legacy POST /completions on a real node: the tiny chat model and the tiny coder (the
@@ -85,7 +86,7 @@ describe("POST /completions on the llama engine", () => {
     const rows = await usageRows(accountId, 1);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ endpoint: "/completions", model: "tiny-chat", status: 200, promptTokens: usage.prompt_tokens, completionTokens: 16 });
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("gives the model the prompt as it is: no chat template tokens (echoed prompt tokens are the prompt)", async () => {
@@ -366,7 +367,7 @@ describe("POST /completions on the llama engine", () => {
     // Settled once: nothing more leaves the account afterwards.
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(before - getBalances(server.db, accountId).USD).toBe(chargeOf({ prompt_tokens: row!.promptTokens, completion_tokens: row!.completionTokens }));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 });
 

@@ -6,6 +6,8 @@ import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
+import { listAccountsWithKeyCounts } from "../../src/store/accounts.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "hearth-crash-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -48,8 +50,8 @@ it("SIGKILL in the middle of streaming requests leaves no hold behind and balanc
     await reader.read();
   }
   const db = openStore(databasePath(dataDir));
-  const account = db.prepare("SELECT id FROM accounts").pluck().get() as string;
-  expect(db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(3);
+  const account = listAccountsWithKeyCounts(db, Date.now(), 1)[0]!.id;
+  expect(countReservations(db)).toBe(3);
   db.close();
 
   first.child.kill("SIGKILL");
@@ -58,7 +60,7 @@ it("SIGKILL in the middle of streaming requests leaves no hold behind and balanc
   const second = await hearthServe(args);
   try {
     const after = openStore(databasePath(dataDir));
-    expect(after.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(after)).toBe(0);
     const balances = getBalances(after, account);
     expect(ledgerTotals(after, account)).toEqual(balances);
     // Only the completed request was charged: nothing was lost and nothing counted twice.

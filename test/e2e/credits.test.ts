@@ -2,10 +2,11 @@ import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { textCost } from "../../src/billing/pricing.js";
 import { createAccount } from "../../src/store/accounts.js";
-import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { createApiKey, setKeyModelPrivacy } from "../../src/store/apiKeys.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /** $1 per million input tokens, $2 per million output tokens: a 40-token prompt costs 40 micros. */
 const PRICED = { pricing: { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } } };
@@ -47,7 +48,7 @@ describe("metered chat", () => {
     expect(body.cost.diem).toBe(0);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - expected);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("puts the cost in the stream's final chunks", async () => {
@@ -98,10 +99,10 @@ describe("metered chat", () => {
     const balance = getBalances(server.db, accountId).USD;
     expect(balance).toBeGreaterThanOrEqual(0);
     expect(before - balance).toBe(charged);
-    const ledgerCharges = server.db.prepare("SELECT -SUM(delta_micros) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId);
+    const ledgerCharges = -listLedgerEntries(server.db, { accountId, kind: "charge" }).reduce((sum, c) => sum + c.deltaMicros, 0);
     expect(ledgerCharges).toBe(charged);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("a client that disconnects mid-stream pays for what was produced, and nothing more", async () => {
@@ -122,7 +123,7 @@ describe("metered chat", () => {
     expect(row!.completionTokens).toBeLessThan(3000);
     const expected = row!.promptTokens * 1 + row!.completionTokens * 2;
     expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(expected);
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
   });
 
   it("enforces a key's consumption limit with 402 INSUFFICIENT_BALANCE", async () => {
@@ -194,7 +195,7 @@ describe("DIEM staking", () => {
     now = Date.parse("2026-05-03T06:00:00Z");
     const next = await post(server, "/chat/completions", ask(1), { key });
     expect(next.headers.get("x-service-balance-diem")).toBe("0.010000");
-    const expiries = server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'diem_expiry'").pluck().get(accountId);
+    const expiries = listLedgerEntries(server.db, { accountId, kind: "diem_expiry" }).length;
     expect(expiries).toBeGreaterThanOrEqual(1);
   });
 });
@@ -216,7 +217,7 @@ describe("admission", () => {
     server = await startTestServer({ models: [tinyChatEntry({ privacy: "anonymized" })] });
     const { key, keyId } = fundedKey(server, 1_000_000);
     expect((await post(server, "/chat/completions", ask(1), { key })).status).toBe(200);
-    server.db.prepare("UPDATE api_keys SET model_privacy = 'PRIVATE_ONLY' WHERE id = ?").run(keyId);
+    setKeyModelPrivacy(server.db, keyId, "PRIVATE_ONLY");
     const res = await post(server, "/chat/completions", ask(1), { key });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: string }).error).toMatch(/PRIVATE_ONLY/);

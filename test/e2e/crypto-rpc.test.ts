@@ -1,11 +1,13 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { freePort, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { evmPayment, evmSignIn, evmWallet } from "../helpers/wallets.js";
+import { countReservations } from "../../src/store/reservations.js";
+import { findIdempotencyClaim } from "../../src/store/rpcIdempotency.js";
 
 /**
  * The crypto RPC proxy against a real EVM node (anvil), plus a small loopback peer that
@@ -91,7 +93,7 @@ describe("POST /crypto/rpc/{network}", () => {
     expect(res.headers.get("x-service-rpc-cost-usd")).toBe("0.00001400");
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
     expect(spent()).toBe(14);
-    const line = server.db.prepare("SELECT sku, units, model FROM ledger WHERE account_id = ? AND kind = 'charge'").get(accountId);
+    const line = listLedgerEntries(server.db, { accountId, kind: "charge" }).map(({ sku, units, model }) => ({ sku, units, model }))[0];
     expect(line).toEqual({ sku: "crypto-rpc-credit", units: 20, model: "crypto-rpc/base-mainnet" });
   });
 
@@ -177,16 +179,16 @@ describe("POST /crypto/rpc/{network}", () => {
   });
 
   it("an upstream that is down is a clear 500 and charges nothing", async () => {
-    const { auth, spent } = payer();
+    const { auth, spent, accountId } = payer();
     const res = await rpc("ethereum-mainnet", call("eth_chainId"), { ...auth, "Idempotency-Key": "down-1" });
     expect(res.status).toBe(500);
     const body = (await res.json()) as { error: string };
     expect(body.error).toMatch(/upstream RPC node for ethereum-mainnet is unreachable.*Nothing was charged/);
     expect(body.error).not.toContain("127.0.0.1");
     expect(spent()).toBe(0);
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
     // The failed attempt did not keep its Idempotency-Key.
-    expect(server.db.prepare("SELECT COUNT(*) FROM rpc_idempotency WHERE key = 'down-1'").pluck().get()).toBe(0);
+    expect(findIdempotencyClaim(server.db, accountId, "down-1")).toBeUndefined();
   });
 
   it("never forwards the caller's credentials, and cuts slow or oversized upstream answers (nothing charged)", async () => {

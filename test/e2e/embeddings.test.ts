@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { tinyEmbeddingEntry, tinyGgufEmbeddingEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
@@ -121,7 +121,7 @@ describe("credits and limits for embeddings", () => {
     const expected = onnx.usage.prompt_tokens * 2 + gguf.usage.prompt_tokens * 1;
     expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(expected);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    const skus = server.db.prepare("SELECT sku FROM ledger WHERE account_id = ? AND kind = 'charge' ORDER BY id").pluck().all(accountId);
+    const skus = listLedgerEntries(server.db, { accountId, kind: "charge" }).map((c) => c.sku);
     expect(skus).toEqual(["tiny-embedding-embedding-input-mtoken", "tiny-embedding-gguf-embedding-input-mtoken"]);
   });
 

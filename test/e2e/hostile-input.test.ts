@@ -2,6 +2,7 @@ import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { tinyEmbeddingEntry, tinyGgufEmbeddingEntry, tinyImageEntry, tinyVideoEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { listLedgerEntries } from "../../src/store/ledger.js";
 
 /**
  * Requests built to hurt the node: inputs of megabytes, schemas nested thousands deep, ids
@@ -245,7 +246,7 @@ describe("error messages quote at most a short prefix", () => {
 
 describe("every charge shows its cost", () => {
   function chargedMicros(accountId: string): number {
-    return -(server.db.prepare("SELECT COALESCE(SUM(delta_micros), 0) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId) as number);
+    return -listLedgerEntries(server.db, { accountId, kind: "charge" }).reduce((sum, row) => sum + row.deltaMicros, 0);
   }
 
   it("embeddings: `cost` and x-service-cost-usd / -diem equal the ledger's charge", async () => {

@@ -7,10 +7,11 @@ import { writeSafetyCheckerModel } from "../../src/fixtures/onnx/index.js";
 import { decodeImage } from "../../src/media/image.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { tinyImageEntry, tinySdPath } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 const PRICED = { pricing: { generation: { usd: 0.01, diem: 0.01 }, steps: { turbo: { usd: 0.002, diem: 0.002, max_steps: 4 } } } };
 let server: TestServer;
@@ -179,13 +180,13 @@ describe("credits, limits and usage for images", () => {
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 2 * 10_000);
     expect((await generate({ steps: 4, width: 64, height: 64 }, key)).status).toBe(200);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 2 * 10_000 - 2_000);
-    const skus = server.db.prepare("SELECT sku, units FROM ledger WHERE account_id = ? AND kind = 'charge' ORDER BY id").all(accountId);
+    const skus = listLedgerEntries(server.db, { accountId, kind: "charge" }).map(({ sku, units }) => ({ sku, units }));
     expect(skus).toEqual([
       { sku: "tiny-sd-image-generation", units: 2 },
       { sku: "tiny-sd-image-turbo", units: 1 },
     ]);
     expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
     const usage = listUsage(server.db, accountId);
     expect(usage.map((u) => [u.endpoint, u.status, u.finishReason])).toEqual([
       ["/image/generate", 200, "images:2"],
@@ -222,7 +223,7 @@ describe("credits, limits and usage for images", () => {
     }
     expect(rows.map((r) => r.status)).toEqual([499]);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
-    expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(server.db)).toBe(0);
     // The worker was freed at the next step, not at the end of the 40.
     const t0 = Date.now();
     expect((await generate({ width: 64, height: 64 }, key)).status).toBe(200);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestServer, tinyChatEntry, tinyChatPath, type TestServer } from "../helpers/testServer.js";
+import { listModelFileFeatures } from "../../src/store/modelFileFeatures.js";
 
 /**
  * GET /models reads an unloaded GGUF's chat features from its template, about a second per
@@ -36,11 +37,12 @@ describe("the model listing's feature cache", () => {
   it("answers a restarted node from the store, and reads a changed file again", async () => {
     const truth = await withServer(async (server) => {
       const listed = await listedFunctionCalling(server);
-      const rows = server.db.prepare("SELECT path, backend, features FROM model_file_features").all() as { path: string; backend: string; features: string }[];
-      expect(rows).toEqual([{ path: file, backend: "llama", features: expect.any(String) }]);
-      expect(JSON.parse(rows[0]!.features).functionCalling).toBe(listed);
-      // Mark the cached answer so the next node shows whether it read the cache or the file.
-      const marked = { ...JSON.parse(rows[0]!.features), functionCalling: !listed };
+      const rows = listModelFileFeatures(server.db) as { path: string; backend: string; features: { functionCalling: boolean } }[];
+      expect(rows).toMatchObject([{ path: file, backend: "llama", features: expect.any(Object) }]);
+      expect(rows[0]!.features.functionCalling).toBe(listed);
+      // Mark the cached answer so the next node shows whether it read the cache or the file: a
+      // deliberate edit of the cache behind the store's back, so raw SQL.
+      const marked = { ...rows[0]!.features, functionCalling: !listed };
       server.db.prepare("UPDATE model_file_features SET features = ?").run(JSON.stringify(marked));
       return listed;
     });

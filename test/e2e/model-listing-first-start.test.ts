@@ -7,6 +7,7 @@ import { describeTemplate } from "../../src/engines/llama/ChatSyntax.js";
 import { QWEN25_HEADER_SHAPE, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { CHATML_PLAIN_TEMPLATE } from "../../src/fixtures/gguf/chatTemplates.js";
 import { startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { listModelFileFeatures } from "../../src/store/modelFileFeatures.js";
 
 /**
  * The first GET /models of a node that has never run: ten GGUFs with Qwen2.5's real
@@ -48,7 +49,7 @@ afterAll(async () => {
 
 describe("the first model listing of a new node", () => {
   it("lists every unloaded model's own chat features, and keeps them for the next start", async () => {
-    expect(server.db.prepare("SELECT COUNT(*) AS n FROM model_file_features").get()).toEqual({ n: 0 });
+    expect(listModelFileFeatures(server.db)).toHaveLength(0);
     const res = await fetch(`${server.baseUrl}/models?type=text`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { id: string; model_spec: { capabilities: Capabilities } }[] };
@@ -69,6 +70,6 @@ describe("the first model listing of a new node", () => {
       expect(listed.reasoningEffortOptions?.includes("none") ?? false).toBe(expected.reasoningToggle);
     }
     expect(await server.models.loaded()).toEqual([]);
-    expect(server.db.prepare("SELECT COUNT(*) AS n FROM model_file_features").get()).toEqual({ n: models.length });
+    expect(listModelFileFeatures(server.db)).toHaveLength(models.length);
   });
 });

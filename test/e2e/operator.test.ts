@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { hearth } from "../helpers/cli.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
+import { listApiKeys } from "../../src/store/apiKeys.js";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -42,17 +43,18 @@ describe("the node operator and account admins", () => {
     }
     expect(getBalances(server.db, account.accountId).USD).toBe(0);
     expect(getBalances(server.db, other.accountId).USD).toBe(1_000_000);
-    expect(server.db.prepare("SELECT COUNT(*) FROM ledger WHERE kind = 'grant' AND account_id IN (?, ?) AND granted_by IS NOT NULL").pluck().get(account.accountId, other.accountId)).toBe(0);
+    const grantedByKeys = [account, other].flatMap(({ accountId }) => listLedgerEntries(server.db, { accountId, kind: "grant" }).filter((row) => row.grantedBy !== null));
+    expect(grantedByKeys).toHaveLength(0);
   });
 
   it("lets the operator grant to any account, recording who granted", async () => {
     const target = server.createKey();
-    const operatorKeyId = server.db.prepare("SELECT id FROM api_keys WHERE operator = 1").pluck().get() as string;
+    const operatorKeyId = listApiKeys(server.db).find((key) => key.operator)!.id;
     const res = await grant(target.accountId, server.adminKey, { currency: "USD", amount: 2.5, note: "welcome" });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: { balances: { USD: number } } }).data.balances.USD).toBe(2.5);
-    const row = server.db.prepare("SELECT delta_micros AS micros, note, granted_by AS grantedBy FROM ledger WHERE account_id = ? AND kind = 'grant'").get(target.accountId);
-    expect(row).toEqual({ micros: 2_500_000, note: "welcome", grantedBy: operatorKeyId });
+    const [row] = listLedgerEntries(server.db, { accountId: target.accountId, kind: "grant" });
+    expect(row).toMatchObject({ deltaMicros: 2_500_000, note: "welcome", grantedBy: operatorKeyId });
   });
 
   it.each([
@@ -84,7 +86,7 @@ describe("the node operator and account admins", () => {
   });
 
   it("shows which key is the operator's and keeps it out of reach of its account's admins", async () => {
-    const operatorKeyId = server.db.prepare("SELECT id FROM api_keys WHERE operator = 1").pluck().get() as string;
+    const operatorKeyId = listApiKeys(server.db).find((key) => key.operator)!.id;
     const colleague = await adminKeyMadeBy(server.adminKey);
     const listed = (await (await call("/api_keys", colleague.key)).json()) as { data: { id: string; isOperator: boolean }[] };
     expect(listed.data.find((k) => k.id === operatorKeyId)?.isOperator).toBe(true);
@@ -133,8 +135,8 @@ describe("operator keys from the CLI", () => {
     expect(await create("--operator")).toMatch(/^Created operator key/);
     const db = openStore(databasePath(dataDir));
     try {
-      expect(db.prepare("SELECT key_type || ':' || operator FROM api_keys ORDER BY created_at, rowid").pluck().all()).toEqual(["ADMIN:1", "ADMIN:0", "ADMIN:1"]);
-      expect(db.prepare("SELECT granted_by FROM ledger WHERE kind = 'grant'").pluck().all()).toEqual(["cli"]);
+      expect(listApiKeys(db).map((key) => `${key.keyType}:${key.operator ? 1 : 0}`)).toEqual(["ADMIN:1", "ADMIN:0", "ADMIN:1"]);
+      expect(listLedgerEntries(db, { kind: "grant" }).map((row) => row.grantedBy)).toEqual(["cli"]);
     } finally {
       db.close();
     }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { listRateLimitRejections } from "../../src/store/rateLimitLog.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -48,7 +49,7 @@ describe("rate limits per key and model tier", () => {
     expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
     expect(refused.headers.get("x-ratelimit-reset-requests")).toBe(String(Date.parse("2026-05-01T10:01:00Z") / 1000));
     expect(refused.headers.get("x-ratelimit-reset-tokens")).toBe("50");
-    const logged = server.db.prepare("SELECT limit_type FROM rate_limit_log").pluck().all();
+    const logged = listRateLimitRejections(server.db).map((row) => row.limitType);
     expect(logged).toEqual(["RPM"]);
     now = Date.parse("2026-05-01T10:01:00Z");
     expect((await post(server, "/chat/completions", ask, { key })).status).toBe(200);
@@ -84,7 +85,7 @@ describe("rate limits per key and model tier", () => {
     expect((await post(server, "/chat/completions", ask, { key })).status).toBe(429);
     now += 1_000;
     expect((await post(server, "/chat/completions", ask, { key })).status).toBe(200);
-    expect(server.db.prepare("SELECT limit_type FROM rate_limit_log").pluck().all()).toEqual(["FAILED_REQUESTS"]);
+    expect(listRateLimitRejections(server.db).map((row) => row.limitType)).toEqual(["FAILED_REQUESTS"]);
   });
 
   it("does not block after 20 failures, or when failures are spread beyond 30 s", async () => {

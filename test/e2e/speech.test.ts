@@ -2,9 +2,10 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KokoroEngine } from "../../src/engines/kokoro/KokoroEngine.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /** $0.01 per thousand characters (0.02 DIEM): a 100-character input costs 1000 micros. */
 const PRICED = { pricing: { per_thousand_characters: { usd: 0.01, diem: 0.02 } } };
@@ -229,7 +230,7 @@ describe("billing", () => {
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 1000);
     const [row] = listUsage(server.db, accountId);
     expect(row).toMatchObject({ endpoint: "/audio/speech", model: "tts-kokoro", status: 200, characters: 100 });
-    const ledger = server.db.prepare("SELECT sku, units, -delta_micros AS micros FROM ledger WHERE account_id = ? AND kind = 'charge'").all(accountId);
+    const ledger = listLedgerEntries(server.db, { accountId, kind: "charge" }).map(({ sku, units, deltaMicros }) => ({ sku, units, micros: -deltaMicros }));
     expect(ledger).toEqual([{ sku: "tts-kokoro-tts-kchar", units: 0.1, micros: 1000 }]);
   });
 
@@ -278,8 +279,8 @@ describe("billing", () => {
       expect(row!.characters).toBeGreaterThan(0);
       expect(row!.characters).toBeLessThan(SENTENCES.length);
       expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(Math.ceil(row!.characters! * 10));
-      expect(server.db.prepare("SELECT COUNT(*) FROM ledger WHERE account_id = ? AND kind = 'charge'").pluck().get(accountId)).toBe(1);
-      expect(server.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+      expect(listLedgerEntries(server.db, { accountId, kind: "charge" })).toHaveLength(1);
+      expect(countReservations(server.db)).toBe(0);
     } finally {
       engine.synthesize = original;
     }

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { ANVIL_KEYS, deployTestUsdc, startAnvil, type Anvil, type TestToken } from "../helpers/anvil.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { decodeB64Json, evmPayment, evmWallet } from "../helpers/wallets.js";
+import { listPayments } from "../../src/store/x402Payments.js";
 
 /**
  * Settlement against a real EVM node: anvil (chain id 8453) with a test USDC that implements
@@ -76,7 +77,7 @@ describe("onchain settlement", () => {
     await until(async () => (await pendingTransactions()) === 1, "the transfer to reach the mempool");
     // Submitted, not mined: nothing credited yet.
     expect(credited(server, payer.address)).toBe(0);
-    expect(server.db.prepare("SELECT settlement, credited FROM x402_payments").get()).toEqual({ settlement: "submitted", credited: 0 });
+    expect(listPayments(server.db)[0]).toMatchObject({ settlement: "submitted", credited: 0 });
 
     await anvil.rpc("evm_mine");
     const res = await response;
@@ -157,7 +158,7 @@ describe("deferred settlement", () => {
 
     await server.wallet.topUps.settlePending(); // submits (anvil mines at once)
     await server.wallet.topUps.settlePending(); // sees the receipt
-    const row = server.db.prepare("SELECT settlement, credited, tx_hash FROM x402_payments").get() as { settlement: string; credited: number; tx_hash: string };
+    const row = listPayments(server.db)[0]!;
     expect(row).toMatchObject({ settlement: "confirmed", credited: 1 });
     expect(row.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await token.balanceOf(payer.address)).toBe(0n);
@@ -188,12 +189,12 @@ describe("deferred settlement", () => {
     await server.wallet.topUps.settlePending();
     expect(credited(server, payer.address)).toBe(0);
     const wallet = findWallet(server.db, payer.address.toLowerCase())!;
-    const kinds = server.db.prepare("SELECT kind, delta_micros AS delta FROM ledger WHERE account_id = ? ORDER BY id").all(wallet.accountId);
+    const kinds = listLedgerEntries(server.db, { accountId: wallet.accountId }).map(({ kind, deltaMicros }) => ({ kind, delta: deltaMicros }));
     expect(kinds).toEqual([
       { kind: "topup", delta: 5_000_000 },
       { kind: "topup_reversal", delta: -5_000_000 },
     ]);
-    const payment = server.db.prepare("SELECT settlement, error FROM x402_payments WHERE wallet = ?").get(payer.address.toLowerCase()) as { settlement: string; error: string };
+    const payment = listPayments(server.db).find((p) => p.wallet === payer.address.toLowerCase())!;
     expect(payment.settlement).toBe("failed");
     expect(payment.error).toMatch(/transfer_simulation_failed/);
 

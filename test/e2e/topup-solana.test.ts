@@ -8,6 +8,7 @@ import { getBalances } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { decodeB64Json, solanaPayment, solanaWallet } from "../helpers/wallets.js";
+import { listPayments } from "../../src/store/x402Payments.js";
 
 /**
  * Onchain settlement of Solana payments against a loopback JSON-RPC peer that stands in for a
@@ -135,9 +136,9 @@ describe("deferred settlement of Solana payments", () => {
       const record = findWallet(deferred.db, payer.address)!;
       expect(getBalances(deferred.db, record.accountId).USD).toBe(6_000_000);
       for (let i = 0; i < 4; i++) await deferred.wallet.topUps.settlePending();
-      const row = deferred.db.prepare("SELECT settlement, tx_hash FROM x402_payments").get() as { settlement: string; tx_hash: string };
+      const row = listPayments(deferred.db)[0]!;
       expect(row.settlement).toBe("confirmed");
-      expect(accepted.has(row.tx_hash)).toBe(true);
+      expect(accepted.has(row.tx_hash!)).toBe(true);
 
       const refused = solanaWallet();
       failNext = true;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { startTestServer, type TestServer } from "../helpers/testServer.js";
 import { b64json, decodeB64Json, evmPayment, evmWallet, solanaPayment, solanaWallet } from "../helpers/wallets.js";
@@ -72,7 +72,10 @@ describe("POST /x402/top-up", () => {
       amount: "12340000",
     });
     expect(balanceOf(account.address.toLowerCase())).toBe(12_340_000);
-    const ledger = server.db.prepare("SELECT kind, delta_micros FROM ledger WHERE account_id = ?").all(findWallet(server.db, account.address.toLowerCase())!.accountId);
+    const ledger = listLedgerEntries(server.db, { accountId: findWallet(server.db, account.address.toLowerCase())!.accountId }).map(({ kind, deltaMicros }) => ({
+      kind,
+      delta_micros: deltaMicros,
+    }));
     expect(ledger).toEqual([{ kind: "topup", delta_micros: 12_340_000 }]);
   });
 

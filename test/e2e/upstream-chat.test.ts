@@ -9,6 +9,7 @@ import { loadModelsConfig } from "../../src/config.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { countReservations } from "../../src/store/reservations.js";
 
 /**
  * Two real Hearth nodes: the upstream serves tiny-chat on its own llama.cpp; the front relays
@@ -113,7 +114,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     expect(1_000_000 - getBalances(front.db, accountId).USD).toBe(expected);
     const [row] = listUsage(front.db, accountId);
     expect(row).toMatchObject({ model: "relay-chat", status: 200, promptTokens: completion.usage!.prompt_tokens, completionTokens: completion.usage!.completion_tokens });
-    expect(front.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(front.db)).toBe(0);
   });
 
   it("streams token by token, with the same text as the non-streaming answer, and the usage and cost at the end", async () => {
@@ -274,7 +275,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     expect(relayedRow.completionTokens).toBeLessThan(1800);
     // The caller pays for the tokens it was sent (counted one per streamed piece) and the estimated prompt.
     expect(1_000_000 - getBalances(front.db, accountId).USD).toBe(front499[0]!.promptTokens + 2 * front499[0]!.completionTokens);
-    expect(front.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(front.db)).toBe(0);
     const loaded = (await front.models.loaded()).find((m) => m.id === "relay-chat");
     expect(loaded!.stats!.busy).toBe(0);
   });
@@ -302,7 +303,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
 
     // Nothing was charged for any of them, and no hold is left.
     expect(getBalances(front.db, accountId).USD).toBe(1_000_000);
-    expect(front.db.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(front.db)).toBe(0);
   });
 
   it("GET /models lists the relayed models with their configured capabilities and the upstream's context window", async () => {

@@ -3,11 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { countVideoFrames } from "../../src/media/ffmpeg.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinySdPath } from "../helpers/mediaModels.js";
 import { retrieveUntilDone } from "../helpers/video.js";
+import { countReservations } from "../../src/store/reservations.js";
+import { getJob } from "../../src/store/jobs.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "hearth-video-crash-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -52,8 +54,9 @@ it("SIGKILL while a video is being generated: the job survives, runs again after
   expect(await exited(first.child)).toBe(null);
 
   const db = openStore(databasePath(dataDir));
-  const account = db.prepare("SELECT account_id FROM jobs WHERE id = ?").pluck().get(queue_id) as string;
-  expect(db.prepare("SELECT status, attempts FROM jobs WHERE id = ?").get(queue_id)).toEqual({ status: "RUNNING", attempts: 1 });
+  const job = getJob(db, queue_id)!;
+  const account = job.accountId!;
+  expect({ status: job.status, attempts: job.attempts }).toEqual({ status: "RUNNING", attempts: 1 });
   expect(getBalances(db, account).USD).toBe(1_000_000 - 300_000);
   db.close();
 
@@ -63,12 +66,12 @@ it("SIGKILL while a video is being generated: the job survives, runs again after
     expect(states.at(-1)).toBe("COMPLETED");
     expect(countVideoFrames(video)).toBe(24);
     const after = openStore(databasePath(dataDir));
-    expect(after.prepare("SELECT status, attempts FROM jobs WHERE id = ?").get(queue_id)).toEqual({ status: "COMPLETED", attempts: 2 });
+    expect(getJob(after, queue_id)).toMatchObject({ status: "COMPLETED", attempts: 2 });
     // One charge, no refund: nothing lost, nothing taken twice; no hold left behind.
-    expect(after.prepare("SELECT kind, delta_micros AS delta FROM ledger WHERE request_id = ?").all(queue_id)).toEqual([{ kind: "charge", delta: -300_000 }]);
+    expect(listLedgerEntries(after, { requestId: queue_id }).map(({ kind, deltaMicros }) => ({ kind, delta: deltaMicros }))).toEqual([{ kind: "charge", delta: -300_000 }]);
     expect(getBalances(after, account).USD).toBe(700_000);
     expect(ledgerTotals(after, account)).toEqual(getBalances(after, account));
-    expect(after.prepare("SELECT COUNT(*) FROM reservations").pluck().get()).toBe(0);
+    expect(countReservations(after)).toBe(0);
     after.close();
   } finally {
     second.child.kill("SIGTERM");

@@ -4,11 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countVideoFrames, probeMedia } from "../../src/media/ffmpeg.js";
 import { createAccount } from "../../src/store/accounts.js";
-import { createApiKey } from "../../src/store/apiKeys.js";
-import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { createApiKey, listApiKeys, updateApiKey } from "../../src/store/apiKeys.js";
+import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { tinyVideoEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 import { retrieveUntilDone } from "../helpers/video.js";
+import { getJob, listAccountJobs } from "../../src/store/jobs.js";
 
 const PER_SECOND = { pricing: { per_second: { usd: 0.05, diem: 0.05 }, resolutions: { "128p": { usd: 0.08, diem: 0.08 } } } };
 let server: TestServer;
@@ -27,7 +28,7 @@ beforeAll(async () => {
     config: { videoWorkers: 1 },
   });
   // Tests poll retrieve faster than the standard 120 per minute.
-  server.db.prepare("UPDATE api_keys SET rate_limit_overrides = ?").run(POLLING);
+  for (const key of listApiKeys(server.db)) updateApiKey(server.db, key.id, { rateLimitOverrides: POLLING });
 });
 afterAll(async () => {
   await server.stop();
@@ -128,7 +129,7 @@ describe("queue, then retrieve", () => {
     expect(body.error).toMatch(/not a diffusers ONNX export/);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
     expect(server.jobs.fail(queued.queue_id, "again")).toBe(false);
-    const kinds = server.db.prepare("SELECT kind, delta_micros FROM ledger WHERE request_id = ? ORDER BY id").all(queued.queue_id);
+    const kinds = listLedgerEntries(server.db, { requestId: queued.queue_id }).map(({ kind, deltaMicros }) => ({ kind, delta_micros: deltaMicros }));
     expect(kinds).toEqual([
       { kind: "charge", delta_micros: -100_000 },
       { kind: "refund", delta_micros: 100_000 },
@@ -148,7 +149,7 @@ describe("queue, then retrieve", () => {
     const poor = fundedKey(1_000);
     const unpaid = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key: poor.key });
     expect(unpaid.status).toBe(402);
-    expect(server.db.prepare("SELECT COUNT(*) FROM jobs WHERE account_id = ?").pluck().get(poor.accountId)).toBe(0);
+    expect(listAccountJobs(server.db, poor.accountId)).toHaveLength(0);
     await retrieveUntilDone(() => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queued.queue_id }, { key: mine.key }));
   });
 
@@ -198,14 +199,14 @@ describe("a restart in the middle of a video job", () => {
 
       const second = await startTestServer({ models, dataDir });
       try {
-        const row = second.db.prepare("SELECT status, attempts FROM jobs WHERE id = ?").get(queue_id) as { status: string; attempts: number };
+        const row = getJob(second.db, queue_id)!;
         expect(["QUEUED", "RUNNING"]).toContain(row.status);
         const { video } = await retrieveUntilDone(() => post(second, "/video/retrieve", { model: "tiny-video", queue_id }, { key }));
         expect(countVideoFrames(video)).toBe(24);
         expect(getBalances(second.db, account.id).USD).toBe(1_000_000 - 240_000);
-        expect(second.db.prepare("SELECT COUNT(*) FROM ledger WHERE request_id = ?").pluck().get(queue_id)).toBe(1);
+        expect(listLedgerEntries(second.db, { requestId: queue_id })).toHaveLength(1);
         // A graceful shutdown does not count as an attempt.
-        expect((second.db.prepare("SELECT attempts FROM jobs WHERE id = ?").get(queue_id) as { attempts: number }).attempts).toBe(1);
+        expect(getJob(second.db, queue_id)!.attempts).toBe(1);
       } finally {
         await second.stop();
       }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeAudio } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 import { post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
+import { findClonedVoice } from "../../src/store/clonedVoices.js";
 
 let server: TestServer;
 let owner: { key: string; accountId: string };
@@ -51,9 +52,10 @@ describe("voice cloning", () => {
     expect(body.model).toBe("tts-kokoro");
     handle = body.id;
 
-    const row = server.db.prepare("SELECT account_id, model_id, name, length(embedding) AS bytes, sample_format, sample_seconds FROM cloned_voices WHERE id = ?").get(handle);
-    expect(row).toMatchObject({ account_id: owner.accountId, model_id: "tts-kokoro", name: "George, slowly", bytes: 256 * 4, sample_format: "wav" });
-    expect((row as { sample_seconds: number }).sample_seconds).toBeGreaterThan(5);
+    const stored = findClonedVoice(server.db, owner.accountId, handle, Date.now())!;
+    expect(stored).toMatchObject({ accountId: owner.accountId, modelId: "tts-kokoro", name: "George, slowly", sampleFormat: "wav" });
+    expect(stored.embedding.byteLength).toBe(256 * 4);
+    expect(stored.sampleSeconds).toBeGreaterThan(5);
     const voicesDir = join(server.dataDir, "voices");
     expect(readFileSync(join(voicesDir, `${handle}.wav`)).equals(sample)).toBe(true);
     // The vector as a Kokoro voice pack: 510 identical rows of 256 float32.
@@ -110,7 +112,8 @@ describe("voice cloning", () => {
     const del = await fetch(`${server.baseUrl}/audio/voices/${handle}`, { method: "DELETE", headers: { authorization: `Bearer ${owner.key}` } });
     expect(del.status).toBe(200);
     expect(await del.json()).toEqual({ id: handle, object: "voice", deleted: true });
-    expect(server.db.prepare("SELECT COUNT(*) FROM cloned_voices WHERE id = ?").pluck().get(handle)).toBe(0);
+    // Expired or not (now = 0): the row is gone.
+    expect(findClonedVoice(server.db, owner.accountId, handle, 0)).toBeUndefined();
     expect(existsSync(join(server.dataDir, "voices", `${handle}.wav`))).toBe(false);
     expect(existsSync(join(server.dataDir, "voices", `${handle}.bin`))).toBe(false);
     expect((await speak(owner.key, handle)).status).toBe(404);

@@ -3,6 +3,7 @@ import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
 import { findWallet } from "../../src/store/wallets.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 import { decodeB64Json, evmPayment, evmSignIn, evmWallet, solanaPayment, solanaSignIn, solanaWallet, type SignInFields } from "../helpers/wallets.js";
+import { getAccount } from "../../src/store/accounts.js";
 
 /** $1 per million input tokens, $2 per million output tokens (the credits tests' prices). */
 const PRICED = { pricing: { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } } };
@@ -92,8 +93,7 @@ describe("sign-in-with-x on chat", () => {
     expect(res.headers.get("x-balance-remaining")).toBe((balance / 1e6).toFixed(6));
     expect(res.headers.get("x-service-balance-usd")).toBe("5.000000");
     expect(ledgerTotals(server.db, wallet.accountId)).toEqual(getBalances(server.db, wallet.accountId));
-    const account_ = server.db.prepare("SELECT kind, name FROM accounts WHERE id = ?").get(wallet.accountId);
-    expect(account_).toEqual({ kind: "wallet", name: account.address.toLowerCase() });
+    expect(getAccount(server.db, wallet.accountId)).toMatchObject({ kind: "wallet", name: account.address.toLowerCase() });
   });
 
   it("accepts the legacy X-Sign-In-With-X header and streams", async () => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
+import { listLedgerEntries } from "../../src/store/ledger.js";
 
 /**
  * Web search, scraping and citations against loopback peers: a SearxNG-compatible JSON search
@@ -89,10 +90,13 @@ async function chat(server: TestServer, body: Record<string, unknown>, key?: str
 
 /** What the ledger charged an account, per sku. */
 function charges(server: TestServer, accountId: string): Record<string, { units: number; usd: number }> {
-  const rows = server.db
-    .prepare("SELECT sku, SUM(units) AS units, SUM(-delta_micros) AS micros FROM ledger WHERE account_id = ? AND kind = 'charge' GROUP BY sku")
-    .all(accountId) as { sku: string; units: number; micros: number }[];
-  return Object.fromEntries(rows.map((r) => [r.sku, { units: r.units, usd: r.micros / 1e6 }]));
+  const bySku: Record<string, { units: number; micros: number }> = {};
+  for (const row of listLedgerEntries(server.db, { accountId, kind: "charge" })) {
+    const sku = (bySku[row.sku!] ??= { units: 0, micros: 0 });
+    sku.units += row.units ?? 0;
+    sku.micros -= row.deltaMicros;
+  }
+  return Object.fromEntries(Object.entries(bySku).map(([sku, total]) => [sku, { units: total.units, usd: total.micros / 1e6 }]));
 }
 
 describe("enable_web_search", () => {

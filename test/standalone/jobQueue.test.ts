@@ -126,6 +126,7 @@ describe("JobQueue", () => {
       })();
       queuePaid(db, credits, accountId, "fresh");
       queuePaid(db, credits, accountId, "tired");
+      // The state a process killed mid-job leaves behind (no store function writes it on purpose): raw SQL.
       db.prepare("UPDATE jobs SET status = 'RUNNING', boot_id = 'dead', attempts = 1 WHERE id = 'fresh'").run();
       db.prepare("UPDATE jobs SET status = 'RUNNING', boot_id = 'dead', attempts = 3 WHERE id = 'tired'").run();
       db.close();

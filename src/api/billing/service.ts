@@ -1,12 +1,15 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { BalanceSnapshot, Credits } from "../../billing/credits.js";
+import { toBalanceResponse } from "../../billing/balanceReport.js";
+import type { Credits } from "../../billing/credits.js";
 import { microsToUnits } from "../../billing/money.js";
+import { toUsageEntry } from "../../billing/usageReport.js";
 import type { ModelEntry } from "../../config.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { getAccount } from "../../store/accounts.js";
 import { getApiKey } from "../../store/apiKeys.js";
 import type { Db } from "../../store/Store.js";
+import { inReadTransaction } from "../../store/transaction.js";
 import {
   aggregateUsage,
   countUsageEntries,
@@ -15,7 +18,6 @@ import {
   pageUsageEntries,
   walkUsageEntries,
   type UsageAggregateRow,
-  type UsageEntryRow,
 } from "../../store/usageEntries.js";
 import {
   UsageHistoryCursor,
@@ -27,103 +29,12 @@ import {
   type BillingUsageHistoryResponse,
   type BillingUsageQuery,
   type BillingUsageResponse,
-  type UsageEntry,
 } from "./schema.js";
 
 const DAY_MS = 86_400_000;
 
-// ---------------------------------------------------------------------------------------
-// Balance
-
-/** The reference's balance record from a credits snapshot (shared with `hearth credits balance`). */
-export function toBalanceResponse(snapshot: BalanceSnapshot): BillingBalanceResponse {
-  const available = {
-    diem: snapshot.diem - snapshot.held.diem,
-    bundled: snapshot.bundled - snapshot.held.bundled,
-    usd: snapshot.usd - snapshot.held.usd,
-  };
-  // THE spend order (billing/spendOrder.ts): DIEM, then bundled credits, then USD.
-  const consumptionCurrency = available.diem > 0 ? "DIEM" : available.bundled > 0 ? "BUNDLED_CREDITS" : available.usd > 0 ? "USD" : null;
-  return {
-    canConsume: consumptionCurrency !== null,
-    consumptionCurrency,
-    balances: {
-      diem: snapshot.stakedDiem > 0 || snapshot.diem > 0 ? microsToUnits(snapshot.diem) : null,
-      usd: microsToUnits(snapshot.usd + snapshot.bundled),
-    },
-    diemEpochAllocation: microsToUnits(snapshot.stakedDiem),
-  };
-}
-
-// ---------------------------------------------------------------------------------------
-// Usage entries and their CSV form (one writer for the API and the CLI)
-
-/** Notes of a charge the ledger row leaves empty. */
-const DEFAULT_NOTES = "API Inference";
-
-export function toUsageEntry(row: UsageEntryRow): UsageEntry {
-  return {
-    timestamp: new Date(row.createdAt).toISOString(),
-    sku: row.sku ?? "",
-    pricePerUnitUsd: row.pricePerUnitUsd ?? 0,
-    units: row.units ?? 0,
-    amount: microsToUnits(row.micros),
-    currency: row.currency,
-    notes: row.note ?? DEFAULT_NOTES,
-    inferenceDetails: row.requestId
-      ? { requestId: row.requestId, inferenceExecutionTime: row.durationMs, promptTokens: row.promptTokens, completionTokens: row.completionTokens }
-      : null,
-  };
-}
-
-/** The CSV columns of every usage export: the entry's fields with inferenceDetails flattened. */
-export const USAGE_CSV_COLUMNS = [
-  "timestamp",
-  "sku",
-  "pricePerUnitUsd",
-  "units",
-  "amount",
-  "currency",
-  "notes",
-  "requestId",
-  "inferenceExecutionTime",
-  "promptTokens",
-  "completionTokens",
-] as const;
-
-const CRLF = "\r\n";
-
-/** RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled; null is empty. */
-function csvField(value: string | number | null | undefined): string {
-  if (value === null || value === undefined) return "";
-  const text = String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
-export const usageCsvHeader = () => USAGE_CSV_COLUMNS.join(",") + CRLF;
-
-export function usageCsvRow(entry: UsageEntry): string {
-  const details = entry.inferenceDetails;
-  const values = [
-    entry.timestamp,
-    entry.sku,
-    entry.pricePerUnitUsd,
-    entry.units,
-    entry.amount,
-    entry.currency,
-    entry.notes,
-    details?.requestId,
-    details?.inferenceExecutionTime,
-    details?.promptTokens,
-    details?.completionTokens,
-  ];
-  return values.map(csvField).join(",") + CRLF;
-}
-
-export const usageCsv = (entries: readonly UsageEntry[]) => usageCsvHeader() + entries.map(usageCsvRow).join("");
-
-/** `20260708T091530123Z`: a compact UTC stamp for export file names (sorts in time order). */
-export const compactTimestamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, "");
+// The balance record and the usage entries' JSON and CSV forms are billing/'s (the CLI prints them too).
+export { compactTimestamp, usageCsv } from "../../billing/usageReport.js";
 
 // ---------------------------------------------------------------------------------------
 // The deprecated endpoint
@@ -180,7 +91,7 @@ export class BillingService {
   usage(accountId: string, query: BillingUsageQuery): BillingUsageResponse {
     const { db } = this.options;
     const filter = { accountId, currency: query.currency, since: query.since, until: query.until };
-    return db.transaction(() => {
+    return inReadTransaction(db, () => {
       const total = countUsageEntries(db, filter);
       const rows = pageUsageEntries(db, filter, { order: query.sortOrder, limit: query.limit, offset: (query.page - 1) * query.limit });
       return {
@@ -192,7 +103,7 @@ export class BillingService {
         pagination: { limit: query.limit, page: query.page, total, totalPages: Math.ceil(total / query.limit) },
         warningMessage: BILLING_USAGE_WARNING,
       };
-    })();
+    });
   }
 
   /**
@@ -202,7 +113,7 @@ export class BillingService {
    */
   usageHistory(accountId: string, query: BillingUsageHistoryQuery): BillingUsageHistoryResponse {
     const { db } = this.options;
-    return db.transaction(() => {
+    return inReadTransaction(db, () => {
       let walk: UsageHistoryCursor;
       let since: number | undefined;
       if (query.cursor !== undefined) {
@@ -228,7 +139,7 @@ export class BillingService {
       const last = page.at(-1);
       const nextCursor = rows.length > walk.s && last ? this.writeCursor({ ...walk, t: last.createdAt, i: last.id, x: this.options.now() }) : null;
       return { data: page.map(toUsageEntry), nextCursor };
-    })();
+    });
   }
 
   analytics(accountId: string, query: BillingUsageAnalyticsQuery): BillingUsageAnalyticsResponse {

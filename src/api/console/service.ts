@@ -1,38 +1,26 @@
-import { getAccount } from "../../store/accounts.js";
+import { getAccount, getAccountWithKeyCounts, listAccountsWithKeyCounts, type AccountWithKeyCounts } from "../../store/accounts.js";
 import type { Credits } from "../../billing/credits.js";
 import { microsToUnits, unitsToMicros } from "../../billing/money.js";
 import { NotFoundError } from "../../errors.js";
+import { dailySpendByModel } from "../../store/ledger.js";
 import type { Db } from "../../store/Store.js";
+import { dailyRequestsByModel } from "../../store/usage.js";
 import type { AdminAccount, AdminAccountsResponse, AdminUsageResponse, GrantCreditsRequest } from "./schema.js";
 
 const DAY_MS = 86_400_000;
 const NO_MODEL = "(none)";
-
-interface AccountRow {
-  id: string;
-  name: string;
-  kind: "user" | "wallet";
-  createdAt: number;
-  activeKeys: number;
-  totalKeys: number;
-}
-
-const ACCOUNT_SELECT = `SELECT a.id, a.name, a.kind, a.created_at AS createdAt,
-    (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > @now)) AS activeKeys,
-    (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id) AS totalKeys
-  FROM accounts a`;
 
 /** Node-wide account and usage views for admins (the per-account views are the billing endpoints). */
 export class ConsoleService {
   constructor(private readonly deps: { db: Db; credits: Credits; now: () => number }) {}
 
   accounts(limit: number): AdminAccountsResponse {
-    const rows = this.deps.db.prepare(`${ACCOUNT_SELECT} ORDER BY a.created_at DESC LIMIT @limit`).all({ now: this.deps.now(), limit }) as AccountRow[];
+    const rows = listAccountsWithKeyCounts(this.deps.db, this.deps.now(), limit);
     return { object: "list", data: rows.map((row) => this.toAccount(row)) };
   }
 
   account(id: string): AdminAccount {
-    const row = this.deps.db.prepare(`${ACCOUNT_SELECT} WHERE a.id = @id`).get({ now: this.deps.now(), id }) as AccountRow | undefined;
+    const row = getAccountWithKeyCounts(this.deps.db, this.deps.now(), id);
     if (!row) throw new NotFoundError(`No account with id ${id}`);
     return this.toAccount(row);
   }
@@ -49,20 +37,8 @@ export class ConsoleService {
     const today = Math.floor(this.deps.now() / DAY_MS) * DAY_MS;
     const since = today - (days - 1) * DAY_MS;
     const dayList = Array.from({ length: days }, (_, i) => new Date(since + i * DAY_MS).toISOString().slice(0, 10));
-    const requests = this.deps.db
-      .prepare(
-        `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, '${NO_MODEL}') AS model, COUNT(*) AS requests,
-           SUM(prompt_tokens + completion_tokens) AS tokens
-         FROM usage WHERE created_at >= ? GROUP BY day, model`,
-      )
-      .all(since) as { day: number; model: string; requests: number; tokens: number }[];
-    const spend = this.deps.db
-      .prepare(
-        `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, '${NO_MODEL}') AS model,
-           -SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE delta_micros END) AS usd, -SUM(CASE WHEN currency = 'DIEM' THEN delta_micros ELSE 0 END) AS diem
-         FROM ledger WHERE kind IN ('charge', 'refund') AND created_at >= ? GROUP BY day, model`,
-      )
-      .all(since) as { day: number; model: string; usd: number; diem: number }[];
+    const requests = dailyRequestsByModel(this.deps.db, since, NO_MODEL);
+    const spend = dailySpendByModel(this.deps.db, since, NO_MODEL);
     const rows = new Map<string, AdminUsageResponse["data"][number]>();
     const rowFor = (day: number, model: string) => {
       const date = new Date(day).toISOString().slice(0, 10);
@@ -77,7 +53,7 @@ export class ConsoleService {
     return { days: dayList, models: [...new Set(data.map((row) => row.model))].sort(), data };
   }
 
-  private toAccount(row: AccountRow): AdminAccount {
+  private toAccount(row: AccountWithKeyCounts): AdminAccount {
     // snapshot() refills DIEM for the current epoch first, so the balance shown is the one a request would see.
     const balance = this.deps.credits.snapshot(row.id);
     return {

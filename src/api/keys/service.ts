@@ -1,3 +1,4 @@
+import { toBalanceResponse } from "../../billing/balanceReport.js";
 import type { Credits } from "../../billing/credits.js";
 import { nextEpochStart } from "../../billing/epoch.js";
 import { unitsToMicros } from "../../billing/money.js";
@@ -8,10 +9,20 @@ import type { Limits } from "../../limits/Limits.js";
 import { keyModelPrivacy } from "../../limits/modelPrivacy.js";
 import type { CallKind, LimitOverrides } from "../../limits/tiers.js";
 import type { ModelManager } from "../../models/ModelManager.js";
-import { createApiKey, getApiKey, listApiKeys, revokeApiKey, updateApiKey, type ApiKeyRecord, type ApiKeySettings } from "../../store/apiKeys.js";
+import {
+  accountKeyModelPrivacies,
+  createApiKey,
+  getApiKey,
+  listApiKeys,
+  revokeApiKey,
+  setKeyModelPrivacy,
+  updateApiKey,
+  type ApiKeyRecord,
+  type ApiKeySettings,
+} from "../../store/apiKeys.js";
 import type { Db } from "../../store/Store.js";
+import { inTransaction } from "../../store/transaction.js";
 import { keySpendSince, recentRateLimitLog } from "../../store/usageEntries.js";
-import { toBalanceResponse } from "../billing/service.js";
 import type {
   ApiKeyWire,
   ConsumptionLimit,
@@ -34,14 +45,6 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 const units = (micros: number | null) => (micros === null ? null : micros / 1_000_000);
 /** Micros as an exact decimal string with six places ("10.242400"). */
 const amountString = (micros: number) => `${Math.trunc(micros / 1_000_000)}.${String(micros % 1_000_000).padStart(6, "0")}`;
-
-// ---------------------------------------------------------------------------------------
-// Model privacy: stored per key (migration 3). The check is a pure function for the
-// inference path; see docs/billing.md for where it applies.
-
-function setKeyModelPrivacy(db: Db, apiKeyId: string, privacy: ModelPrivacy): void {
-  db.prepare("UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, apiKeyId);
-}
 
 /** The call kind whose limit applies to a model (for GET /api_keys/rate_limits). */
 export function callKindOf(entry: ModelEntry): CallKind | undefined {
@@ -78,12 +81,7 @@ export class ApiKeyService {
 
   list(accountId: string): ApiKeyWire[] {
     const { db } = this.options;
-    const privacy = new Map(
-      (db.prepare("SELECT id, model_privacy AS privacy FROM api_keys WHERE account_id = ?").all(accountId) as { id: string; privacy: ModelPrivacy }[]).map((r) => [
-        r.id,
-        r.privacy,
-      ]),
-    );
+    const privacy = accountKeyModelPrivacies(db, accountId);
     return listApiKeys(db, accountId)
       .filter((key) => key.revokedAt === null)
       .map((key) => this.toWire(key, privacy.get(key.id) ?? "ALL", true));
@@ -98,18 +96,16 @@ export class ApiKeyService {
     requireOperatorForLimits(request, callerIsOperator);
     const { db, now } = this.options;
     const settings = this.settingsFrom(request);
-    const { record, secret, privacy } = db
-      .transaction(() => {
-        const active = listApiKeys(db, accountId).filter((k) => k.revokedAt === null && (k.expiresAt === null || k.expiresAt > now())).length;
-        if (active >= MAX_ACTIVE_KEYS) {
-          throw new InvalidRequestError(`An account may have at most ${MAX_ACTIVE_KEYS} active API keys; delete one first.`);
-        }
-        const created = createApiKey(db, { accountId, description: request.description, keyType: request.apiKeyType, ...settings }, now());
-        const privacy = request.modelPrivacy ?? "ALL";
-        setKeyModelPrivacy(db, created.record.id, privacy);
-        return { ...created, privacy };
-      })
-      .immediate();
+    const { record, secret, privacy } = inTransaction(db, () => {
+      const active = listApiKeys(db, accountId).filter((k) => k.revokedAt === null && (k.expiresAt === null || k.expiresAt > now())).length;
+      if (active >= MAX_ACTIVE_KEYS) {
+        throw new InvalidRequestError(`An account may have at most ${MAX_ACTIVE_KEYS} active API keys; delete one first.`);
+      }
+      const created = createApiKey(db, { accountId, description: request.description, keyType: request.apiKeyType, ...settings }, now());
+      const privacy = request.modelPrivacy ?? "ALL";
+      setKeyModelPrivacy(db, created.record.id, privacy);
+      return { ...created, privacy };
+    });
     const wire = this.toWire(record, privacy, false);
     return {
       success: true,
@@ -134,13 +130,11 @@ export class ApiKeyService {
     requireOperatorFor(key, callerIsOperator, "change");
     requireOperatorForLimits(request, callerIsOperator);
     const settings = this.settingsFrom(request);
-    const updated = db
-      .transaction(() => {
-        const record = updateApiKey(db, key.id, settings)!;
-        if (request.modelPrivacy) setKeyModelPrivacy(db, key.id, request.modelPrivacy);
-        return record;
-      })
-      .immediate();
+    const updated = inTransaction(db, () => {
+      const record = updateApiKey(db, key.id, settings)!;
+      if (request.modelPrivacy) setKeyModelPrivacy(db, key.id, request.modelPrivacy);
+      return record;
+    });
     return { success: true, data: this.toWire(updated, keyModelPrivacy(db, key.id), false) };
   }
 

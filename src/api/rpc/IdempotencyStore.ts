@@ -1,5 +1,13 @@
 import { InvalidRequestError, RateLimitError } from "../../errors.js";
+import {
+  deleteIdempotencyClaimsBefore,
+  findIdempotencyClaim,
+  insertIdempotencyClaim,
+  releaseIdempotencyClaim,
+  storeIdempotentResponse,
+} from "../../store/rpcIdempotency.js";
 import type { Db } from "../../store/Store.js";
+import { inTransaction } from "../../store/transaction.js";
 
 export interface StoredResponse {
   body: unknown;
@@ -20,33 +28,27 @@ export class IdempotencyStore {
 
   /** Either the stored answer to replay, or the claim (undefined) for this request to fill. */
   claim(accountId: string, key: string, network: string, bodyHash: string): StoredResponse | undefined {
-    return this.db
-      .transaction(() => {
-        const now = this.now();
-        this.db.prepare("DELETE FROM rpc_idempotency WHERE created_at < ?").run(now - this.ttlMs);
-        const row = this.db.prepare("SELECT body_hash, network, response, headers FROM rpc_idempotency WHERE account_id = ? AND key = ?").get(accountId, key) as
-          | { body_hash: string; network: string; response: string | null; headers: string | null }
-          | undefined;
-        if (!row) {
-          this.db.prepare("INSERT INTO rpc_idempotency (account_id, key, body_hash, network, created_at) VALUES (?, ?, ?, ?, ?)").run(accountId, key, bodyHash, network, now);
-          return undefined;
-        }
-        if (row.body_hash !== bodyHash || row.network !== network) {
-          throw InvalidRequestError.forField(["Idempotency-Key"], "this key was already used with a different request body; use a new key");
-        }
-        if (row.response === null) throw new RateLimitError("A request with this Idempotency-Key is still in progress; retry when it has finished");
-        return { body: JSON.parse(row.response) as unknown, headers: JSON.parse(row.headers ?? "{}") as Record<string, string> };
-      })
-      .immediate();
+    return inTransaction(this.db, () => {
+      const now = this.now();
+      deleteIdempotencyClaimsBefore(this.db, now - this.ttlMs);
+      const claim = findIdempotencyClaim(this.db, accountId, key);
+      if (!claim) {
+        insertIdempotencyClaim(this.db, accountId, key, bodyHash, network, now);
+        return undefined;
+      }
+      if (claim.bodyHash !== bodyHash || claim.network !== network) {
+        throw InvalidRequestError.forField(["Idempotency-Key"], "this key was already used with a different request body; use a new key");
+      }
+      if (claim.response === null) throw new RateLimitError("A request with this Idempotency-Key is still in progress; retry when it has finished");
+      return { body: JSON.parse(claim.response) as unknown, headers: JSON.parse(claim.headers ?? "{}") as Record<string, string> };
+    });
   }
 
   complete(accountId: string, key: string, response: StoredResponse): void {
-    this.db
-      .prepare("UPDATE rpc_idempotency SET response = ?, headers = ? WHERE account_id = ? AND key = ?")
-      .run(JSON.stringify(response.body), JSON.stringify(response.headers), accountId, key);
+    storeIdempotentResponse(this.db, accountId, key, JSON.stringify(response.body), JSON.stringify(response.headers));
   }
 
   release(accountId: string, key: string): void {
-    this.db.prepare("DELETE FROM rpc_idempotency WHERE account_id = ? AND key = ? AND response IS NULL").run(accountId, key);
+    releaseIdempotencyClaim(this.db, accountId, key);
   }
 }

@@ -5,6 +5,7 @@ import { RateLimitError } from "../../errors.js";
 import { metered } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { DAY_MS } from "../../time.js";
+import { creditsChargedSince } from "../../store/ledger.js";
 import { IdempotencyStore } from "./IdempotencyStore.js";
 import { RPC_CREDIT_SKU, RpcProxy } from "./RpcProxy.js";
 import { IdempotencyKey, JsonRpcBody, type JsonRpcResponseItem, type RpcNetworksResponse } from "./schema.js";
@@ -77,13 +78,5 @@ export function rpcRouter(deps: AppDeps): Router {
 
 /** Credits an account was charged on the proxy since `since` (one count per request). */
 function rpcCreditsSince(deps: AppDeps, accountId: string, since: number): number {
-  return deps.db
-    .prepare(
-      `SELECT COALESCE(SUM(units), 0) FROM (
-         SELECT MAX(units) AS units FROM ledger
-         WHERE account_id = ? AND kind = 'charge' AND sku = ? AND created_at >= ?
-         GROUP BY request_id)`,
-    )
-    .pluck()
-    .get(accountId, RPC_CREDIT_SKU, since) as number;
+  return creditsChargedSince(deps.db, accountId, RPC_CREDIT_SKU, since);
 }

@@ -11,6 +11,7 @@ import type { JobQueue } from "../../jobs/JobQueue.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { insertJob, jobsAhead, recentExecutionTimes, type JobRow } from "../../store/jobs.js";
 import type { Db } from "../../store/Store.js";
+import { inTransaction } from "../../store/transaction.js";
 import { UNSUPPORTED_VIDEO_INPUTS, type QueueVideoRequest, type QuoteVideoRequest, type VideoStatusResponse } from "./schema.js";
 import type { VideoJobInput } from "./videoJob.js";
 
@@ -106,29 +107,27 @@ export class VideoService {
     const lines = this.lines(plan);
     const queueId = randomUUID();
     let cost: Cost = { usd: 0, diem: 0 };
-    this.db
-      .transaction(() => {
-        let charged = { usd: 0, diem: 0 };
-        if (auth) {
-          const hold = this.credits.reserve({ requestId: queueId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines: lines });
-          const settled = this.credits.settle(hold, lines, { model: entry.id, note: "video job, charged when queued" });
-          const { payments } = settled;
-          cost = settled.cost;
-          for (const p of payments) charged = p.currency === "DIEM" ? { ...charged, diem: charged.diem + p.micros } : { ...charged, usd: charged.usd + p.micros };
-        }
-        insertJob(this.db, {
-          id: queueId,
-          kind: VIDEO_JOB,
-          model: entry.id,
-          accountId: auth?.accountId ?? null,
-          apiKeyId: auth?.apiKeyId ?? null,
-          inputJson: JSON.stringify(input),
-          chargedUsdMicros: charged.usd,
-          chargedDiemMicros: charged.diem,
-          createdAt: Date.now(),
-        });
-      })
-      .immediate();
+    inTransaction(this.db, () => {
+      let charged = { usd: 0, diem: 0 };
+      if (auth) {
+        const hold = this.credits.reserve({ requestId: queueId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines: lines });
+        const settled = this.credits.settle(hold, lines, { model: entry.id, note: "video job, charged when queued" });
+        const { payments } = settled;
+        cost = settled.cost;
+        for (const p of payments) charged = p.currency === "DIEM" ? { ...charged, diem: charged.diem + p.micros } : { ...charged, usd: charged.usd + p.micros };
+      }
+      insertJob(this.db, {
+        id: queueId,
+        kind: VIDEO_JOB,
+        model: entry.id,
+        accountId: auth?.accountId ?? null,
+        apiKeyId: auth?.apiKeyId ?? null,
+        inputJson: JSON.stringify(input),
+        chargedUsdMicros: charged.usd,
+        chargedDiemMicros: charged.diem,
+        createdAt: Date.now(),
+      });
+    });
     this.jobs.notify();
     return { plan, queueId, cost };
   }

@@ -5,6 +5,7 @@ import { availableMicros } from "../../auth/walletAuth.js";
 import { microsToUnits, unitsToMicros } from "../../billing/money.js";
 import { InvalidRequestError, WalletMismatchError } from "../../errors.js";
 import { parse } from "../../http/parse.js";
+import { usdHistory } from "../../store/ledger.js";
 import type { Db } from "../../store/Store.js";
 import { findWallet } from "../../store/wallets.js";
 import { firstHeader, PAYMENT_HEADERS } from "../../x402/encoding.js";
@@ -92,25 +93,13 @@ function requestedWallet(req: Request, res: Response): string {
  * its charges (a request's cost lines are summed), with the balance after each.
  */
 function walletTransactions(db: Db, accountId: string, limit: number, offset: number): X402Transaction[] {
-  const rows = db
-    .prepare(
-      `WITH entries AS (
-         SELECT MAX(id) AS id, MIN(kind) AS kind, SUM(delta_micros) AS delta, MAX(created_at) AS created_at, request_id, MAX(model) AS model
-         FROM ledger
-         WHERE account_id = ? AND currency IN ('USD', 'BUNDLED_CREDITS')
-         GROUP BY CASE WHEN kind = 'charge' AND request_id IS NOT NULL THEN 'r:' || request_id ELSE 'i:' || id END
-       )
-       SELECT id, kind, delta, created_at, request_id, model, SUM(delta) OVER (ORDER BY id) AS balance_after
-       FROM entries ORDER BY id DESC LIMIT ? OFFSET ?`,
-    )
-    .all(accountId, limit, offset) as { id: number; kind: string; delta: number; created_at: number; request_id: string | null; model: string | null; balance_after: number }[];
-  return rows.map((row) => ({
+  return usdHistory(db, accountId, limit, offset).map((row) => ({
     id: `ledger_${row.id}`,
-    amount: microsToUnits(row.delta),
-    balanceAfter: microsToUnits(row.balance_after),
+    amount: microsToUnits(row.deltaMicros),
+    balanceAfter: microsToUnits(row.balanceAfterMicros),
     type: TRANSACTION_TYPES[row.kind] ?? row.kind.toUpperCase(),
-    createdAt: new Date(row.created_at).toISOString(),
-    requestId: row.kind === "charge" ? row.request_id : null,
+    createdAt: new Date(row.createdAt).toISOString(),
+    requestId: row.kind === "charge" ? row.requestId : null,
     modelId: row.kind === "charge" ? row.model : null,
   }));
 }

@@ -1,3 +1,4 @@
+import { countNonces, deleteExpiredNonces, insertNonce, renewExpiredNonce } from "../../store/siwxNonces.js";
 import type { Db } from "../../store/Store.js";
 
 /**
@@ -20,15 +21,14 @@ export class NonceStore {
     const now = this.now();
     if (now - this.lastSweep >= this.sweepEveryMs) {
       this.lastSweep = now;
-      this.db.prepare("DELETE FROM siwx_nonces WHERE expires_at < ?").run(now);
+      deleteExpiredNonces(this.db, now);
     }
-    const inserted = this.db.prepare("INSERT INTO siwx_nonces (key, expires_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING").run(key, expiresAt).changes;
-    if (inserted === 1) return true;
+    if (insertNonce(this.db, key, expiresAt)) return true;
     // A stale row that the sweep has not reached yet no longer protects anything: take it over.
-    return this.db.prepare("UPDATE siwx_nonces SET expires_at = ? WHERE key = ? AND expires_at < ?").run(expiresAt, key, now).changes === 1;
+    return renewExpiredNonce(this.db, key, expiresAt, now);
   }
 
   size(): number {
-    return this.db.prepare("SELECT COUNT(*) FROM siwx_nonces").pluck().get() as number;
+    return countNonces(this.db);
   }
 }
