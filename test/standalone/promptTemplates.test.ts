@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config.js";
+import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import { LlamaChatEngine } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { ChatMessage, FunctionDefinition } from "../../src/engines/types.js";
 import { DEMO_FIXTURES } from "../../src/fixtures/demoModels.js";
@@ -25,14 +26,8 @@ const conversation: ChatMessage[] = [
   { role: "user", content: "Thanks! And 5 + 5?" },
 ];
 
-const functions: FunctionDefinition[] = [
-  {
-    name: "add",
-    description: "Adds two numbers",
-    parametersSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
-    parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
-  } as FunctionDefinition,
-];
+const addParameters = { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] };
+const functions: FunctionDefinition[] = [{ name: "add", description: "Adds two numbers", parametersSchema: addParameters, parameters: toJsonSchemaSubset(addParameters) }];
 
 const CHAT_MODELS = ["tiny-chat", "tiny-reasoning", "tiny-coder"] as const satisfies readonly (keyof typeof DEMO_FIXTURES)[];
 const engines: LlamaChatEngine[] = [];

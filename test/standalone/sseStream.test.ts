@@ -25,7 +25,8 @@ app.get("/text", (_req, res) => {
 });
 app.get("/empty", (_req, res) => new SseStream(res).end());
 app.get("/fail-midstream/:format", (req, res) => {
-  if (req.params.format === "standard") res.locals.ctx = { errorFormat: "standard" };
+  // SseStream reads only the error format from the request context.
+  if (req.params.format === "standard") res.locals.ctx = { errorFormat: "standard" } as never;
   const sse = new SseStream(res);
   sse.send({ n: 1 });
   sse.fail(new InvalidRequestError("bad thing"));
