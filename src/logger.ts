@@ -71,7 +71,10 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
   };
   if (options.format === "pretty" && !options.destination) {
     // A worker-thread transport, as pino-pretty recommends: formatting stays off the request path.
-    const transport = pino.transport({ target: "pino-pretty", options: { destination: 2, colorize: process.stderr.isTTY === true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service" } });
+    const transport = pino.transport({
+      target: "pino-pretty",
+      options: { destination: 2, colorize: process.stderr.isTTY === true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service" },
+    });
     return pino(settings, transport);
   }
   return pino(settings, options.destination ?? pino.destination(2));

@@ -15,7 +15,10 @@ import { tinyChatPath } from "../helpers/testServer.js";
 async function serveLogs(logFormat: string): Promise<{ stderr: string; stdout: string; code: number | null }> {
   const dataDir = mkdtempSync(join(tmpdir(), "hearth-log-format-"));
   const registry = join(dataDir, "models.config.json");
-  writeFileSync(registry, JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 1, threads: 1 } }] }));
+  writeFileSync(
+    registry,
+    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 1, threads: 1 } }] }),
+  );
   const args = [HEARTH_BIN, "serve", "--port", "0", "--data-dir", dataDir, "--config", registry, "--preload", "tiny-chat", "--log-format", logFormat];
   const child = spawn(process.execPath, args, { env: { ...process.env, HEARTH_LOG_LEVEL: "info" } });
   let stderr = "";

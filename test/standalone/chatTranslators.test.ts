@@ -61,17 +61,38 @@ describe("fromChatRequest: messages", () => {
       messages: [
         { role: "system", content: "Rules." },
         { role: "developer", content: [{ type: "text", text: "More rules." }] },
-        { role: "user", content: [{ type: "text", text: "line one" }, { type: "text", text: "line two" }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "line one" },
+            { type: "text", text: "line two" },
+          ],
+        },
         { role: "assistant", content: null, reasoning_content: "thinking", tool_calls: [{ id: "call_1", type: "function", function: { name: "add", arguments: '{"a":1}' } }] },
         { role: "tool", content: "2", tool_call_id: "call_1" },
-        { role: "assistant", content: "It is 2.", reasoning_details: [{ type: "reasoning.text", text: "a" }, { type: "reasoning.text", text: "b" }], thought_signature: "sig" },
+        {
+          role: "assistant",
+          content: "It is 2.",
+          reasoning_details: [
+            { type: "reasoning.text", text: "a" },
+            { type: "reasoning.text", text: "b" },
+          ],
+          thought_signature: "sig",
+        },
       ],
     });
     expect(await toEngineMessages(wire.messages, reading)).toEqual([
       { role: "system", content: "Rules." },
       { role: "system", content: "More rules." },
       { role: "user", content: "line one\nline two" },
-      { role: "assistant", content: null, reasoning: "thinking", toolCalls: [{ id: "call_1", name: "add", arguments: '{"a":1}' }], reasoningDetails: undefined, thoughtSignature: undefined },
+      {
+        role: "assistant",
+        content: null,
+        reasoning: "thinking",
+        toolCalls: [{ id: "call_1", name: "add", arguments: '{"a":1}' }],
+        reasoningDetails: undefined,
+        thoughtSignature: undefined,
+      },
       { role: "tool", content: "2", toolCallId: "call_1" },
       {
         role: "assistant",
@@ -79,7 +100,10 @@ describe("fromChatRequest: messages", () => {
         // reasoning_content is absent: the reasoning_details' texts, joined, stand in for it.
         reasoning: "ab",
         toolCalls: undefined,
-        reasoningDetails: [{ type: "reasoning.text", text: "a" }, { type: "reasoning.text", text: "b" }],
+        reasoningDetails: [
+          { type: "reasoning.text", text: "a" },
+          { type: "reasoning.text", text: "b" },
+        ],
         thoughtSignature: "sig",
       },
     ]);
@@ -87,7 +111,9 @@ describe("fromChatRequest: messages", () => {
 
   it("reads a plain-text file part into a <file> wrapper a document cannot close", async () => {
     const text = "notes </file> more";
-    const wire = request({ messages: [{ role: "user", content: [{ type: "file", file: { filename: 'a"b.txt', file_data: `data:text/plain;base64,${Buffer.from(text).toString("base64")}` } }] }] });
+    const wire = request({
+      messages: [{ role: "user", content: [{ type: "file", file: { filename: 'a"b.txt', file_data: `data:text/plain;base64,${Buffer.from(text).toString("base64")}` } }] }],
+    });
     expect(await toEngineMessages(wire.messages, reading)).toEqual([{ role: "user", content: '<file name="a_b.txt">\nnotes <\\/file> more\n</file>' }]);
   });
 
@@ -138,7 +164,9 @@ describe("fromChatRequest: sampling, n, logprobs", () => {
       presencePenalty: undefined,
       dynamicTemperature: undefined,
     });
-    expect(toSampling(request({ temperature: 0.2, top_p: 0.5, top_k: 3, min_p: 0.1, seed: 7, repetition_penalty: 1.1, frequency_penalty: -1, presence_penalty: 1 }), entry, features)).toEqual({
+    expect(
+      toSampling(request({ temperature: 0.2, top_p: 0.5, top_k: 3, min_p: 0.1, seed: 7, repetition_penalty: 1.1, frequency_penalty: -1, presence_penalty: 1 }), entry, features),
+    ).toEqual({
       temperature: 0.2,
       topP: 0.5,
       topK: 3,
@@ -152,10 +180,19 @@ describe("fromChatRequest: sampling, n, logprobs", () => {
   });
 
   it.each([
-    [{ min_temp: 0.1, max_temp: 1.5 }, { min: 0.1, max: 1.5 }],
+    [
+      { min_temp: 0.1, max_temp: 1.5 },
+      { min: 0.1, max: 1.5 },
+    ],
     // max defaults to the temperature (or min, if higher); min defaults to 0.
-    [{ min_temp: 0.3, temperature: 0.9 }, { min: 0.3, max: 0.9 }],
-    [{ min_temp: 1.2, temperature: 0.9 }, { min: 1.2, max: 1.2 }],
+    [
+      { min_temp: 0.3, temperature: 0.9 },
+      { min: 0.3, max: 0.9 },
+    ],
+    [
+      { min_temp: 1.2, temperature: 0.9 },
+      { min: 1.2, max: 1.2 },
+    ],
     [{ max_temp: 1 }, { min: 0, max: 1 }],
   ])("dynamic temperature %o -> %o", (fields, expected) => {
     expect(toSampling(request(fields), entry, features).dynamicTemperature).toEqual(expected);
@@ -237,7 +274,9 @@ describe("fromChatRequest: tools and tool_choice", () => {
   it("refuses tools on a model without function calling, except with tool_choice none", () => {
     const tools = toToolOptions(request({ tools: [add] }));
     expect(requireFunctionCalling(tools, "m", features)).toBe(tools);
-    expect(rejection(() => requireFunctionCalling(tools, "m", none)).message).toBe('tools: the model "m" does not support function calling (its chat template has no tool-call syntax)');
+    expect(rejection(() => requireFunctionCalling(tools, "m", none)).message).toBe(
+      'tools: the model "m" does not support function calling (its chat template has no tool-call syntax)',
+    );
     const off = toToolOptions(request({ tools: [add], tool_choice: "none" }));
     expect(requireFunctionCalling(off, "m", none)).toBe(off);
   });
@@ -320,9 +359,25 @@ describe("toChatCompletion", () => {
   });
 
   it("logprobs in both shapes: the per-token list and the flat summary", () => {
-    expect(toWireLogprobs([token("Hi", -0.5, [["Hi", -0.5], ["Yo", -1]]), token("!", -0.25)])).toEqual({
+    expect(
+      toWireLogprobs([
+        token("Hi", -0.5, [
+          ["Hi", -0.5],
+          ["Yo", -1],
+        ]),
+        token("!", -0.25),
+      ]),
+    ).toEqual({
       content: [
-        { token: "Hi", logprob: -0.5, bytes: [72, 105], top_logprobs: [{ token: "Hi", logprob: -0.5, bytes: [72, 105] }, { token: "Yo", logprob: -1, bytes: [89, 111] }] },
+        {
+          token: "Hi",
+          logprob: -0.5,
+          bytes: [72, 105],
+          top_logprobs: [
+            { token: "Hi", logprob: -0.5, bytes: [72, 105] },
+            { token: "Yo", logprob: -1, bytes: [89, 111] },
+          ],
+        },
         { token: "!", logprob: -0.25, bytes: [33], top_logprobs: [] },
       ],
       refusal: null,
@@ -387,7 +442,11 @@ describe("toChatCompletion", () => {
       {},
       { index: 2, finish_reason: null, logprobs: null, delta: { tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "" } }] } },
     ],
-    [{ kind: "toolCallArguments", index: 0, text: '{"a"' }, {}, { index: 2, finish_reason: null, logprobs: null, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } }],
+    [
+      { kind: "toolCallArguments", index: 0, text: '{"a"' },
+      {},
+      { index: 2, finish_reason: null, logprobs: null, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } },
+    ],
   ] as const)("chunk for %o (%o)", (delta, options, expected) => {
     const chunk = toChunkChoice(2, delta, { stripReasoning: false, logprobs: false, ...options });
     expect(chunk).toMatchObject(expected);

@@ -36,7 +36,13 @@ afterAll(async () => {
 });
 
 async function load(name: (typeof CHAT_MODELS)[number]): Promise<LlamaChatEngine> {
-  const entry = ModelEntry.parse({ id: name, type: "text", backend: "llama", file: join(fixturesDir(), DEMO_FIXTURES[name].path), llama: { contextSize: 1024, sequences: 1, threads: 1, gpuLayers: 0 } });
+  const entry = ModelEntry.parse({
+    id: name,
+    type: "text",
+    backend: "llama",
+    file: join(fixturesDir(), DEMO_FIXTURES[name].path),
+    llama: { contextSize: 1024, sequences: 1, threads: 1, gpuLayers: 0 },
+  });
   const engine = await LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: false });
   engines.push(engine);
   return engine;
