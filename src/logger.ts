@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { pino } from "pino";
 
 export type Logger = pino.Logger;
@@ -19,19 +20,62 @@ export const REDACTED_PATHS = [
   "*.*.feePayerSecretKey",
 ];
 
+/** How log lines look: one JSON object per line (for files and collectors) or pino-pretty's coloured lines (for a person). */
+export type LogFormat = "json" | "pretty";
+/** What `--log-format` accepts: "auto" picks pretty for a terminal and JSON for anything else. */
+export const LOG_FORMAT_CHOICES = ["auto", "json", "pretty"] as const;
+export type LogFormatChoice = (typeof LOG_FORMAT_CHOICES)[number];
+
+export interface LogFormatInputs {
+  requested: LogFormatChoice;
+  /** Whether the stream the logs go to is a terminal. */
+  isTerminal: boolean;
+  /** Whether the pino-pretty module can be resolved; without it every format is JSON. */
+  prettyAvailable: boolean;
+}
+
+/**
+ * The format a logger writes. "auto" is pretty only on a terminal, so a redirected or piped log
+ * stays machine-readable; pretty without pino-pretty installed falls back to JSON rather than
+ * failing to start the server.
+ */
+export function chooseLogFormat({ requested, isTerminal, prettyAvailable }: LogFormatInputs): LogFormat {
+  if (!prettyAvailable) return "json";
+  if (requested === "auto") return isTerminal ? "pretty" : "json";
+  return requested;
+}
+
+/** Whether pino-pretty is installed; pino loads it by name in a worker thread, so resolve it the same way first. */
+export function isPrettyAvailable(): boolean {
+  try {
+    createRequire(import.meta.url).resolve("pino-pretty");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface LoggerOptions {
   /** Where the JSON lines go; default stderr. Tests pass a stream to read what was logged. */
   destination?: pino.DestinationStream;
+  /** JSON lines (the default) or pino-pretty's lines on stderr; ignored when a destination is given. */
+  format?: LogFormat;
 }
 
-/** Structured JSON logs on stderr. Authorization headers, wallet sign-ins, payments and secrets are never logged. */
+/** Structured logs on stderr. Authorization headers, wallet sign-ins, payments and secrets are never logged. */
 export function createLogger(level: string, options: LoggerOptions = {}): Logger {
-  return pino(
-    {
-      level,
-      base: { service: "hearth" },
-      redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
-    },
-    options.destination ?? pino.destination(2),
-  );
+  const settings: pino.LoggerOptions = {
+    level,
+    base: { service: "hearth" },
+    redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+  };
+  if (options.format === "pretty" && !options.destination) {
+    // A worker-thread transport, as pino-pretty recommends: formatting stays off the request path.
+    const transport = pino.transport({
+      target: "pino-pretty",
+      options: { destination: 2, colorize: process.stderr.isTTY === true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service" },
+    });
+    return pino(settings, transport);
+  }
+  return pino(settings, options.destination ?? pino.destination(2));
 }

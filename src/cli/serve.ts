@@ -1,7 +1,8 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { loadServerConfig, SECRET_ENV } from "../config.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
+import { chooseLogFormat, createLogger, isPrettyAvailable, LOG_FORMAT_CHOICES, type LogFormatChoice } from "../logger.js";
 import type { RunningServer } from "../server.js";
 import { out, progressBar } from "./ui.js";
 
@@ -9,6 +10,7 @@ export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
   for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);
+  serve.addOption(new Option("--log-format <format>", "log lines on stderr: pretty (human-readable, needs pino-pretty) or json (one object per line); auto is pretty on a terminal").choices(LOG_FORMAT_CHOICES).default("auto"));
   serve.addHelpText(
     "after",
     [
@@ -19,12 +21,16 @@ export function registerServeCommand(program: Command): void {
       "The wallet config file's format is in docs/wallets.md (section 'The wallet config file').",
     ].join("\n"),
   );
-  serve.action(async (flags: SettingFlags) => {
+  serve.action(async (flags: SettingFlags & { logFormat: LogFormatChoice }) => {
     const config = loadServerConfig(settingFlags(flags));
+    const prettyAvailable = isPrettyAvailable();
+    if (flags.logFormat === "pretty" && !prettyAvailable) process.stderr.write("hearth: pino-pretty is not installed (npm install); logging JSON lines\n");
+    const logFormat = chooseLogFormat({ requested: flags.logFormat, isTerminal: process.stderr.isTTY === true, prettyAvailable });
+    const logger = createLogger(config.logLevel, { format: logFormat });
     // Loaded on demand so `hearth --help` and the key commands start instantly.
     const { startServer } = await import("../server.js");
     const progress = progressBar("Generating demo models");
-    const running = await startServer(config, { onDemoModelProgress: (done, total, path) => progress.update(done, total, path) }).finally(() => progress.stop());
+    const running = await startServer(config, { logger, onDemoModelProgress: (done, total, path) => progress.update(done, total, path) }).finally(() => progress.stop());
     const dataDirFlag = config.dataDir === loadServerConfig({}).dataDir ? "" : ` --data-dir ${config.dataDir}`;
     const exampleModel = running.models.list()[0]?.id ?? "MODEL";
     process.stdout.write(
