@@ -1,6 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import type { Credits } from "./billing/credits.js";
-import type { ServerConfig } from "./config.js";
+import type { ServerConfig } from "./config/serverSettings.js";
 import { billingRouter } from "./api/billing/route.js";
 import { adminRouter } from "./api/admin/route.js";
 import { audioRouter } from "./api/audio/route.js";

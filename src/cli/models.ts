@@ -1,7 +1,9 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
-import { ConfigError, loadModelsConfig, loadServerConfig, ModelEntry, ModelsConfig } from "../config.js";
+import { ConfigError } from "../config/ConfigError.js";
+import { loadModelsConfig, ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
+import { loadServerConfig } from "../config/serverSettings.js";
 import { formatBytes } from "../models/formatBytes.js";
 import { isServable } from "../models/isServable.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { loadServerConfig, SECRET_ENV } from "../config.js";
+import { loadServerConfig } from "../config/serverSettings.js";
+import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
 import type { RunningServer } from "../server.js";

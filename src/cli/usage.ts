@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { toUsageEntry, usageCsvHeader, usageCsvRow } from "../api/billing/service.js";
 import { parseIsoInstant } from "../api/billing/schema.js";
-import { loadServerConfig } from "../config.js";
+import { loadServerConfig } from "../config/serverSettings.js";
 import { getAccount } from "../store/accounts.js";
 import { databasePath, openStore } from "../store/Store.js";
 import { countUsageEntries, iterateUsageEntries } from "../store/usageEntries.js";

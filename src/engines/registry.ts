@@ -1,4 +1,5 @@
-import type { Backend, ExecutionProviders, ModelEntry } from "../config.js";
+import type { ExecutionProviders } from "../config/backendSettings.js";
+import type { Backend, ModelEntry } from "../config/modelRegistry.js";
 import { diffusionPoolKey, OnnxImageEngine, OnnxVideoEngine, startDiffusionPool, type DiffusionPool } from "./diffusion/OnnxDiffusionEngine.js";
 import { kokoroStandardVoices } from "./kokoro/kokoroStandardVoices.js";
 import { listKokoroVoices } from "./kokoro/kokoroVoices.js";

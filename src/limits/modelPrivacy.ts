@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import type { Db } from "../store/Store.js";
 
 /** The reference's modelPrivacy of a key: which models it may call, by privacy tier. */

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { formatBytes } from "./formatBytes.js";
-import type { ModelEntry, ModelsConfig } from "../config.js";
+import type { ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
 import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
 import {
   chatFeatureProbes,

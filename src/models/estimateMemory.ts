@@ -1,7 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GgufInsights, readGgufFileInfo } from "node-llama-cpp";
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import { getSharedLlama } from "../engines/llama/getSharedLlama.js";
 import { resolveExecutionProviders } from "../engines/onnx/resolveExecutionProviders.js";
 import { executionProviderSettings } from "../engines/registry.js";

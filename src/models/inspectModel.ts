@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { Backend, ModelEntry } from "../config.js";
+import type { Backend, ModelEntry } from "../config/modelRegistry.js";
 import { directorySize } from "./estimateMemory.js";
 
 /** What `hearth models add` learned about a model file or directory, and the registry entry it proposes. */

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 
 /**
  * Whether a configured model can run at all (an upstream needs its base URL). Models that

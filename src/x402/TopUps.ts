@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import { applyEntry } from "../store/ledger.js";
 import type { Db } from "../store/Store.js";
 import { ensureWalletAccount } from "../store/wallets.js";
-import type { EvmRail, SolanaRail, X402Config } from "../walletConfig.js";
+import type { EvmRail, SolanaRail, X402Config } from "../config/walletConfig.js";
 import type { X402TopUpResponse } from "../api/x402/schema.js";
 import { decodeJsonHeader, encodeJsonHeader } from "./encoding.js";
 import { normalizeNetwork } from "./networks.js";

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { BalanceSnapshot, Credits } from "../../billing/credits.js";
 import { microsToUnits } from "../../billing/money.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { getAccount } from "../../store/accounts.js";

@@ -3,7 +3,7 @@ import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { Character } from "../../characters/Character.js";
 import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { ChatEngine, ChatGenerateOptions, ChatGenerateResult } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";

@@ -4,7 +4,7 @@ import { balanceHeaders } from "../../billing/balanceHeaders.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import type { Cost } from "../../billing/credits.js";
 import { RequestMeter } from "../../billing/RequestMeter.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { ChatGenerateResult } from "../../engines/types.js";
 import { toErrorResponse } from "../../errors.js";
 import { SseStream } from "../../http/sse.js";

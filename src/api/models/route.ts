@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { basename, join } from "node:path";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../app.js";
