@@ -5,7 +5,7 @@ import { ConfigError } from "../config/ConfigError.js";
 import { loadModelsConfig, ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
 import { loadServerConfig } from "../config/serverSettings.js";
 import { formatBytes } from "../models/formatBytes.js";
-import { isServable } from "../models/isServable.js";
+import { backendOf } from "../engines/registry.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { printTable } from "./keys.js";
 
@@ -30,11 +30,13 @@ export function registerModelsCommand(program: Command): void {
     const rows = await Promise.all(
       registry.models.map(async (m) => {
         const present = m.file ? existsSync(m.file) : true;
-        const servable = isServable(m);
+        const backend = backendOf(m);
+        const servable = backend.servable(m);
+        const remoteHost = backend.remoteHost?.(m);
         const state = !servable.servable
           ? `not served: ${servable.reason}`
-          : m.backend === "upstream"
-            ? `relayed to ${new URL(m.upstream!.baseUrl!).host}`
+          : remoteHost
+            ? `relayed to ${remoteHost}`
             : present
               ? "present"
               : m.generate

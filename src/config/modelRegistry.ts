@@ -12,6 +12,8 @@ import {
   VideoSettings,
   VoiceCloningSettings,
 } from "./backendSettings.js";
+import { BACKEND_NAMES } from "../engines/backendNames.js";
+import { BACKENDS } from "../engines/registry.js";
 import { ConfigError, describeIssues } from "./ConfigError.js";
 import { pricingProblem, type ModelPricing } from "./pricing.js";
 
@@ -40,17 +42,6 @@ const Capabilities = z.looseObject({
   supportsXSearch: z.boolean().default(false),
 });
 
-/** Which model types each backend serves. llama: GGUF (chat, embedding); onnx-diffusion: diffusers ONNX export (image, video); transformers: transformers.js ONNX encoders (embedding). */
-export const BACKEND_TYPES = Object.freeze({
-  llama: ["text", "embedding"],
-  "onnx-diffusion": ["image", "video"],
-  transformers: ["embedding"],
-  kokoro: ["tts"],
-  vits: ["tts"],
-  whisper: ["asr"],
-  upstream: ["tts", "text"],
-} as const satisfies Record<string, readonly string[]>);
-export type Backend = keyof typeof BACKEND_TYPES;
 
 export const ModelEntry = z.strictObject({
   /** Letters, digits, '.', '_', '-'; '/' may separate segments (e.g. openai/whisper-large-v3). */
@@ -60,7 +51,8 @@ export const ModelEntry = z.strictObject({
   /** Other names a request may use for this model (e.g. the standard's "whisper-1"); they win over the built-in standard names. */
   aliases: z.array(z.string().min(1).max(256)).default([]),
   type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music"]),
-  backend: z.enum(Object.keys(BACKEND_TYPES) as [Backend, ...Backend[]]),
+  /** Which engine runs it (src/engines/registry.ts describes each). */
+  backend: z.enum(BACKEND_NAMES),
   /**
    * Model file (GGUF) or model directory (ONNX layouts); relative paths resolve against this
    * config file; `{dataDir}` expands to the data directory.
@@ -130,16 +122,11 @@ export const ModelsConfig = z
       for (const [name, voice] of Object.entries(model.speech.voiceAliases ?? {}))
         if (model.speech.voices && !model.speech.voices.includes(voice))
           ctx.addIssue({ code: "custom", path: ["models", index, "speech", "voiceAliases", name], message: "must be one of speech.voices" });
-      if (model.backend === "llama" && !model.file)
-        ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: "a llama model needs a GGUF file" });
-      const types: readonly string[] = BACKEND_TYPES[model.backend];
-      if (!types.includes(model.type))
-        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${types.join(" and ")} models, not ${model.type}` });
-      if (model.backend !== "llama" && model.backend !== "upstream" && !model.file)
-        ctx.addIssue({ code: "custom", path: ["models", index, "file"], message: `a ${model.backend} model needs its model directory in "file"` });
-      if (model.backend === "upstream" && !model.upstream)
-        ctx.addIssue({ code: "custom", path: ["models", index, "upstream"], message: "an upstream model needs upstream.baseUrl or upstream.baseUrlEnv" });
-      if (model.voiceCloning && model.backend !== "kokoro")
+      const backend = BACKENDS[model.backend];
+      for (const problem of backend.entryProblems(model)) ctx.addIssue({ code: "custom", path: ["models", index, problem.path], message: problem.message });
+      if (!backend.serves.includes(model.type))
+        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${backend.serves.join(" and ")} models, not ${model.type}` });
+      if (model.voiceCloning && !("voiceCloning" in backend.settings))
         ctx.addIssue({ code: "custom", path: ["models", index, "voiceCloning"], message: "voice cloning runs on Kokoro-style models (backend kokoro)" });
       const pricing = model.pricing === undefined ? undefined : pricingProblem(model.type, model.pricing);
       if (pricing) ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: pricing });
