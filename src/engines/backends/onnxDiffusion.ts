@@ -4,7 +4,10 @@ import { alwaysServable, needsFile, type BackendDescriptor, type SharedEngineLoa
 import type { DiffusionPool } from "../diffusion/OnnxDiffusionEngine.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 
-/** Entries with the same key run on one worker pool (an image and a video model on the same files). */
+/**
+ * The settings that shape a diffusion worker pool: image and video entries on the same
+ * directory with equal values share one loaded pool (the model lifecycle keys shared loads by this).
+ */
 export function diffusionPoolKey(entry: ModelEntry): string {
   const { workers, threads, executionProviders, scheduler, safetyChecker } = entry.image;
   return JSON.stringify(["onnx-diffusion", entry.file, workers, threads, executionProviders, scheduler, safetyChecker ?? null, entry.queue.maxWaiting]);

@@ -20,15 +20,6 @@ export interface DiffusionPool {
   executionProvider: ExecutionProviderChoice;
 }
 
-/**
- * The settings that shape a pool: image and video entries on the same directory with equal
- * values share one loaded pool (ModelManager keys shared loads by this).
- */
-export function diffusionPoolKey(entry: ModelEntry): string {
-  const { workers, threads, executionProviders, scheduler, safetyChecker } = entry.image;
-  return JSON.stringify(["onnx-diffusion", entry.file, workers, threads, executionProviders, scheduler, safetyChecker ?? null, entry.queue.maxWaiting]);
-}
-
 export async function startDiffusionPool(entry: ModelEntry, gpu: "auto" | false): Promise<DiffusionPool> {
   const settings = entry.image;
   // Decided here, once for the pool: every worker opens its sessions on the result.
