@@ -10,13 +10,26 @@ import { loadWalletConfig, WalletConfig } from "./walletConfig.js";
  * config's secrets, read through the env it is given) is the only reader of process.env.
  */
 
-/** Every setting with its flag, environment variable and description (shared by --help and docs/configuration.md). */
+/**
+ * Every setting with its flag, environment variable, default and description: --help shows
+ * them, and `npm run docs:generate` writes the table in docs/configuration.md from them
+ * (`see`: the docs page that says more).
+ */
+/** One server setting: its flag, environment variable, default ("" for none), description and docs page. */
+export interface ServerSetting {
+  flag: string;
+  env: string;
+  default: string;
+  description: string;
+  see?: string;
+}
+
 export const SERVER_SETTINGS = {
   host: { flag: "--host <host>", env: "HEARTH_HOST", default: "127.0.0.1", description: "interface to listen on (0.0.0.0 for the LAN)" },
   port: { flag: "--port <port>", env: "HEARTH_PORT", default: "8080", description: "TCP port (0 picks a free one)" },
   dataDir: { flag: "--data-dir <dir>", env: "HEARTH_DATA_DIR", default: "./data", description: "where the SQLite database and generated demo models live" },
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
-  logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "fatal, error, warn, info, debug, trace or silent" },
+  logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "structured JSON logs on stderr: fatal, error, warn, info, debug, trace or silent" },
   diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
   maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions, /audio/translations and /audio/voices, and largest file or audio part in a chat message (413 above)" },
   metricsPort: {
@@ -24,19 +37,21 @@ export const SERVER_SETTINGS = {
     env: "HEARTH_METRICS_PORT",
     default: "",
     description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the operator-key route on the API port",
+    see: "operations.md#metrics-and-logs",
   },
   videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
   preload: {
     flag: "--preload <ids>",
     env: "HEARTH_PRELOAD",
     default: "",
-    description: 'comma-separated model ids to load at start-up ("all": every model), with a progress bar; a model that fails is reported and the server starts anyway',
+    description: 'comma-separated model ids to load at start-up ("all": every model), with a progress bar in a terminal and a line per model; a model that fails is reported with its cause and the server starts anyway; preloaded models then follow the keep-alive',
   },
   keepAlive: {
     flag: "--keep-alive <seconds>",
     env: "HEARTH_KEEP_ALIVE",
     default: "300",
     description: "seconds a model stays loaded after its last request (a model's keepAlive overrides it); 0 unloads as soon as it is idle, -1 never unloads for idleness",
+    see: "operations.md#the-model-manager",
   },
   ramBudget: {
     flag: "--ram-budget <size>",
@@ -54,25 +69,27 @@ export const SERVER_SETTINGS = {
     flag: "--public-url <url>",
     env: "HEARTH_PUBLIC_URL",
     default: "",
-    description: "the origin clients reach this node at (sign-in-with-x domain and uri, x402 resource URLs); empty: the addresses it listens on",
+    description: "the origin clients reach this node at (sign-in-with-x domain and uri, x402 resource URLs); empty: the addresses it listens on; set it behind a reverse proxy",
   },
   walletConfigPath: {
     flag: "--wallet-config <file>",
     env: "HEARTH_WALLET_CONFIG",
     default: "",
     description: "JSON file with the x402 top-up rails (pay-to, USDC asset, EIP-712 domain, chain RPC) and the crypto RPC networks; empty: no top-ups, no RPC proxy",
+    see: "wallets.md#the-wallet-config-file",
   },
   x402Settlement: {
     flag: "--x402-settlement <mode>",
     env: "HEARTH_X402_SETTLEMENT",
     default: "",
-    description: "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config",
+    description: "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config's x402.settlement",
   },
   searchUrl: {
     flag: "--search-url <url>",
     env: "HEARTH_SEARCH_URL",
     default: "",
     description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search; empty: web search off",
+    see: "api.md#web-search-scraping-and-citations",
   },
   searchPriceUsd: { flag: "--search-price <usd>", env: "HEARTH_SEARCH_PRICE", default: "0.01", description: "charge per web search a chat request runs (USD, or the same amount of DIEM)" },
   webScraping: {
@@ -87,8 +104,9 @@ export const SERVER_SETTINGS = {
     env: "HEARTH_ERROR_FORMAT",
     default: "provider",
     description: 'error bodies: provider ({"error": "<message>"}, the reference API\'s shape) or standard ({"error": {"message", "type", "code", "param"}}, what the chat-completions SDKs read)',
+    see: "api.md#api-behaviour",
   },
-} as const;
+} as const satisfies Record<string, ServerSetting>;
 
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
 

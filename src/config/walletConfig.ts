@@ -150,6 +150,12 @@ export const SECRET_ENV = {
   solanaFeePayerKey: "HEARTH_X402_SOLANA_FEE_PAYER_KEY",
 } as const;
 
+/** What each secret is, for docs/configuration.md. */
+export const SECRET_ENV_DESCRIPTIONS: Record<keyof typeof SECRET_ENV, string> = {
+  evmSettlerKey: "private key (0x + 64 hex) of the account that submits Base transfers and pays their gas; overrides x402.base.settlerPrivateKey",
+  solanaFeePayerKey: "base58 secret key of x402.solana.feePayer; overrides x402.solana.feePayerSecretKey",
+};
+
 /** The wallet config file (if any), with the settlement override and the secrets from the environment. */
 export function loadWalletConfig(path: string, settlement: string, env: Record<string, string | undefined> = process.env): WalletConfig {
   let json: Record<string, any> = {};
