@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { ConfigError } from "../config/ConfigError.js";
 import { loadModelsConfig, ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
-import { loadServerConfig } from "../config/serverSettings.js";
+import { adminKeyFromEnv, loadServerConfig, readSetting } from "../config/serverSettings.js";
 import { formatBytes } from "../models/formatBytes.js";
 import { backendOf } from "../engines/registry.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
@@ -22,7 +22,7 @@ export function registerModelsCommand(program: Command): void {
   addSettingOption(list, "configPath");
   addSettingOption(list, "dataDir");
   list.action(async (flags: SettingFlags & { json?: boolean; url?: string; key?: string }) => {
-    if (flags.url) return listRunning(flags.url, flags.key ?? process.env.HEARTH_ADMIN_KEY, flags.json === true);
+    if (flags.url) return listRunning(flags.url, flags.key ?? adminKeyFromEnv(), flags.json === true);
     const config = loadServerConfig(settingFlags(flags));
     const registry = loadModelsConfig(config.configPath, config.dataDir);
     // Loaded on demand: the estimate reads GGUF headers through node-llama-cpp.
@@ -76,7 +76,7 @@ export function registerModelsCommand(program: Command): void {
     .option("--json", "print the inspection and the entry as JSON");
   add.option("--config <file>", "the registry to append to, created if missing; a relative path is taken from the current directory (env HEARTH_CONFIG, default ./models.config.json)");
   add.action(async (path: string, flags: SettingFlags & { id?: string; json?: boolean }) => {
-    const configPath = resolve(settingFlags(flags).configPath ?? process.env.HEARTH_CONFIG ?? "./models.config.json");
+    const configPath = resolve(readSetting("configPath", settingFlags(flags)));
     const file = resolve(path);
     const { inspectModel, idFromPath } = await import("../models/inspectModel.js");
     const inspection = await inspectModel(file);

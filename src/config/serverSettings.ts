@@ -205,3 +205,19 @@ export function loadServerConfig(flags: Partial<Record<ServerSettingName, string
   if (!parsed.success) throw new ConfigError(describeIssues("settings", parsed.error));
   return { ...parsed.data, dataDir: resolve(parsed.data.dataDir), configPath: resolve(parsed.data.configPath) };
 }
+
+/**
+ * One setting as a command other than `serve` reads it: the flag, else the environment
+ * variable, else the default (no fallback to the bundled registry: `models add` writes there).
+ */
+export function readSetting(name: ServerSettingName, flags: Partial<Record<ServerSettingName, string | undefined>> = {}, env = process.env): string {
+  const setting = SERVER_SETTINGS[name];
+  return flags[name] ?? env[setting.env] ?? setting.default;
+}
+
+/** The operator's API key for the CLI commands that call a running server (`models list --url`). */
+export const ADMIN_KEY_ENV = "HEARTH_ADMIN_KEY";
+
+export function adminKeyFromEnv(env = process.env): string | undefined {
+  return env[ADMIN_KEY_ENV];
+}
