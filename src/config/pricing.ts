@@ -44,7 +44,8 @@ export type ModelPricing = z.infer<typeof ModelPricing>;
  */
 const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> = {
   text: { shapes: [TextPricing], message: "per million input and output tokens: { input, output, cache_input?, cache_write? }" },
-  embedding: { shapes: [EmbeddingPricing], message: "per million input tokens: { input }" },
+  // The text shape is accepted too (as it always was): only its input price applies.
+  embedding: { shapes: [EmbeddingPricing, TextPricing], message: "per million input tokens: { input }" },
   tts: { shapes: [CharacterPricing, EmbeddingPricing], message: "per thousand characters { per_thousand_characters } (or per million characters { input })" },
   asr: { shapes: [AudioSecondPricing], message: "per audio second: { per_audio_second }" },
   image: { shapes: [ImagePricing], message: "per image: { generation, steps? }" },
