@@ -2,60 +2,10 @@ import { formatBytes } from "./formatBytes.js";
 import type { ModelEntry } from "../config/modelRegistry.js";
 import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
 import { backendOf, type EngineFactoryOptions, type SharedEngineLoader } from "../engines/registry.js";
-import type { DecodeStats, Engine, EngineKind, EnginesByKind } from "../engines/types.js";
-import type { ExecutionProviderChoice } from "../engines/onnx/resolveExecutionProviders.js";
+import type { Engine, EngineKind, EnginesByKind } from "../engines/types.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
 import type { ModelRegistry } from "./ModelRegistry.js";
-
-/** The engine kind that serves each model type. */
-export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription", image: "image", video: "video", embedding: "embedding" };
-
-type EngineStats = { busy: number; waiting: number; sequences?: number; workers?: number; decode?: DecodeStats };
-
-export type ModelState = "unloaded" | "loading" | "loaded" | "failed";
-
-export interface ModelStatus {
-  id: string;
-  type: ModelEntry["type"];
-  backend: ModelEntry["backend"];
-  state: ModelState;
-  /** Why the last load failed (state "failed"). */
-  error: string | null;
-  /** Estimated memory once loaded; null until estimated (`estimate()`, or the first load). */
-  memory: MemoryEstimate | null;
-  /** Requests holding the model now (leases not yet released). */
-  inFlight: number;
-  /** The loaded engine's own queue: requests running and waiting for a slot. */
-  queue: { busy: number; waiting: number } | null;
-  /** A loaded llama.cpp chat model's decode calls: how many, how full, how its generating sequences kept step. */
-  decode: DecodeStats | null;
-  loadedAt: number | null;
-  lastUsedAt: number | null;
-  /** -1: never unloaded for idleness. */
-  keepAliveSeconds: number;
-  /** Other models served by the same loaded model (an image and a video entry on one directory). */
-  sharedWith: string[];
-  /** A loaded ONNX model: where onnxruntime runs it and why; null otherwise. */
-  executionProvider: ExecutionProviderChoice | null;
-}
-
-export interface MemoryBudgetStatus {
-  ram: { limitBytes: number | null; usedBytes: number };
-  vram: { limitBytes: number | null; usedBytes: number };
-}
-
-export interface ModelChange {
-  /** The models whose state changed (several when they share a loaded model). */
-  ids: string[];
-  state: ModelState;
-  reason: "loading" | "loaded" | "failed" | "unloaded" | "evicted" | "idle" | "acquired" | "released";
-}
-
-/** An engine held by one request: the model is not unloaded until `release()` (idempotent). */
-export interface ModelLease<K extends EngineKind = EngineKind> {
-  readonly engine: EnginesByKind[K];
-  release(): void;
-}
+import { KIND_OF_TYPE, type MemoryBudgetStatus, type ModelChange, type ModelLease, type ModelState, type ModelStatus } from "./ModelStatus.js";
 
 export interface ModelLifecycleOptions extends EngineFactoryOptions {
   /** Default keep-alive in seconds (a model's keepAlive overrides): 0 unloads when idle, -1 never. */

@@ -2,10 +2,11 @@ import type { ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
 import type { ProbedChatFeatures } from "../engines/registry.js";
 import type { Engine, EngineKind } from "../engines/types.js";
 import { ModelDescriptions, type FileFeatureCache } from "./ModelDescriptions.js";
-import { ModelLifecycle, type MemoryBudgetStatus, type ModelChange, type ModelLease, type ModelLifecycleOptions, type ModelStatus } from "./ModelLifecycle.js";
+import { ModelLifecycle, type ModelLifecycleOptions } from "./ModelLifecycle.js";
+import type { MemoryBudgetStatus, ModelChange, ModelLease, ModelStatus } from "./ModelStatus.js";
 import { ModelRegistry, type CompatibilityName } from "./ModelRegistry.js";
 
-export { KIND_OF_TYPE, type MemoryBudgetStatus, type ModelChange, type ModelLease, type ModelState, type ModelStatus } from "./ModelLifecycle.js";
+export { KIND_OF_TYPE, type MemoryBudgetStatus, type ModelChange, type ModelLease, type ModelState, type ModelStatus } from "./ModelStatus.js";
 
 export interface ModelManagerOptions extends ModelLifecycleOptions {
   fileFeatureCache?: FileFeatureCache;

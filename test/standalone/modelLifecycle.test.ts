@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 import { estimateMemory } from "../../src/models/estimateMemory.js";
-import { ModelLifecycle, type ModelChange, type ModelLease, type ModelLifecycleOptions } from "../../src/models/ModelLifecycle.js";
+import { ModelLifecycle, type ModelLifecycleOptions } from "../../src/models/ModelLifecycle.js";
+import type { ModelChange, ModelLease } from "../../src/models/ModelStatus.js";
 import { ModelRegistry } from "../../src/models/ModelRegistry.js";
 
 /**
