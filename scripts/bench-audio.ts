@@ -13,7 +13,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadModelsConfig, loadServerConfig, ServerConfig } from "../src/config.js";
+import { loadModelsConfig } from "../src/config/modelRegistry.js";
+import { loadServerConfig, ServerConfig } from "../src/config/serverSettings.js";
 import { createLogger } from "../src/logger.js";
 import { encodeAudio } from "../src/media/ffmpeg.js";
 import { startServer } from "../src/server.js";

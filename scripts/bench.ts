@@ -9,7 +9,8 @@
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { ModelEntry, PACKAGE_ROOT } from "../src/config.js";
+import { ModelEntry } from "../src/config/modelRegistry.js";
+import { PACKAGE_ROOT } from "../src/config/packageRoot.js";
 import { httpTarget, startBenchServer } from "./bench/http.js";
 import { loadEngineTarget, loadLlamaTarget, type ContextInfo, type Target } from "./bench/inProcess.js";
 import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js";

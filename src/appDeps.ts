@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
 import type { Credits } from "./billing/credits.js";
 import type { CharacterCatalog } from "./characters/CharacterCatalog.js";
-import type { ServerConfig } from "./config.js";
+import type { ServerConfig } from "./config/serverSettings.js";
 import type { RequestLog } from "./console/RequestLog.js";
 import type { JobQueue } from "./jobs/JobQueue.js";
 import type { Limits } from "./limits/Limits.js";

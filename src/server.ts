@@ -1,4 +1,9 @@
 import { randomUUID } from "node:crypto";
+// Imported with the server, not when the first GGUF model loads (the llama backend loads its
+// engines lazily): node-llama-cpp adds a SIGTERM/SIGINT listener (signal-exit) on import, and
+// it must be in place before `hearth serve` adds its own once-listeners. Added after them, it
+// finds itself the only listener and re-raises the signal, cutting the graceful shutdown short.
+import "node-llama-cpp";
 import { join } from "node:path";
 import type { z } from "zod";
 import type { Express } from "express";
@@ -7,7 +12,8 @@ import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { VIDEO_JOB } from "./api/video/service.js";
 import { videoJobHandler } from "./api/video/videoJob.js";
-import { loadModelsConfig, type ModelsConfig, type ServerConfig } from "./config.js";
+import { loadModelsConfig, type ModelsConfig } from "./config/modelRegistry.js";
+import type { ServerConfig } from "./config/serverSettings.js";
 import { Credits } from "./billing/credits.js";
 import { CharacterCatalog } from "./characters/CharacterCatalog.js";
 import { CharacterDefinition, charactersPathFor, fromDefinition, loadCharactersFile } from "./characters/charactersFile.js";

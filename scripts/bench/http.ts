@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ServerConfig, type ModelEntry } from "../../src/config.js";
+import type { ModelEntry } from "../../src/config/modelRegistry.js";
+import { ServerConfig } from "../../src/config/serverSettings.js";
 import type { LimitOverrides } from "../../src/limits/tiers.js";
 import { createLogger } from "../../src/logger.js";
 import { startServer } from "../../src/server.js";

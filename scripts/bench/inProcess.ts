@@ -1,5 +1,5 @@
 import { resolveChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import type { LlamaSettings } from "../../src/config.js";
+import type { LlamaSettings } from "../../src/config/backendSettings.js";
 import { chatContextOptions, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { LlamaChatEngine, toChatHistory } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { RequestTrace } from "./metrics.js";

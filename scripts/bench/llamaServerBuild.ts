@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs
 import { cpus, homedir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
 const NODE_LLAMA_CPP_DIR = join(PACKAGE_ROOT, "node_modules", "node-llama-cpp", "llama");
 const BUNDLE = join(NODE_LLAMA_CPP_DIR, "gitRelease.bundle");

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 import { QWEN25_05B_SHAPE, TINY_CHAT, writeChatModel, type ChatModelShape } from "../../src/fixtures/gguf/chatModel.js";
 
 /** Generated models are cached here (under data/, which git ignores) and reused across runs. */

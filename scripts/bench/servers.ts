@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 import type { LimitOverrides } from "../../src/limits/tiers.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";

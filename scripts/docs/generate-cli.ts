@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildProgram } from "../../src/cli/program.js";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
 export const CLI_DOC_PATH = join(PACKAGE_ROOT, "docs", "cli.md");
 

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import { costLine, type CostLine } from "./money.js";
 
 /**

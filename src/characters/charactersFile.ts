@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config/ConfigError.js";
 import { CharacterSlug, ExampleMessage, idForSlug, type Character } from "./Character.js";
 
 /** One character in characters.json. */

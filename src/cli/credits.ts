@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { toBalanceResponse } from "../billing/balanceReport.js";
 import { Credits } from "../billing/credits.js";
 import { microsToUnits, unitsToMicros } from "../billing/money.js";
-import { loadServerConfig } from "../config.js";
+import { loadServerConfig } from "../config/serverSettings.js";
 import { getAccount, type Account } from "../store/accounts.js";
 import { getApiKey } from "../store/apiKeys.js";
 import type { Currency } from "../store/ledger.js";

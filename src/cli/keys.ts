@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadServerConfig } from "../config.js";
+import { loadServerConfig } from "../config/serverSettings.js";
 import { createAccount, getAccount } from "../store/accounts.js";
 import { createApiKey, hasAnyKey, listApiKeys, revokeApiKey } from "../store/apiKeys.js";
 import { Credits } from "../billing/credits.js";

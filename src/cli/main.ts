@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config/ConfigError.js";
 import { buildProgram } from "./program.js";
 import { err } from "./ui.js";
 

@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
-import { ConfigError, loadModelsConfig, loadServerConfig, ModelEntry, ModelsConfig } from "../config.js";
+import { ConfigError } from "../config/ConfigError.js";
+import { loadModelsConfig, ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
+import { adminKeyFromEnv, loadServerConfig, readSetting } from "../config/serverSettings.js";
 import { formatBytes } from "../models/formatBytes.js";
-import { isServable } from "../models/isServable.js";
+import { backendOf } from "../engines/registry.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { printTable } from "./keys.js";
 
@@ -20,7 +22,7 @@ export function registerModelsCommand(program: Command): void {
   addSettingOption(list, "configPath");
   addSettingOption(list, "dataDir");
   list.action(async (flags: SettingFlags & { json?: boolean; url?: string; key?: string }) => {
-    if (flags.url) return listRunning(flags.url, flags.key ?? process.env.HEARTH_ADMIN_KEY, flags.json === true);
+    if (flags.url) return listRunning(flags.url, flags.key ?? adminKeyFromEnv(), flags.json === true);
     const config = loadServerConfig(settingFlags(flags));
     const registry = loadModelsConfig(config.configPath, config.dataDir);
     // Loaded on demand: the estimate reads GGUF headers through node-llama-cpp.
@@ -28,11 +30,13 @@ export function registerModelsCommand(program: Command): void {
     const rows = await Promise.all(
       registry.models.map(async (m) => {
         const present = m.file ? existsSync(m.file) : true;
-        const servable = isServable(m);
+        const backend = backendOf(m);
+        const servable = backend.servable(m);
+        const remoteHost = backend.remoteHost?.(m);
         const state = !servable.servable
           ? `not served: ${servable.reason}`
-          : m.backend === "upstream"
-            ? `relayed to ${new URL(m.upstream!.baseUrl!).host}`
+          : remoteHost
+            ? `relayed to ${remoteHost}`
             : present
               ? "present"
               : m.generate
@@ -72,7 +76,7 @@ export function registerModelsCommand(program: Command): void {
     .option("--json", "print the inspection and the entry as JSON");
   add.option("--config <file>", "the registry to append to, created if missing; a relative path is taken from the current directory (env HEARTH_CONFIG, default ./models.config.json)");
   add.action(async (path: string, flags: SettingFlags & { id?: string; json?: boolean }) => {
-    const configPath = resolve(settingFlags(flags).configPath ?? process.env.HEARTH_CONFIG ?? "./models.config.json");
+    const configPath = resolve(readSetting("configPath", settingFlags(flags)));
     const file = resolve(path);
     const { inspectModel, idFromPath } = await import("../models/inspectModel.js");
     const inspection = await inspectModel(file);

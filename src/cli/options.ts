@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { SERVER_SETTINGS, type ServerSettingName } from "../config.js";
+import { SERVER_SETTINGS, type ServerSettingName } from "../config/serverSettings.js";
 
 /** Adds a server setting as a flag whose help text names its environment variable and default. */
 export function addSettingOption(command: Command, name: ServerSettingName): Command {

@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PACKAGE_ROOT } from "../config.js";
+import { PACKAGE_ROOT } from "../config/packageRoot.js";
 import { registerCreditsCommands } from "./credits.js";
 import { registerCharactersCommand } from "./characters.js";
 import { registerFixturesCommand } from "./fixtures.js";

@@ -1,16 +1,16 @@
-import { Option, type Command } from "commander";
-import { loadServerConfig, SECRET_ENV } from "../config.js";
+import type { Command } from "commander";
+import { loadServerConfig } from "../config/serverSettings.js";
+import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
-import { chooseLogFormat, createLogger, isPrettyAvailable, LOG_FORMAT_CHOICES, type LogFormatChoice } from "../logger.js";
+import { chooseLogFormat, createLogger, isPrettyAvailable } from "../logger.js";
 import type { RunningServer } from "../server.js";
 import { out, progressBar } from "./ui.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
+  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "logFormat", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);
-  serve.addOption(new Option("--log-format <format>", "log lines on stderr: pretty (human-readable, needs pino-pretty) or json (one object per line); auto is pretty on a terminal").choices(LOG_FORMAT_CHOICES).default("auto"));
   serve.addHelpText(
     "after",
     [
@@ -21,11 +21,11 @@ export function registerServeCommand(program: Command): void {
       "The wallet config file's format is in docs/wallets.md (section 'The wallet config file').",
     ].join("\n"),
   );
-  serve.action(async (flags: SettingFlags & { logFormat: LogFormatChoice }) => {
+  serve.action(async (flags: SettingFlags) => {
     const config = loadServerConfig(settingFlags(flags));
     const prettyAvailable = isPrettyAvailable();
-    if (flags.logFormat === "pretty" && !prettyAvailable) process.stderr.write("hearth: pino-pretty is not installed (npm install); logging JSON lines\n");
-    const logFormat = chooseLogFormat({ requested: flags.logFormat, isTerminal: process.stderr.isTTY === true, prettyAvailable });
+    if (config.logFormat === "pretty" && !prettyAvailable) process.stderr.write("hearth: pino-pretty is not installed (npm install); logging JSON lines\n");
+    const logFormat = chooseLogFormat({ requested: config.logFormat, isTerminal: process.stderr.isTTY === true, prettyAvailable });
     const logger = createLogger(config.logLevel, { format: logFormat });
     // Loaded on demand so `hearth --help` and the key commands start instantly.
     const { startServer } = await import("../server.js");

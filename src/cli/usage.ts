@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { parseIsoInstant } from "../billing/parseIsoInstant.js";
 import { toUsageEntry, usageCsvHeader, usageCsvRow } from "../billing/usageReport.js";
-import { loadServerConfig } from "../config.js";
+import { loadServerConfig } from "../config/serverSettings.js";
 import { getAccount } from "../store/accounts.js";
 import { databasePath, openStore } from "../store/Store.js";
 import { countUsageEntries, iterateUsageEntries } from "../store/usageEntries.js";

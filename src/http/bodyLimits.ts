@@ -1,4 +1,4 @@
-import type { ServerConfig } from "../config.js";
+import type { ServerConfig } from "../config/serverSettings.js";
 
 /**
  * The JSON body size each route accepts, from what the route can use. Routes that take files

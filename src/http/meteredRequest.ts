@@ -2,7 +2,7 @@ import type { Response } from "express";
 import type { AppDeps } from "../appDeps.js";
 import { balanceHeaders } from "../billing/balanceHeaders.js";
 import { RequestMeter } from "../billing/RequestMeter.js";
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import { toErrorResponse } from "../errors.js";
 import type { TokenReservation } from "../limits/RateLimiter.js";
 import type { CallKind } from "../limits/tiers.js";

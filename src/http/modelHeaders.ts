@@ -1,5 +1,5 @@
 import type { Response } from "express";
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 
 /** The x-service-model-* headers every model-backed response carries (and a deprecation notice where the registry has one). */
 export function setModelHeaders(res: Response, entry: ModelEntry, router: string): void {

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import { PermissionDeniedError, RateLimitError } from "../errors.js";
 import { authSubject, type RequestContext } from "../http/requestContext.js";
 import { logRateLimitRejection } from "../store/rateLimitLog.js";

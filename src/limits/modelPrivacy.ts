@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 import { getKeyModelPrivacy, type ModelPrivacy } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
 

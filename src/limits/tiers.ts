@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 
 /**
  * The rate-limit tables of the API brief: requests (and, for text, tokens) per minute, by

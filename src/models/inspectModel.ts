@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import type { Backend, ModelEntry } from "../config.js";
-import { directorySize } from "./estimateMemory.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
+import type { Backend } from "../engines/backendNames.js";
+import { directorySize } from "../engines/onnx/directorySize.js";
 
 /** What `hearth models add` learned about a model file or directory, and the registry entry it proposes. */
 export interface ModelInspection {

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../config.js";
+import type { ModelEntry } from "../config/modelRegistry.js";
 
 /**
  * The standard's model names that clients send unchanged (the official SDKs' defaults and

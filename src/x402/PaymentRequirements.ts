@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Request } from "express";
 import { microsToUnits, unitsToMicros } from "../billing/money.js";
-import type { X402Config } from "../walletConfig.js";
-import { BASE_MAINNET, SOLANA_MAINNET } from "../walletConfig.js";
+import type { X402Config } from "../config/walletConfig.js";
+import { BASE_MAINNET, SOLANA_MAINNET } from "../config/walletConfig.js";
 import { encodeJsonHeader } from "./encoding.js";
 import type { PublicOrigin, PublicOrigins } from "./PublicOrigins.js";
 

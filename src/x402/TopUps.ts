@@ -22,7 +22,7 @@ import {
   type PaymentSettlement,
   type PaymentRow,
 } from "../store/x402Payments.js";
-import type { EvmRail, SolanaRail, X402Config } from "../walletConfig.js";
+import type { EvmRail, SolanaRail, X402Config } from "../config/walletConfig.js";
 import type { X402TopUpResponse } from "../api/x402/schema.js";
 import { decodeJsonHeader, encodeJsonHeader } from "./encoding.js";
 import { normalizeNetwork } from "./networks.js";

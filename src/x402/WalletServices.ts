@@ -1,5 +1,5 @@
 import type { Credits } from "../billing/credits.js";
-import type { ServerConfig } from "../config.js";
+import type { ServerConfig } from "../config/serverSettings.js";
 import type { Logger } from "../logger.js";
 import type { Db } from "../store/Store.js";
 import { PaymentRequirements } from "./PaymentRequirements.js";

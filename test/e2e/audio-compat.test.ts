@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeAudio, probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
-import { post, startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
+import { engineOf, post, startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
  * What the standard's clients send unchanged (the official openai SDK, the Vercel AI SDK):
@@ -140,7 +140,7 @@ describe("transcription the standard's way", () => {
     expect(result.task).toBe("transcribe");
     expect(typeof result.language).toBe("string");
     expect(result.segments.length).toBeGreaterThan(0);
-    const tokenizer = ((await server.models.transcription("tiny-whisper")) as any).transcriber.tokenizer;
+    const tokenizer = ((await engineOf(server, "tiny-whisper", "transcription")) as any).transcriber.tokenizer;
     for (const s of result.segments) {
       expect(s.seek).toBe(0);
       expect(s.temperature).toBe(0);

@@ -1,6 +1,6 @@
 import { readGgufFileInfo } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { byteToUnicode } from "../../src/fixtures/gguf/byteLevelBpe.js";
+import { byteToUnicode } from "../../src/engines/tokenizers/byteToUnicode.js";
 import { post, startTestServer, tinyChatPath, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;

@@ -54,8 +54,7 @@ describe("continuous batching and the wait queue", () => {
     const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "go" }], max_tokens: 2000, temperature: 0 });
     expect(res.status).toBe(504);
     expect(((await res.json()) as { error: string }).error).toMatch(/timed-out/);
-    const [loaded] = await server.models.loaded();
-    expect(loaded!.stats!.busy).toBe(0);
+    expect(server.models.statusOf("tiny-chat")).toMatchObject({ state: "loaded", queue: { busy: 0 } });
   });
 
   it("stops generating at once when the client disconnects mid-stream, and frees the sequence", async () => {
@@ -78,7 +77,6 @@ describe("continuous batching and the wait queue", () => {
     expect(rows[0]!.status).toBe(499);
     expect(rows[0]!.finishReason).toBe("abort");
     expect(rows[0]!.completionTokens).toBeLessThan(1500);
-    const [loaded] = await server.models.loaded();
-    expect(loaded!.stats!.busy).toBe(0);
+    expect(server.models.statusOf("tiny-chat")).toMatchObject({ state: "loaded", queue: { busy: 0 } });
   });
 });

@@ -4,7 +4,7 @@ import type { KokoroEngine } from "../../src/engines/kokoro/KokoroEngine.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
-import { post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
+import { engineOf, post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
 import { countReservations } from "../../src/store/reservations.js";
 
 /** $0.01 per thousand characters (0.02 DIEM): a 100-character input costs 1000 micros. */
@@ -75,7 +75,7 @@ describe("POST /audio/speech with the openai client", () => {
 
 describe("streaming speech", () => {
   it("delivers the first audio before the full text is synthesised (chunked, sentence by sentence)", async () => {
-    const engine = (await server.models.speech("tts-kokoro")) as KokoroEngine;
+    const engine = (await engineOf(server, "tts-kokoro", "speech")) as KokoroEngine;
     const original = engine.synthesize.bind(engine);
     const finished: number[] = [];
     // Each sentence takes 150 ms longer than the tiny model needs, as a real model would: the order of events is then unambiguous.
@@ -256,7 +256,7 @@ describe("billing", () => {
     ["raw audio", { streaming: true }],
     ["events", { stream_format: "sse" }],
   ])("a client that leaves mid-stream (%s) pays once for the sentences synthesised, not the rest", async (_, streamOptions) => {
-    const engine = (await server.models.speech("tts-kokoro")) as KokoroEngine;
+    const engine = (await engineOf(server, "tts-kokoro", "speech")) as KokoroEngine;
     const original = engine.synthesize.bind(engine);
     engine.synthesize = async (options) => {
       const samples = await original(options);

@@ -4,7 +4,7 @@ import { encodeAudio } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
-import { startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
+import { engineOf, startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
 
 /** $0.0001 per audio second. */
 const PRICED = { pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } } };
@@ -107,7 +107,7 @@ describe("the reference's fields and long audio", () => {
   });
 
   it("transcribes audio longer than one 30 s window window by window, as Whisper's seek loop does", async () => {
-    const engine = await server.models.transcription("tiny-whisper");
+    const engine = await engineOf(server, "tiny-whisper", "transcription");
     const model = (engine as unknown as { transcriber: { model: { generate: (...args: unknown[]) => unknown } } }).transcriber.model;
     const generate = model.generate.bind(model);
     let windows = 0;

@@ -5,10 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadModelsConfig } from "../../src/config.js";
+import { loadModelsConfig } from "../../src/config/modelRegistry.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
-import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { engineOf, post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 import { countReservations } from "../../src/store/reservations.js";
 
 /**
@@ -276,8 +276,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     // The caller pays for the tokens it was sent (counted one per streamed piece) and the estimated prompt.
     expect(1_000_000 - getBalances(front.db, accountId).USD).toBe(front499[0]!.promptTokens + 2 * front499[0]!.completionTokens);
     expect(countReservations(front.db)).toBe(0);
-    const loaded = (await front.models.loaded()).find((m) => m.id === "relay-chat");
-    expect(loaded!.stats!.busy).toBe(0);
+    expect(front.models.statusOf("relay-chat")).toMatchObject({ state: "loaded", queue: { busy: 0 } });
   });
 
   it("503 naming the upstream when it cannot be reached, 504 when it does not answer, 502 when it refuses the node", async () => {
@@ -307,7 +306,7 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
   });
 
   it("GET /models lists the relayed models with their configured capabilities and the upstream's context window", async () => {
-    await front.models.chat("relay-chat");
+    await engineOf(front, "relay-chat", "chat");
     const list = (await (await fetch(`${front.baseUrl}/models?type=text`)).json()) as {
       data: { id: string; type: string; context_length: number; model_spec: { capabilities: Record<string, unknown>; modelSource: string } }[];
     };

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { post, startTestServer, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";

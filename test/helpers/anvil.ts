@@ -5,7 +5,7 @@ import { join } from "node:path";
 import solc from "solc";
 import { createPublicClient, createWalletClient, defineChain, http, type Abi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
 /**
  * A real local EVM node (anvil from @foundry-rs/anvil) on a free loopback port, and the test

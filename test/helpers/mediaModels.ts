@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { fixturesDir } from "./testServer.js";
 
 /** Registry entries for the tiny image, video and embedding fixtures (generated once per run by globalSetup). */

@@ -5,8 +5,10 @@ import OpenAI from "openai";
 import { inject } from "vitest";
 import type { z } from "zod";
 import type { CharacterDefinition } from "../../src/characters/charactersFile.js";
-import { ModelEntry, ServerConfig, type ModelsConfig } from "../../src/config.js";
+import { ModelEntry, type ModelsConfig } from "../../src/config/modelRegistry.js";
+import { ServerConfig } from "../../src/config/serverSettings.js";
 import { createLogger, type Logger } from "../../src/logger.js";
+import type { EngineKind, EnginesByKind } from "../../src/engines/types.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
@@ -130,4 +132,14 @@ export async function post(server: TestServer, path: string, body: unknown, init
   const key = init.key === undefined ? server.adminKey : init.key;
   if (key) headers.authorization = `Bearer ${key}`;
   return fetch(`${server.baseUrl}${path}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
+}
+
+/**
+ * A model's engine, loaded through the same lease a request takes (and released at once), for
+ * tests that watch or slow down what an engine does inside a request.
+ */
+export async function engineOf<K extends EngineKind>(server: TestServer, id: string, kind: K): Promise<EnginesByKind[K]> {
+  const lease = await server.models.acquire(id, kind);
+  lease.release();
+  return lease.engine;
 }

@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadModelsConfig, loadServerConfig } from "../../src/config.js";
+import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { loadServerConfig } from "../../src/config/serverSettings.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
 
 const registry = (models: unknown[]) => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { splitSentences } from "../../src/api/audio/splitSentences.js";
 import { formatTimestamp, toSrt, toVtt } from "../../src/api/audio/TranscriptionService.js";
 import { countCharacters, speechCost, transcriptionCost } from "../../src/billing/pricing.js";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { logMelSpectrogram, melFilterBank, STYLETTS2_MEL } from "../../src/engines/kokoro/melSpectrogram.js";
 import { kokoroStandardVoices } from "../../src/engines/kokoro/kokoroStandardVoices.js";
 import { KOKORO_V1_VOICES } from "../../src/engines/kokoro/kokoroVoices.js";

@@ -14,7 +14,7 @@ import {
 } from "../../src/api/chat/fromChatRequest.js";
 import { SERVICE_PARAMETER_DEFAULTS, ChatCompletionRequest, type AppliedServiceParameters } from "../../src/api/chat/schema.js";
 import { toChoice, toChunkChoice, toUsage, toWireFinish, toWireLogprobs } from "../../src/api/chat/toChatCompletion.js";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import type { ChatChoiceResult, ChatFeatures, ChatGenerateResult, FinishReason, TokenLogprob } from "../../src/engines/types.js";
 import { InvalidRequestError } from "../../src/errors.js";
 

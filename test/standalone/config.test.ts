@@ -2,7 +2,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadModelsConfig, loadServerConfig, PACKAGE_ROOT } from "../../src/config.js";
+import { ConfigError } from "../../src/config/ConfigError.js";
+import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
+import { loadServerConfig } from "../../src/config/serverSettings.js";
 
 describe("configuration", () => {
   it("takes flags over environment over defaults", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { build } from "vite";
 import { afterAll, describe, expect, it } from "vitest";
-import { PACKAGE_ROOT } from "../../src/config.js";
+import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
 /**
  * The console ships prebuilt (src/console/dist is committed, so `npm start` needs no build).

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import {
   missingProviderLibraries,
   onnxRuntimeBinaryDir,

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import { applyStyle, ImageStyles } from "../../src/api/images/styles.js";
 import { sizeForAspectRatio } from "../../src/api/images/service.js";
 import { embeddingCost, imageCost, UnpricedDurationError, videoCost } from "../../src/billing/pricing.js";
-import { ConfigError, ModelEntry, ModelsConfig } from "../../src/config.js";
+import { ConfigError } from "../../src/config/ConfigError.js";
+import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 
 const entry = (fields: Record<string, unknown>) => ModelEntry.parse({ id: "m", file: "/models/m", ...fields });
 const issues = (models: unknown[]) => {

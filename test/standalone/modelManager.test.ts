@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ByteSize, loadServerConfig } from "../../src/config.js";
+import { ByteSize, loadServerConfig } from "../../src/config/serverSettings.js";
 import { formatBytes } from "../../src/models/formatBytes.js";
 
 describe("memory budget settings", () => {

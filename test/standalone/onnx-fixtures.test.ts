@@ -4,8 +4,9 @@ import { join, relative } from "node:path";
 import { CLIPTokenizer } from "@huggingface/transformers";
 import * as ort from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { convertClipTokenizer, ONNX_FIXTURES, writeAllOnnxFixtures, writeStableDiffusionModel } from "../../src/fixtures/onnx/index.js";
-import { decodeModelProto } from "../../src/fixtures/onnx/onnxProto.js";
+import { convertClipTokenizer } from "../../src/engines/tokenizers/convertClipTokenizer.js";
+import { ONNX_FIXTURES, writeAllOnnxFixtures, writeStableDiffusionModel } from "../../src/fixtures/onnx/index.js";
+import { decodeModelProto } from "../../src/engines/onnx/onnxProto.js";
 
 /** Every file under `dir`, as paths relative to it. */
 function listFiles(dir: string): string[] {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ModelEntry } from "../../src/config.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import { LlamaChatEngine } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { ChatMessage, FunctionDefinition } from "../../src/engines/types.js";

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelEntry, ModelsConfig } from "../../src/config.js";
+import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
 import { ApiError } from "../../src/errors.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";

@@ -3,7 +3,7 @@ import type { TranscriptionResponse, VerboseTranscriptionResponse } from "./sche
 import type { Cost } from "../../billing/credits.js";
 import { transcriptionCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { TimestampGranularity, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../../engines/types.js";
 import { whisperLanguageName } from "../../engines/whisper/whisperLanguages.js";
 import { InvalidRequestError, PayloadTooLargeError, UndecodableMediaError } from "../../errors.js";

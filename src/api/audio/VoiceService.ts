@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError, PayloadTooLargeError, UndecodableMediaError } from "../../errors.js";
 import type { MultipartForm } from "../../http/multipart.js";
 import { decodeAudio, FfmpegError, probeContainer } from "../../media/ffmpeg.js";

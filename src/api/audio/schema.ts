@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SPEECH_FORMATS, type SpeechFormat } from "../../config.js";
+import { SPEECH_FORMATS, type SpeechFormat } from "../../config/backendSettings.js";
 import { Cost } from "../chat/schema.js";
 
 /**

@@ -3,7 +3,7 @@ import { toBalanceResponse } from "../../billing/balanceReport.js";
 import type { Credits } from "../../billing/credits.js";
 import { microsToUnits } from "../../billing/money.js";
 import { toUsageEntry } from "../../billing/usageReport.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { getAccount } from "../../store/accounts.js";

@@ -1,5 +1,5 @@
 import type { RequestMeter } from "../../billing/RequestMeter.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { readAudioPart } from "./readAudioPart.js";

@@ -1,5 +1,5 @@
 import type { Character } from "../../characters/Character.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
 import type {

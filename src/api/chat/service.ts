@@ -3,7 +3,7 @@ import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { Character } from "../../characters/Character.js";
 import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { PlanRefusalError, type PlanRefusal } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, ChatFeatures, ChatGenerateOptions, ChatGenerateResult, PlannedChat } from "../../engines/types.js";

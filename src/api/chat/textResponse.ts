@@ -1,6 +1,6 @@
 import type { Cost } from "../../billing/credits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { ChatGenerateResult } from "../../engines/types.js";
 import type { MeteredRequest } from "../../http/meteredRequest.js";
 

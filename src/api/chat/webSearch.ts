@@ -1,6 +1,6 @@
 import type { CostLine } from "../../billing/money.js";
 import { webScrapeCost, webSearchCost } from "../../billing/pricing.js";
-import type { ServerConfig } from "../../config.js";
+import type { ServerConfig } from "../../config/serverSettings.js";
 import type { ChatMessage } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { Logger } from "../../logger.js";

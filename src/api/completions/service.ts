@@ -1,7 +1,7 @@
 import type { Cost } from "../../billing/credits.js";
 import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";

@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { CooperativeSlicer } from "../../engines/cooperativeWork.js";
 import { reduceDimensions } from "../../engines/embeddingMath.js";
 import type { EmbeddingEngine } from "../../engines/types.js";

@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import type { ImageEngine, ImageGenerateResult } from "../../engines/types.js";
 import { encodeImage, type ImageFormat } from "../../media/image.js";

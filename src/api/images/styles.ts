@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { z } from "zod";
-import { ConfigError, PACKAGE_ROOT } from "../../config.js";
+import { ConfigError } from "../../config/ConfigError.js";
+import { PACKAGE_ROOT } from "../../config/packageRoot.js";
 
 /**
  * Style presets (GET /image/styles, `style_preset`): image-styles.json next to the model

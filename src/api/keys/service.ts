@@ -2,7 +2,7 @@ import { toBalanceResponse } from "../../billing/balanceReport.js";
 import type { Credits } from "../../billing/credits.js";
 import { nextEpochStart } from "../../billing/epoch.js";
 import { unitsToMicros } from "../../billing/money.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError, PermissionDeniedError } from "../../errors.js";
 import type { AuthContext, RequestContext } from "../../http/requestContext.js";
 import type { Limits } from "../../limits/Limits.js";

@@ -1,13 +1,11 @@
 import { Router } from "express";
-import { basename, join } from "node:path";
-import type { ModelEntry } from "../../config.js";
-import type { ProbedChatFeatures } from "../../engines/registry.js";
+import { basename } from "node:path";
+import type { ModelEntry } from "../../config/modelRegistry.js";
+import { backendOf, type ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
-import { inputLimit, readJson } from "../../engines/transformers/modelConfig.js";
-import { UPSTREAM_DEFAULT_CONTEXT_SIZE } from "../../engines/upstream/UpstreamChatEngine.js";
 import { ListModelsQuery, type ModelRecord } from "./schema.js";
 
 /** Whether an image model has a safety classifier (safe mode is only claimed with one). */
@@ -52,10 +50,10 @@ function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine |
     };
   } else if (entry.type === "embedding") {
     const loaded = engine?.kind === "embedding" ? engine : undefined;
-    const onnxConfig = entry.backend === "transformers" && entry.file ? readJson(join(entry.file, "config.json")) : undefined;
-    const hidden = Number(onnxConfig?.hidden_size);
-    spec.embeddingDimensions = loaded?.dimensions ?? (Number.isFinite(hidden) && hidden > 0 ? hidden : undefined);
-    spec.maxInputTokens = loaded?.maxInputTokens ?? entry.embedding.maxInputTokens ?? (entry.backend === "transformers" && entry.file ? inputLimit(entry.file, undefined) : undefined);
+    // Before the model loads, what its files say (an ONNX encoder's config.json); a GGUF says nothing until loaded.
+    const files = backendOf(entry).embeddingShape?.(entry) ?? {};
+    spec.embeddingDimensions = loaded?.dimensions ?? files.dimensions;
+    spec.maxInputTokens = loaded?.maxInputTokens ?? entry.embedding.maxInputTokens ?? files.maxInputTokens;
     spec.supportsCustomDimensions = entry.embedding.supportsCustomDimensions;
   }
 }
@@ -88,7 +86,16 @@ export interface NodeAbilities {
 export function toModelRecord(
   entry: ModelEntry,
   startedAt: number,
-  extra: { voices?: readonly string[]; voiceAliases?: Record<string, string>; aliases?: string[]; engine?: Engine; features?: ProbedChatFeatures | null; node?: NodeAbilities } = {},
+  extra: {
+    voices?: readonly string[];
+    voiceAliases?: Record<string, string>;
+    aliases?: string[];
+    engine?: Engine;
+    features?: ProbedChatFeatures | null;
+    /** Text models: the context window (the backend's, see ModelManager.contextSize). */
+    contextSize?: number;
+    node?: NodeAbilities;
+  } = {},
 ): ModelRecord {
   const { voices = [], voiceAliases = {}, aliases = [], engine, features = null, node } = extra;
   const isText = entry.type === "text";
@@ -120,9 +127,7 @@ export function toModelRecord(
     },
   };
   if (isText) {
-    // A relayed model's window is the upstream's: configured, or learned when the engine loaded.
-    const contextSize =
-      entry.backend === "upstream" ? (engine?.kind === "chat" ? engine.contextSize : (entry.upstream?.contextSize ?? UPSTREAM_DEFAULT_CONTEXT_SIZE)) : entry.llama.contextSize;
+    const contextSize = extra.contextSize ?? entry.llama.contextSize;
     record.context_length = contextSize;
     record.model_spec.availableContextTokens = contextSize;
     record.model_spec.maxCompletionTokens = entry.maxCompletionTokens ?? contextSize;
@@ -178,6 +183,7 @@ export function modelsRouter(deps: AppDeps): Router {
     aliases: deps.models.aliasesOf(entry),
     engine: deps.models.loadedEngine(entry.id),
     features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
+    contextSize: entry.type === "text" ? await deps.models.contextSize(entry) : undefined,
     node: { webSearch: deps.config.searchUrl !== undefined, audioInput: entry.audioInput !== undefined || deps.models.defaultFor("asr") !== undefined },
   });
   router.get("/models", async (req, res) => {

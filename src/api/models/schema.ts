@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ModelPricing } from "../../config.js";
+import { ModelPricing } from "../../config/pricing.js";
 
 export const MODEL_TYPES = ["asr", "embedding", "image", "music", "text", "tts", "upscale", "inpaint", "video"] as const;
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Router } from "express";
-import { PACKAGE_ROOT } from "../../config.js";
+import { PACKAGE_ROOT } from "../../config/packageRoot.js";
 import { API_GROUPS } from "./apiGroups.js";
 import { buildOpenApiDocument } from "./buildOpenApiDocument.js";
 

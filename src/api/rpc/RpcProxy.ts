@@ -1,7 +1,7 @@
 import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { CostLine } from "../../billing/money.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
-import type { CryptoRpcConfig, RpcFamily } from "../../walletConfig.js";
+import type { CryptoRpcConfig, RpcFamily } from "../../config/walletConfig.js";
 import { classifyMethod, defaultBaseCredits, familyOfSlug, type Tier } from "./methods.js";
 import type { JsonRpcCall, JsonRpcResponseItem } from "./schema.js";
 

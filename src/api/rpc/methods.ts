@@ -1,4 +1,4 @@
-import type { RpcFamily } from "../../walletConfig.js";
+import type { RpcFamily } from "../../config/walletConfig.js";
 
 /**
  * The JSON-RPC methods the proxy forwards, with their pricing tier (1x standard, 2x advanced,

@@ -4,7 +4,7 @@ import type { Credits } from "../../billing/credits.js";
 import { microsToUnits, totalUsd } from "../../billing/money.js";
 import type { Cost } from "../../billing/credits.js";
 import { UnpricedDurationError, videoCost } from "../../billing/pricing.js";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { ApiError, InvalidRequestError, NotFoundError } from "../../errors.js";
 import type { AuthContext } from "../../http/requestContext.js";
 import type { JobQueue } from "../../jobs/JobQueue.js";

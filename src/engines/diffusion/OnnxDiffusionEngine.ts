@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import type { ImageEngine, ImageGenerateOptions, ImageGenerateResult, VideoEngine, VideoGenerateOptions } from "../types.js";
 import { TaskAbortedError, WorkerPool } from "../worker/WorkerPool.js";
@@ -18,15 +18,6 @@ export interface DiffusionPool {
   pool: WorkerPool;
   info: PipelineInfo;
   executionProvider: ExecutionProviderChoice;
-}
-
-/**
- * The settings that shape a pool: image and video entries on the same directory with equal
- * values share one loaded pool (ModelManager keys shared loads by this).
- */
-export function diffusionPoolKey(entry: ModelEntry): string {
-  const { workers, threads, executionProviders, scheduler, safetyChecker } = entry.image;
-  return JSON.stringify(["onnx-diffusion", entry.file, workers, threads, executionProviders, scheduler, safetyChecker ?? null, entry.queue.maxWaiting]);
 }
 
 export async function startDiffusionPool(entry: ModelEntry, gpu: "auto" | false): Promise<DiffusionPool> {

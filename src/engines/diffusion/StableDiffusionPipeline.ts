@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CLIPTokenizer } from "@huggingface/transformers";
 import * as ort from "onnxruntime-node";
-import { convertClipTokenizer } from "../../fixtures/onnx/clipTokenizer.js";
+import { convertClipTokenizer } from "../tokenizers/convertClipTokenizer.js";
 import { GaussianNoise, toNoiseSeed } from "./GaussianNoise.js";
 import { resolveSafetyChecker } from "./safetyChecker.js";
 import { createScheduler, guidanceScaleEmbedding, samplerFor, type SamplerName, type SchedulerConfig } from "./schedulers.js";

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { AutoTokenizer, type PreTrainedTokenizer } from "@huggingface/transformers";
 import * as ort from "onnxruntime-node";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
 import { concatSamples } from "../../media/pcm.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";

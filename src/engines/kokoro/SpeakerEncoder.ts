@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
-import type { OnnxSettings } from "../../config.js";
+import type { OnnxSettings } from "../../config/backendSettings.js";
 import type { VoiceEncoder } from "../types.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";
 import { logMelSpectrogram, STYLETTS2_MEL, type MelOptions } from "./melSpectrogram.js";

@@ -15,7 +15,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import type { LlamaSettings } from "../../config.js";
+import type { LlamaSettings } from "../../config/backendSettings.js";
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import { InferenceError } from "../../errors.js";
 import { PlanRefusalError, type PlanRefusal } from "../PlanRefusal.js";

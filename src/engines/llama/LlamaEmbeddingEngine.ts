@@ -1,5 +1,5 @@
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { normalize } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { contextThreads, getSharedLlama } from "./getSharedLlama.js";

@@ -1,5 +1,5 @@
 import type { LlamaModel, Token } from "node-llama-cpp";
-import { byteToUnicode } from "../../fixtures/gguf/byteLevelBpe.js";
+import { byteToUnicode } from "../tokenizers/byteToUnicode.js";
 
 /**
  * A token's text and exact bytes, as logprobs report them. Detokenizing one token alone

@@ -1,4 +1,4 @@
-import type { LlamaSettings } from "../../config.js";
+import type { LlamaSettings } from "../../config/backendSettings.js";
 import { availableParallelism } from "node:os";
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
-import type { OnnxSettings } from "../../config.js";
+import type { OnnxSettings } from "../../config/backendSettings.js";
 
 /** transformers.js' file-name suffix per dtype: onnx/model.onnx, onnx/model_quantized.onnx, ... */
 const DTYPE_SUFFIX: Record<OnnxSettings["dtype"], string> = {

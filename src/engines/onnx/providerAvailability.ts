@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import * as ort from "onnxruntime-node";
-import { GraphBuilder } from "../../fixtures/onnx/graphBuilder.js";
+import { GraphBuilder } from "./graphBuilder.js";
 
 /**
  * Whether an onnxruntime execution provider works on this machine. `installed` tells a provider

@@ -1,4 +1,4 @@
-import type { ExecutionProviders } from "../../config.js";
+import type { ExecutionProviders } from "../../config/backendSettings.js";
 import { providerAvailability, type ProviderAvailability } from "./providerAvailability.js";
 
 /** Where an ONNX model's sessions run, and why (the load's log line and GET /admin/models say it). */

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { Pooling } from "../embeddingMath.js";
 
 // Read from a transformers.js model directory without loading transformers.js itself (it costs

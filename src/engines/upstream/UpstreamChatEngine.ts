@@ -1,5 +1,6 @@
 import { fetchFailureCause } from "../../http/fetchFailureCause.js";
-import type { ModelEntry, UpstreamSettings } from "../../config.js";
+import type { UpstreamSettings } from "../../config/backendSettings.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { ApiError, InvalidRequestError, ModelAtCapacityError, PayloadTooLargeError, UpstreamError } from "../../errors.js";
 import { PlanRefusalError } from "../PlanRefusal.js";
 import { upstreamToolCallId } from "./upstreamToolCallId.js";

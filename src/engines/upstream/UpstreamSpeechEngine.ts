@@ -1,5 +1,6 @@
 import { fetchFailureCause } from "../../http/fetchFailureCause.js";
-import type { ModelEntry, UpstreamSettings } from "../../config.js";
+import type { UpstreamSettings } from "../../config/backendSettings.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, ModelAtCapacityError, UpstreamError } from "../../errors.js";
 import type { RelaySpeechEngine, SynthesizeOptions } from "../types.js";
 

@@ -1,5 +1,5 @@
 import { pipeline, type TextToAudioPipeline } from "@huggingface/transformers";
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";

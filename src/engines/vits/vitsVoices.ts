@@ -1,4 +1,4 @@
-import type { ModelEntry } from "../../config.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 
 /** A single-speaker VITS model offers one voice under this name (unless speech.voices names it otherwise). */
 export const VITS_DEFAULT_VOICE = "default";

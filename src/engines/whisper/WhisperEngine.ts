@@ -1,6 +1,7 @@
 import { deflateSync } from "node:zlib";
 import { LogitsProcessor, LogitsProcessorList, pipeline, type AutomaticSpeechRecognitionPipeline, type Tensor } from "@huggingface/transformers";
-import type { ModelEntry, TranscriptionSettings } from "../../config.js";
+import type { TranscriptionSettings } from "../../config/backendSettings.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { TranscribeOptions, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../types.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { recoverTypedDataAddress } from "viem";
 import { z } from "zod";
 import { X402Error } from "../../errors.js";
-import type { EvmRail } from "../../walletConfig.js";
+import type { EvmRail } from "../../config/walletConfig.js";
 import type { Eip3009Authorization, PaymentLimits, VerifiedPayment } from "./types.js";
 
 export const TRANSFER_WITH_AUTHORIZATION_TYPES = {

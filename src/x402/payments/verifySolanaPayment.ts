@@ -5,7 +5,7 @@ import { address, getCompiledTransactionMessageDecoder, getTransactionDecoder } 
 import { findAssociatedTokenPda } from "@solana-program/token";
 import { z } from "zod";
 import { X402Error } from "../../errors.js";
-import type { SolanaRail } from "../../walletConfig.js";
+import type { SolanaRail } from "../../config/walletConfig.js";
 import type { PaymentLimits, VerifiedPayment } from "./types.js";
 
 export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111";

@@ -10,7 +10,7 @@ import {
   type Hex,
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import type { EvmRail } from "../../walletConfig.js";
+import type { EvmRail } from "../../config/walletConfig.js";
 import type { Eip3009Authorization } from "../payments/types.js";
 import { SettlementError } from "./SettlementError.js";
 

@@ -1,7 +1,7 @@
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { base58, base64 } from "@scure/base";
 import { getTransactionDecoder, getTransactionEncoder } from "@solana/kit";
-import type { SolanaRail } from "../../walletConfig.js";
+import type { SolanaRail } from "../../config/walletConfig.js";
 import { SettlementError } from "./SettlementError.js";
 
 export type SolanaStatus = { state: "pending" } | { state: "confirmed" } | { state: "failed"; reason: string };

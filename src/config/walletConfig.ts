@@ -1,9 +1,12 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { z } from "zod";
+import { ConfigError, describeIssues } from "./ConfigError.js";
 
 /**
  * The wallet section of the configuration: x402 top-ups and sign-in-with-x, and the crypto
  * RPC proxy. It lives in its own JSON file (--wallet-config / HEARTH_WALLET_CONFIG) because it
- * is structured (rails, networks); secrets may come from the environment instead (config.ts).
+ * is structured (rails, networks); secrets may come from the environment instead (SECRET_ENV).
  * Every field is documented here and in docs/wallets.md.
  */
 
@@ -140,3 +143,42 @@ export const WalletConfig = z.strictObject({
   rpc: CryptoRpcConfig.default(CryptoRpcConfig.parse({})),
 });
 export type WalletConfig = z.infer<typeof WalletConfig>;
+
+/** Secrets read from the environment only (never flags: they would show in the process list). */
+export const SECRET_ENV = {
+  evmSettlerKey: "HEARTH_X402_EVM_SETTLER_KEY",
+  solanaFeePayerKey: "HEARTH_X402_SOLANA_FEE_PAYER_KEY",
+} as const;
+
+/** What each secret is, for docs/configuration.md. */
+export const SECRET_ENV_DESCRIPTIONS: Record<keyof typeof SECRET_ENV, string> = {
+  evmSettlerKey: "private key (0x + 64 hex) of the account that submits Base transfers and pays their gas; overrides x402.base.settlerPrivateKey",
+  solanaFeePayerKey: "base58 secret key of x402.solana.feePayer; overrides x402.solana.feePayerSecretKey",
+};
+
+/** The wallet config file (if any), with the settlement override and the secrets from the environment. */
+export function loadWalletConfig(path: string, settlement: string, env: Record<string, string | undefined> = process.env): WalletConfig {
+  let json: Record<string, any> = {};
+  if (path) {
+    try {
+      json = JSON.parse(readFileSync(resolve(path), "utf8")) as Record<string, any>;
+    } catch (error) {
+      throw new ConfigError(`${path}: ${(error as Error).message}`);
+    }
+    if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ConfigError(`${path}: expected a JSON object`);
+  }
+  const x402 = { ...(json.x402 as Record<string, any> | undefined) };
+  if (settlement) {
+    const mode = SettlementMode.safeParse(settlement);
+    if (!mode.success) throw new ConfigError(`settings: x402Settlement: expected onchain, deferred or off, got "${settlement}"`);
+    x402.settlement = mode.data;
+  }
+  const evmKey = env[SECRET_ENV.evmSettlerKey];
+  if (evmKey && x402.base && typeof x402.base === "object") x402.base = { ...x402.base, settlerPrivateKey: evmKey };
+  const solanaKey = env[SECRET_ENV.solanaFeePayerKey];
+  if (solanaKey && x402.solana && typeof x402.solana === "object") x402.solana = { ...x402.solana, feePayerSecretKey: solanaKey };
+  const parsed = WalletConfig.safeParse({ ...json, x402 });
+  if (!parsed.success) throw new ConfigError(describeIssues(path || "wallet config", parsed.error));
+  return parsed.data;
+}
+

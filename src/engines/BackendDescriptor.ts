@@ -1,0 +1,79 @@
+import type { z } from "zod";
+import type { ModelEntry } from "../config/modelRegistry.js";
+import type { Engine } from "./types.js";
+
+export interface EngineFactoryOptions {
+  gpu: "auto" | false;
+}
+
+/** What a model needs in memory once loaded, estimated before loading it (the memory budget is checked against it). */
+export interface MemoryEstimate {
+  ramBytes: number;
+  vramBytes: number;
+}
+
+/** What a model's chat features are before it is loaded (for GET /models). */
+export type ProbedChatFeatures = { functionCalling: boolean; reasoning: boolean; reasoningToggle: boolean; responseSchema: boolean; logprobs: boolean };
+
+/** A problem with a registry entry, named by its field (`file`, `upstream`, ...). */
+export interface EntryProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * Backends whose entries can share one loaded model: entries with the same key load it once
+ * and each gets its own engine over it (an image and a video model on the same diffusion
+ * files run on one worker pool). The manager disposes the shared model, never the views.
+ */
+export interface SharedEngineLoader<Shared> {
+  key(entry: ModelEntry): string;
+  load(entry: ModelEntry, options: EngineFactoryOptions): Promise<Shared>;
+  view(shared: Shared, entry: ModelEntry): Engine;
+  dispose(shared: Shared): Promise<void>;
+}
+
+/**
+ * Everything Hearth knows about one backend, in one place: what it serves, which registry
+ * sections it reads, how to load it, and what can be learned about its models without
+ * loading them. Everything heavy (native libraries, transformers.js) is imported inside the
+ * functions, so reading the registry (`hearth models list`, config validation) stays quick.
+ */
+export interface BackendDescriptor {
+  /** The model types it serves: start-up refuses an entry of another type. */
+  readonly serves: readonly ModelEntry["type"][];
+  /** The sections of a registry entry it reads, with their schemas (src/config/backendSettings.ts). */
+  readonly settings: Readonly<Record<string, z.ZodType>>;
+  /** What an entry for this backend must have besides the common fields (checked at start-up). */
+  entryProblems(entry: ModelEntry): EntryProblem[];
+  /** Whether its models can run here; one that cannot is left out of every listing, with the reason. */
+  servable(entry: ModelEntry): { servable: true } | { servable: false; reason: string };
+  /** Where its models run when not on this machine (a relay's upstream host); undefined: here. */
+  remoteHost?(entry: ModelEntry): string | undefined;
+  /** Loads one entry's engine. */
+  load(entry: ModelEntry, options: EngineFactoryOptions): Promise<Engine>;
+  /** Set when entries on the same files share one loaded model (then `load` is not used). */
+  readonly shared?: SharedEngineLoader<any>;
+  /** Memory a model will need once loaded, without loading it. */
+  estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
+  /** Text backends: the chat features of a model without loading it. */
+  probeChatFeatures?(entry: ModelEntry): Promise<ProbedChatFeatures>;
+  /** Text backends: the context window GET /models shows (a loaded engine may know it better). */
+  contextSize?(entry: ModelEntry, loaded: Engine | undefined): Promise<number>;
+  /** Embedding backends: what the model files say about vector size and input limit, without loading them. */
+  embeddingShape?(entry: ModelEntry): { dimensions?: number; maxInputTokens?: number };
+  /** Speech backends: the voices offered, read without loading the model. */
+  listVoices?(entry: ModelEntry): string[];
+  /**
+   * Speech backends: the default map from the standard's voices (alloy, onyx, ...) to the
+   * model's own; `speech.voiceAliases` in the registry overrides entries.
+   */
+  standardVoiceMap?(entry: ModelEntry, voices: readonly string[]): Record<string, string>;
+}
+
+/** The check most local backends share: their model files must be named. */
+export function needsFile(what: string): (entry: ModelEntry) => EntryProblem[] {
+  return (entry) => (entry.file ? [] : [{ path: "file", message: what }]);
+}
+
+export const alwaysServable = (): { servable: true } => ({ servable: true });

@@ -1,0 +1,19 @@
+import { EmbeddingSettings, LlamaSettings } from "../../config/backendSettings.js";
+import { alwaysServable, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
+
+/** llama.cpp through node-llama-cpp: GGUF chat and embedding models. */
+export const llamaBackend: BackendDescriptor = {
+  serves: ["text", "embedding"],
+  settings: { llama: LlamaSettings, embedding: EmbeddingSettings },
+  entryProblems: needsFile("a llama model needs a GGUF file"),
+  servable: alwaysServable,
+  async load(entry, options) {
+    if (entry.type === "embedding") return (await import("../llama/LlamaEmbeddingEngine.js")).LlamaEmbeddingEngine.load(entry, options.gpu);
+    const { LlamaChatEngine } = await import("../llama/LlamaChatEngine.js");
+    return LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu });
+  },
+  estimateMemory: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).estimateGgufMemory(entry, gpu),
+  // Read from the GGUF's chat template; what Hearth renders itself (JSON schema grammars, logprobs) always works.
+  probeChatFeatures: async (entry) => ({ ...(await (await import("../llama/probeChatFeatures.js")).probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
+  contextSize: async (entry) => entry.llama.contextSize,
+};
