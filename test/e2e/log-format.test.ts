@@ -73,6 +73,6 @@ describe("hearth serve --log-format", () => {
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     expect(await exited(child)).not.toBe(0);
-    expect(stderr).toContain("option '--log-format <format>' argument 'xml' is invalid. Allowed choices are auto, json, pretty.");
+    expect(stderr).toContain('settings: logFormat: Invalid option: expected one of "auto"|"json"|"pretty"');
   });
 });
