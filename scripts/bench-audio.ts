@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadModelsConfig } from "../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../src/models/loadModelsConfig.js";
 import { loadServerConfig, ServerConfig } from "../src/config/serverSettings.js";
 import { createLogger } from "../src/logger.js";
 import { encodeAudio } from "../src/media/ffmpeg.js";

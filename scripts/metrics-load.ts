@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadModelsConfig } from "../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../src/models/loadModelsConfig.js";
 import { PACKAGE_ROOT } from "../src/config/packageRoot.js";
 import { ServerConfig } from "../src/config/serverSettings.js";
 import { createLogger } from "../src/logger.js";

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { CharacterSlug, ExampleMessage, type Character } from "../characters/Character.js";
 import { charactersPathFor, loadCharactersFile } from "../characters/charactersFile.js";
-import { loadModelsConfig } from "../config/modelRegistry.js";
+import { loadModelsConfig } from "../models/loadModelsConfig.js";
 import { loadServerConfig } from "../config/serverSettings.js";
 import { deleteCharacter, getStoredCharacter, insertCharacter, listStoredCharacters } from "../store/characters.js";
 import { databasePath, openStore } from "../store/Store.js";

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { ConfigError } from "../config/ConfigError.js";
-import { loadModelsConfig, ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
+import { ModelEntry } from "../config/modelRegistry.js";
+import { CheckedModelsConfig, loadModelsConfig } from "../models/loadModelsConfig.js";
 import { adminKeyFromEnv, loadServerConfig, readSetting } from "../config/serverSettings.js";
 import { formatBytes } from "../models/formatBytes.js";
 import { backendOf } from "../engines/registry.js";
@@ -88,7 +89,7 @@ export function registerModelsCommand(program: Command): void {
     if (!checked.success) throw new ConfigError(checked.error.issues.map((i) => `${i.path.join(".") || "entry"}: ${i.message}`).join("\n"));
     if (raw.models.some((m) => (m as { id?: unknown }).id === id)) throw new ConfigError(`${configPath}: a model with id "${id}" already exists (choose another with --id)`);
     const next = { ...raw, models: [...raw.models, entry] };
-    const whole = ModelsConfig.safeParse(next);
+    const whole = CheckedModelsConfig.safeParse(next);
     if (!whole.success) throw new ConfigError(whole.error.issues.map((i) => `${configPath}: ${i.path.join(".")}: ${i.message}`).join("\n"));
     writeFileSync(configPath, `${JSON.stringify(next, null, 2)}\n`);
     if (flags.json) {

@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import {
   EmbeddingSettings,
@@ -13,8 +11,6 @@ import {
   VoiceCloningSettings,
 } from "./backendSettings.js";
 import { BACKEND_NAMES } from "../engines/backendNames.js";
-import { BACKENDS } from "../engines/registry.js";
-import { ConfigError, describeIssues } from "./ConfigError.js";
 import { pricingProblem, type ModelPricing } from "./pricing.js";
 
 /** The model registry: models.config.json, one entry per model a request can name. */
@@ -122,12 +118,6 @@ export const ModelsConfig = z
       for (const [name, voice] of Object.entries(model.speech.voiceAliases ?? {}))
         if (model.speech.voices && !model.speech.voices.includes(voice))
           ctx.addIssue({ code: "custom", path: ["models", index, "speech", "voiceAliases", name], message: "must be one of speech.voices" });
-      const backend = BACKENDS[model.backend];
-      for (const problem of backend.entryProblems(model)) ctx.addIssue({ code: "custom", path: ["models", index, problem.path], message: problem.message });
-      if (!backend.serves.includes(model.type))
-        ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${backend.serves.join(" and ")} models, not ${model.type}` });
-      if (model.voiceCloning && !("voiceCloning" in backend.settings))
-        ctx.addIssue({ code: "custom", path: ["models", index, "voiceCloning"], message: "voice cloning runs on Kokoro-style models (backend kokoro)" });
       const pricing = model.pricing === undefined ? undefined : pricingProblem(model.type, model.pricing);
       if (pricing) ctx.addIssue({ code: "custom", path: ["models", index, "pricing"], message: pricing });
       if (model.speech.defaultVoice && model.speech.voices && !model.speech.voices.includes(model.speech.defaultVoice))
@@ -150,33 +140,8 @@ export const ModelsConfig = z
 
 export type ModelsConfig = z.infer<typeof ModelsConfig>;
 
-/** Reads and validates models.config.json; a bad file stops start-up with the offending field named. */
-export function loadModelsConfig(configPath: string, dataDir: string, env: NodeJS.ProcessEnv = process.env): ModelsConfig {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(configPath, "utf8"));
-  } catch (error) {
-    throw new ConfigError(`${configPath}: ${(error as Error).message}`);
-  }
-  const parsed = ModelsConfig.safeParse(json);
-  if (!parsed.success) throw new ConfigError(describeIssues(configPath, parsed.error));
-  const base = dirname(configPath);
-  for (const model of parsed.data.models) {
-    if (model.file) model.file = resolveModelPath(model.file, base, dataDir);
-    if (model.voiceCloning) model.voiceCloning.encoder = resolveModelPath(model.voiceCloning.encoder, base, dataDir);
-    if (model.upstream) resolveUpstream(model.upstream, env);
-    if (model.image.safetyChecker) model.image.safetyChecker = resolveModelPath(model.image.safetyChecker, base, dataDir);
-  }
-  return parsed.data;
-}
-
 /** Fills an upstream's base URL and key from the environment variables it names (explicit values win). */
 export function resolveUpstream(upstream: UpstreamSettings, env: NodeJS.ProcessEnv): void {
   if (!upstream.baseUrl && upstream.baseUrlEnv && env[upstream.baseUrlEnv]) upstream.baseUrl = env[upstream.baseUrlEnv];
   if (!upstream.apiKey && upstream.apiKeyEnv && env[upstream.apiKeyEnv]) upstream.apiKey = env[upstream.apiKeyEnv];
-}
-
-function resolveModelPath(file: string, base: string, dataDir: string): string {
-  const expanded = file.replaceAll("{dataDir}", dataDir);
-  return isAbsolute(expanded) ? expanded : resolve(base, expanded);
 }

@@ -140,7 +140,7 @@ export const ServerConfig = z.object({
   dataDir: z.string().min(1),
   configPath: z.string().min(1),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
-  logFormat: z.enum(["auto", "json", "pretty"]),
+  logFormat: z.enum(["auto", "json", "pretty"]).default("auto"),
   diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
   /** Largest uploaded audio file (transcription input, voice samples), in MB; larger uploads answer 413. */
   maxUploadMb: z.coerce.number().positive().max(1024).default(25),

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { ServerConfig } from "../../src/config/serverSettings.js";
 import { createLogger } from "../../src/logger.js";
 import { estimateMemory } from "../../src/models/estimateMemory.js";

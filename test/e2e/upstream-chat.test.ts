@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { engineOf, post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";

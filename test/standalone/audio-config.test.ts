@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { loadServerConfig } from "../../src/config/serverSettings.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/ConfigError.js";
-import { loadModelsConfig } from "../../src/config/modelRegistry.js";
+import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 import { loadServerConfig } from "../../src/config/serverSettings.js";
 

@@ -6,11 +6,12 @@ import { applyStyle, ImageStyles } from "../../src/api/images/styles.js";
 import { sizeForAspectRatio } from "../../src/api/images/service.js";
 import { embeddingCost, imageCost, UnpricedDurationError, videoCost } from "../../src/billing/pricing.js";
 import { ConfigError } from "../../src/config/ConfigError.js";
-import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
+import { CheckedModelsConfig } from "../../src/models/loadModelsConfig.js";
 
 const entry = (fields: Record<string, unknown>) => ModelEntry.parse({ id: "m", file: "/models/m", ...fields });
 const issues = (models: unknown[]) => {
-  const parsed = ModelsConfig.safeParse({ models });
+  const parsed = CheckedModelsConfig.safeParse({ models });
   return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
 };
 

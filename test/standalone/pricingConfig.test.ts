@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ModelsConfig } from "../../src/config/modelRegistry.js";
+import { CheckedModelsConfig } from "../../src/models/loadModelsConfig.js";
 
 const price = { usd: 1, diem: 1 };
 const BACKEND_OF = { text: "llama", embedding: "transformers", tts: "kokoro", asr: "whisper", image: "onnx-diffusion", video: "onnx-diffusion" } as const;
 
 /** The registry's verdict on one entry's pricing: undefined when accepted, else the message. */
 function pricingIssue(type: keyof typeof BACKEND_OF, pricing: unknown): string | undefined {
-  const parsed = ModelsConfig.safeParse({ models: [{ id: "m", type, backend: BACKEND_OF[type], file: "/models/m", pricing }] });
+  const parsed = CheckedModelsConfig.safeParse({ models: [{ id: "m", type, backend: BACKEND_OF[type], file: "/models/m", pricing }] });
   if (parsed.success) return undefined;
   return parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("\n");
 }

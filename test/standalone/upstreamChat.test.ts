@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
+import { CheckedModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
 import { ApiError } from "../../src/errors.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
@@ -232,9 +233,9 @@ describe("UpstreamChatEngine against a server of the standard", () => {
 
 describe("upstream text models in the registry", () => {
   it("needs upstream settings, and each model's features come from its own configuration (never the upstream)", async () => {
-    const missing = ModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream" }] });
+    const missing = CheckedModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream" }] });
     expect(missing.error?.issues.map((i) => i.path.join("."))).toEqual(["models.0.upstream"]);
-    const unknownFeature = ModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { vision: true } } }] });
+    const unknownFeature = CheckedModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { vision: true } } }] });
     expect(unknownFeature.success).toBe(false);
 
     const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl, features } });

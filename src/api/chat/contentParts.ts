@@ -1,38 +1,16 @@
-import type { RequestMeter } from "../../billing/RequestMeter.js";
-import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { ModelManager } from "../../models/ModelManager.js";
+import type { PartContext } from "./partContext.js";
 import { readAudioPart } from "./readAudioPart.js";
 import { readFilePart } from "./readFilePart.js";
 import type { ContentPart } from "./schema.js";
+
+export type { ContentPartLimits, PartContext } from "./partContext.js";
 
 /**
  * How each kind of content part becomes text the model reads. Text is itself; documents are
  * extracted, audio is transcribed; images and video are refused until a model here can see.
  * Each kind is one entry, so adding one does not touch the rest of the chat path.
  */
-
-export interface ContentPartLimits {
-  /** Largest decoded file or audio part, in bytes (--max-upload-mb). */
-  maxFileBytes: number;
-  /** Longest text extracted from one file, in characters. */
-  maxFileChars: number;
-  /** Transcription of one audio part runs at most this long (504 after). */
-  requestTimeoutMs: number;
-}
-
-export interface PartContext {
-  /** The text model the conversation is for. */
-  entry: ModelEntry;
-  models: ModelManager;
-  /** Bills work done on another model (the transcription of an audio part). */
-  meterFor: (entry: ModelEntry) => RequestMeter;
-  limits: ContentPartLimits;
-  /** Where the part is, for the error's details. */
-  path: (string | number)[];
-  /** The caller went away: stop reading (transcribing) at once. */
-  signal?: AbortSignal;
-}
 
 type PartOf<T extends ContentPart["type"]> = Extract<ContentPart, { type: T }>;
 

@@ -3,7 +3,7 @@ import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { withDeadline } from "../../http/withDeadline.js";
 import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
 import { wavHeader } from "../../media/pcm.js";
-import type { PartContext } from "./contentParts.js";
+import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
 

@@ -3,7 +3,7 @@ import { extractDocument } from "../../documents/extractDocument.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { InvalidRequestError } from "../../errors.js";
-import type { PartContext } from "./contentParts.js";
+import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
 

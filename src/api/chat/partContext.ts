@@ -1,0 +1,27 @@
+import type { RequestMeter } from "../../billing/RequestMeter.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+
+/** What a content-part reader gets besides the part (its own module: the readers and the dispatcher in contentParts.ts both import it). */
+
+export interface ContentPartLimits {
+  /** Largest decoded file or audio part, in bytes (--max-upload-mb). */
+  maxFileBytes: number;
+  /** Longest text extracted from one file, in characters. */
+  maxFileChars: number;
+  /** Transcription of one audio part runs at most this long (504 after). */
+  requestTimeoutMs: number;
+}
+
+export interface PartContext {
+  /** The text model the conversation is for. */
+  entry: ModelEntry;
+  models: ModelManager;
+  /** Bills work done on another model (the transcription of an audio part). */
+  meterFor: (entry: ModelEntry) => RequestMeter;
+  limits: ContentPartLimits;
+  /** Where the part is, for the error's details. */
+  path: (string | number)[];
+  /** The caller went away: stop reading (transcribing) at once. */
+  signal?: AbortSignal;
+}
