@@ -49,7 +49,10 @@ async function main() {
   const results: Record<string, Record<string, number | string>> = {};
 
   try {
-    for (const model of server.models.list().filter((m) => m.type === "tts").map((m) => m.id)) {
+    for (const model of server.models
+      .list()
+      .filter((m) => m.type === "tts")
+      .map((m) => m.id)) {
       const speak = (body: Record<string, unknown>) =>
         fetch(`${server.baseUrl}/audio/speech`, { method: "POST", headers, body: JSON.stringify({ model, input: PARAGRAPH, ...body }) });
       const rtf: number[] = [];
@@ -92,7 +95,10 @@ async function main() {
       rate,
       "mp3",
     );
-    for (const model of server.models.list().filter((m) => m.type === "asr").map((m) => m.id)) {
+    for (const model of server.models
+      .list()
+      .filter((m) => m.type === "asr")
+      .map((m) => m.id)) {
       for (const [name, clip] of [
         ["speech", spoken],
         ["90 s tone", longClip],

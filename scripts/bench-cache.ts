@@ -103,7 +103,10 @@ function timeToFirstToken(documentSeed: number, question: string): Promise<Measu
         if (Number.isNaN(ttftMs) && /"content":"[^"]/.test(text)) ttftMs = performance.now() - started;
       });
       res.on("end", () => {
-        const events = text.split("\n").filter((line) => line.startsWith("data: {")).map((line) => JSON.parse(line.slice(6)));
+        const events = text
+          .split("\n")
+          .filter((line) => line.startsWith("data: {"))
+          .map((line) => JSON.parse(line.slice(6)));
         const usage = events.find((e) => e.usage)?.usage;
         if (!usage) return reject(new Error(`no usage in the stream (status ${res.statusCode}): ${text.slice(0, 300)}`));
         resolvePromise({ ttftMs, promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details.cached_tokens });
@@ -124,7 +127,11 @@ try {
   for (let i = 0; i < runs; i++) hits.push(await timeToFirstToken(7, `Question ${i + 1}?`));
 
   const row = (label: string, ms: Measure[]) =>
-    `${label.padEnd(10)} ttft median ${median(ms.map((m) => m.ttftMs)).toFixed(1).padStart(8)} ms   min ${Math.min(...ms.map((m) => m.ttftMs)).toFixed(1).padStart(8)} ms   prompt ${median(ms.map((m) => m.promptTokens))} tokens, cached ${median(ms.map((m) => m.cachedTokens))}`;
+    `${label.padEnd(10)} ttft median ${median(ms.map((m) => m.ttftMs))
+      .toFixed(1)
+      .padStart(8)} ms   min ${Math.min(...ms.map((m) => m.ttftMs))
+      .toFixed(1)
+      .padStart(8)} ms   prompt ${median(ms.map((m) => m.promptTokens))} tokens, cached ${median(ms.map((m) => m.cachedTokens))}`;
   process.stdout.write(
     [
       `model ${shapeName} (${file}), ${runs} runs each, ${server.models.list()[0]!.llama.contextSize}-token context, ${values.threads} thread(s)`,

@@ -34,7 +34,11 @@ const server = await startServer(config, { logger: createLogger("warn"), gpu: "a
 const account = createAccount(server.db, "bench");
 const { secret: key } = createApiKey(server.db, { accountId: account.id, description: "bench", keyType: "ADMIN", rateLimitOverrides: JSON.stringify({ "*": { rpm: 1_000_000 } }) });
 const call = async (path: string, body: unknown) => {
-  const res = await fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   if (!res.ok && !res.headers.get("content-type")?.includes("video")) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return res;
 };
@@ -89,7 +93,11 @@ try {
       secondsPerVideoSecond: seconds(run / videoSeconds),
       wallSecondsIncludingPolling: seconds(wall),
     };
-    rows.push([entry.id, `${duration} at ${resolution}, ${entry.video.fps} fps (${frames} frames), ${entry.image.defaultSteps} steps`, `${seconds(run / videoSeconds)} s per video second`]);
+    rows.push([
+      entry.id,
+      `${duration} at ${resolution}, ${entry.video.fps} fps (${frames} frames), ${entry.image.defaultSteps} steps`,
+      `${seconds(run / videoSeconds)} s per video second`,
+    ]);
   }
 
   for (const entry of models.filter((m) => m.type === "embedding")) {

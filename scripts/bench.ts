@@ -116,8 +116,9 @@ async function loadTargets(options: BenchOptions, entry: ModelEntry, targets: Ma
     }
   }
   if (context) {
-    log(`context: ${context.backend} (${context.build}), threads ${context.threads}, batch ${context.batchSize}, ` +
-      `${context.sequences} sequences x ${context.contextSize} tokens`);
+    log(
+      `context: ${context.backend} (${context.build}), threads ${context.threads}, batch ${context.batchSize}, ` + `${context.sequences} sequences x ${context.contextSize} tokens`,
+    );
     if (context.threads > context.cpuMathCores) {
       log(`WARNING: ${context.threads} threads on ${context.cpuMathCores} math cores: llama.cpp's threads wait for each other at every step; expect a large slowdown (--threads)`);
     }
@@ -166,8 +167,7 @@ async function runScenarios(targets: Map<Mode, Target>, options: BenchOptions): 
 }
 
 function environment() {
-  const packageVersion = (name: string) =>
-    (JSON.parse(readFileSync(join(PACKAGE_ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+  const packageVersion = (name: string) => (JSON.parse(readFileSync(join(PACKAGE_ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
   return { node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, nodeLlamaCpp: packageVersion("node-llama-cpp") };
 }
 

@@ -272,7 +272,9 @@ async function main(): Promise<void> {
     const probe = (async () => {
       while (probing) {
         const started = performance.now();
-        await fetch(`${node.baseUrl}/models`).then((r) => r.arrayBuffer()).catch(() => undefined);
+        await fetch(`${node.baseUrl}/models`)
+          .then((r) => r.arrayBuffer())
+          .catch(() => undefined);
         probeLatencies.push(performance.now() - started);
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -283,7 +285,11 @@ async function main(): Promise<void> {
       fetch(node.metricsUrl)
         .then((r) => r.text())
         .then((text) => {
-          for (const [name, into] of [["p50", lag.p50], ["p99", lag.p99], ["max", lag.max]] as const) {
+          for (const [name, into] of [
+            ["p50", lag.p50],
+            ["p99", lag.p99],
+            ["max", lag.max],
+          ] as const) {
             const match = new RegExp(`^nodejs_eventloop_lag_${name}_seconds (\\S+)`, "m").exec(text);
             if (match) into.push(Number(match[1]) * 1000);
           }
@@ -341,7 +347,9 @@ async function main(): Promise<void> {
     clearInterval(lagTimer);
     await probe;
 
-    const alive = await fetch(`${node.baseUrl}/models`).then((r) => r.status === 200).catch(() => false);
+    const alive = await fetch(`${node.baseUrl}/models`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
     const totals: Record<string, number> = {};
     for (const counts of byOperation.values()) for (const [bucket, n] of Object.entries(counts)) totals[bucket] = (totals[bucket] ?? 0) + n;
     const probeSorted = [...probeLatencies].sort((a, b) => a - b);
@@ -354,11 +362,23 @@ async function main(): Promise<void> {
       unexpected5xx: serverErrors.filter((e) => e.status >= 500).length,
       transportErrors,
       nodeAliveAfter: alive,
-      probeGetModelsMs: { count: probeSorted.length, p50: percentile(probeSorted, 50), p90: percentile(probeSorted, 90), p99: percentile(probeSorted, 99), max: probeSorted.at(-1) },
+      probeGetModelsMs: {
+        count: probeSorted.length,
+        p50: percentile(probeSorted, 50),
+        p90: percentile(probeSorted, 90),
+        p99: percentile(probeSorted, 99),
+        max: probeSorted.at(-1),
+      },
       eventLoopLagMs: {
         windows: lag.p99.length,
-        medianOfP50: percentile([...lag.p50].sort((a, b) => a - b), 50),
-        medianOfP99: percentile([...lag.p99].sort((a, b) => a - b), 50),
+        medianOfP50: percentile(
+          [...lag.p50].sort((a, b) => a - b),
+          50,
+        ),
+        medianOfP99: percentile(
+          [...lag.p99].sort((a, b) => a - b),
+          50,
+        ),
         worstP99: Math.max(...lag.p99),
         worstMax: Math.max(...lag.max),
       },
@@ -367,11 +387,19 @@ async function main(): Promise<void> {
       serverErrors: serverErrors.slice(0, 50),
     };
     log(`\n${TOTAL} requests in ${report.seconds} s over ${operations.length} operations`);
-    log(`status classes: ${Object.entries(totals).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    log(
+      `status classes: ${Object.entries(totals)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}`,
+    );
     log(`unexpected 5xx (500 and others not 501-504): ${report.unexpected5xx}; transport errors: ${transportErrors}; node alive after: ${alive}`);
     const f = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? "n/a" : n.toFixed(1));
-    log(`probe GET /models (ms): p50 ${f(report.probeGetModelsMs.p50)}, p90 ${f(report.probeGetModelsMs.p90)}, p99 ${f(report.probeGetModelsMs.p99)}, max ${f(report.probeGetModelsMs.max)} over ${probeSorted.length} probes`);
-    log(`node event-loop lag (ms, per 1 s window): median p50 ${f(report.eventLoopLagMs.medianOfP50)}, median p99 ${f(report.eventLoopLagMs.medianOfP99)}, worst p99 ${f(report.eventLoopLagMs.worstP99)}, worst max ${f(report.eventLoopLagMs.worstMax)}`);
+    log(
+      `probe GET /models (ms): p50 ${f(report.probeGetModelsMs.p50)}, p90 ${f(report.probeGetModelsMs.p90)}, p99 ${f(report.probeGetModelsMs.p99)}, max ${f(report.probeGetModelsMs.max)} over ${probeSorted.length} probes`,
+    );
+    log(
+      `node event-loop lag (ms, per 1 s window): median p50 ${f(report.eventLoopLagMs.medianOfP50)}, median p99 ${f(report.eventLoopLagMs.medianOfP99)}, worst p99 ${f(report.eventLoopLagMs.worstP99)}, worst max ${f(report.eventLoopLagMs.worstMax)}`,
+    );
     for (const error of serverErrors.slice(0, 10)) log(`  ${error.status} ${error.request}: ${error.body}`);
     log("slowest requests:");
     for (const slow of slowest.slice(0, 5)) log(`  ${slow.ms} ms ${slow.status} ${slow.request}`);

@@ -38,7 +38,12 @@ const config = ServerConfig.parse({ host: "127.0.0.1", port: 0, dataDir, configP
 const server = await startServer(config, { modelsConfig: { models: [entry] }, characters: [], logger: createLogger("warn") });
 const account = createAccount(server.db, "bench");
 grantCredits(server.db, account.id, "USD", toMicros(1000), "bench");
-const { secret } = createApiKey(server.db, { accountId: account.id, description: "bench", keyType: "ADMIN", rateLimitOverrides: JSON.stringify({ "*": { rpm: 100_000, tpm: 100_000_000 } }) });
+const { secret } = createApiKey(server.db, {
+  accountId: account.id,
+  description: "bench",
+  keyType: "ADMIN",
+  rateLimitOverrides: JSON.stringify({ "*": { rpm: 100_000, tpm: 100_000_000 } }),
+});
 
 const HISTOGRAMS = [
   "hearth_chat_time_to_first_token_seconds",
@@ -103,7 +108,9 @@ await server.close();
 rmSync(dataDir, { recursive: true, force: true });
 
 const fmt = (n: number, digits = 4) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
-console.log(`hearth bench:metrics: ${requests} streaming chats, ${concurrency} at a time, max_tokens ${maxTokens}, model ${entry.id} (${entry.llama.sequences} sequences), ${fmt(wallMs / 1000, 2)} s wall`);
+console.log(
+  `hearth bench:metrics: ${requests} streaming chats, ${concurrency} at a time, max_tokens ${maxTokens}, model ${entry.id} (${entry.llama.sequences} sequences), ${fmt(wallMs / 1000, 2)} s wall`,
+);
 console.log("");
 console.log(["histogram".padEnd(42), "count before", "count after", "sum before", "sum after", "mean of the run"].join("  "));
 for (const name of HISTOGRAMS) {
@@ -116,4 +123,6 @@ const tokens = after.hearth_chat_completion_tokens_total!.count - before.hearth_
 const clientTtft = results.map((r) => r.ttftMs).filter(Number.isFinite);
 console.log("");
 console.log(`completion tokens counted: ${tokens} (${fmt(tokens / (wallMs / 1000), 1)} tokens/s aggregate)`);
-console.log(`client-side TTFT mean: ${fmt(clientTtft.reduce((s, t) => s + t, 0) / clientTtft.length / 1000)} s over ${clientTtft.length} requests (includes HTTP and the route's work before the engine)`);
+console.log(
+  `client-side TTFT mean: ${fmt(clientTtft.reduce((s, t) => s + t, 0) / clientTtft.length / 1000)} s over ${clientTtft.length} requests (includes HTTP and the route's work before the engine)`,
+);

@@ -34,9 +34,24 @@ export const API_BASE_PATH = "/api/v1";
 // Routers take their dependencies from appDeps.ts (a types-only module), never from this file.
 export type { AppDeps } from "./appDeps.js";
 
-
 /** The routers under /api/v1; a new endpoint group is one line here. */
-const ROUTERS = [modelsRouter, chatRouter, completionsRouter, charactersRouter, audioRouter, imagesRouter, embeddingsRouter, videoRouter, billingRouter, keysRouter, x402Router, rpcRouter, consoleRouter, adminRouter, openapiRouter] as const;
+const ROUTERS = [
+  modelsRouter,
+  chatRouter,
+  completionsRouter,
+  charactersRouter,
+  audioRouter,
+  imagesRouter,
+  embeddingsRouter,
+  videoRouter,
+  billingRouter,
+  keysRouter,
+  x402Router,
+  rpcRouter,
+  consoleRouter,
+  adminRouter,
+  openapiRouter,
+] as const;
 
 export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
   const auth = createAuthenticators({

@@ -126,9 +126,7 @@ class SequenceQueue {
 function promptRenderer(model: LlamaModel): (request: BenchRequest) => Token[] {
   const chatWrapper = resolveChatWrapper(model);
   return (request) =>
-    chatWrapper
-      .generateContextState({ chatHistory: [...toChatHistory(request.messages), { type: "model", response: [] }] })
-      .contextText.tokenize(model.tokenizer);
+    chatWrapper.generateContextState({ chatHistory: [...toChatHistory(request.messages), { type: "model", response: [] }] }).contextText.tokenize(model.tokenizer);
 }
 
 function describeContext(context: LlamaContext): ContextInfo {

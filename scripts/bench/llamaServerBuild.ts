@@ -88,10 +88,16 @@ export function ensureLlamaServer(options: { gpu?: LlamaServerGpu; log?: (line: 
   log(`building ${TARGETS.join(" and ")} (${gpu}, ${jobs} jobs) in ${buildDir}; this takes a while once`);
   const startedAt = performance.now();
   run("cmake", [
-    "-S", source, "-B", buildDir,
+    "-S",
+    source,
+    "-B",
+    buildDir,
     "-DCMAKE_BUILD_TYPE=Release",
     // The default build a user makes: tuned for this CPU, no curl (nothing is downloaded), no tests.
-    "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=ON", "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=ON",
+    "-DLLAMA_BUILD_SERVER=ON",
     `-DGGML_CUDA=${gpu === "cuda" ? "ON" : "OFF"}`,
   ]);
   run("cmake", ["--build", buildDir, "--config", "Release", "-j", jobs, "--target", ...TARGETS]);

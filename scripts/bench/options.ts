@@ -62,9 +62,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option("--model <id>", "model id to request (required with --url)")
     .option("--model-file <path>", "GGUF to load (in-process modes, and the started server's model)")
     .addOption(
-      new Option("--generate <name>", "generate (once, cached in data/bench-models) and bench a random-weight model")
-        .choices(Object.keys(GENERATED_MODELS))
-        .default("tiny"),
+      new Option("--generate <name>", "generate (once, cached in data/bench-models) and bench a random-weight model").choices(Object.keys(GENERATED_MODELS)).default("tiny"),
     )
     .option("--modes <list>", `which of ${MODES.join(",")} to run (default: all; only http with --url and no --model-file)`, modeList)
     .option("--concurrency <list>", "concurrency levels", intList, [1, 4, 16])

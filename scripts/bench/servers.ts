@@ -87,12 +87,21 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
   const child = spawn(
     binary,
     [
-      "-m", settings.modelFile,
-      "--host", "127.0.0.1", "--port", String(port),
-      "-t", threads, "-tb", threads,
-      "-np", String(settings.sequences),
+      "-m",
+      settings.modelFile,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "-t",
+      threads,
+      "-tb",
+      threads,
+      "-np",
+      String(settings.sequences),
       ...(settings.flashAttention ? ["-fa", settings.flashAttention] : []),
-      "-c", String(settings.sequences * settings.contextSize),
+      "-c",
+      String(settings.sequences * settings.contextSize),
       // No GPU offload unless the build has one: the same device as Hearth's node-llama-cpp picks.
       "--no-webui",
     ],
@@ -119,9 +128,7 @@ async function waitUntilServing(child: ChildProcess, url: string, name: string, 
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
-  const exited = new Promise<never>((_, reject) =>
-    child.once("exit", (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before serving:\n${stderr}`))),
-  );
+  const exited = new Promise<never>((_, reject) => child.once("exit", (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before serving:\n${stderr}`))));
   const deadline = Date.now() + START_TIMEOUT_MS;
   const poll = async () => {
     while (Date.now() < deadline) {

@@ -72,8 +72,7 @@ const median = (values: readonly number[]) => {
 /** Decode speed of one stream: 1000 / the median time per output token after the first. */
 const decodeTokensPerSecond = (metrics: ScenarioMetrics) => 1000 / metrics.tpotMs.median;
 /** Prompt processing: prompt tokens / time to first token (one output token requested), median over requests. */
-const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) =>
-  median(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
+const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) => median(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
 const aggregateTokensPerSecond = (metrics: ScenarioMetrics) => metrics.outputTokensPerSecond;
 
 /**
@@ -100,9 +99,36 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const countTokens = (text: string) => vocabulary.tokenize(text).length;
   const chat = (count: number) => (offset: number) => buildRequests(count, maxTokens, offset);
   const allScenarios: Scenario[] = [
-    { name: "c1", label: "1 stream, 4 sequences: decode tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 1, requests: chat(3), figure: { label: "decode tok/s", of: decodeTokensPerSecond }, goal: 0.97 },
-    { name: "c4", label: "4 streams on 4 sequences: aggregate tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 4, requests: chat(8), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
-    { name: "c16-s4", label: "16 clients on 4 sequences: aggregate tok/s", sequences: 4, contextSize: options.contextSize, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    {
+      name: "c1",
+      label: "1 stream, 4 sequences: decode tok/s",
+      sequences: 4,
+      contextSize: options.contextSize,
+      concurrency: 1,
+      requests: chat(3),
+      figure: { label: "decode tok/s", of: decodeTokensPerSecond },
+      goal: 0.97,
+    },
+    {
+      name: "c4",
+      label: "4 streams on 4 sequences: aggregate tok/s",
+      sequences: 4,
+      contextSize: options.contextSize,
+      concurrency: 4,
+      requests: chat(8),
+      figure: { label: "tok/s total", of: aggregateTokensPerSecond },
+      goal: 0.95,
+    },
+    {
+      name: "c16-s4",
+      label: "16 clients on 4 sequences: aggregate tok/s",
+      sequences: 4,
+      contextSize: options.contextSize,
+      concurrency: 16,
+      requests: chat(16),
+      figure: { label: "tok/s total", of: aggregateTokensPerSecond },
+      goal: 0.95,
+    },
     {
       name: "prefill",
       label: `${options.promptTokens}-token prompt: prompt tok/s`,
@@ -114,7 +140,16 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       figure: { label: "prompt tok/s", of: promptTokensPerSecond },
       goal: 0.95,
     },
-    { name: "c16-s16", label: "16 streams on 16 sequences: aggregate tok/s", sequences: 16, contextSize: options.contextSize, concurrency: 16, requests: chat(16), figure: { label: "tok/s total", of: aggregateTokensPerSecond }, goal: 0.95 },
+    {
+      name: "c16-s16",
+      label: "16 streams on 16 sequences: aggregate tok/s",
+      sequences: 16,
+      contextSize: options.contextSize,
+      concurrency: 16,
+      requests: chat(16),
+      figure: { label: "tok/s total", of: aggregateTokensPerSecond },
+      goal: 0.95,
+    },
   ];
 
   const unknown = options.scenarios?.filter((name) => !allScenarios.some((s) => s.name === name)) ?? [];
@@ -167,7 +202,9 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   log("");
   for (const m of memory) {
     const ratio = m.hearthRssBytes && m.llamaServerRssBytes ? m.hearthRssBytes / m.llamaServerRssBytes : Number.NaN;
-    log(`RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens: Hearth ${mib(m.hearthRssBytes)} MiB, llama-server ${mib(m.llamaServerRssBytes)} MiB (${ratio.toFixed(2)}x; goal <= 1.10)`);
+    log(
+      `RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens: Hearth ${mib(m.hearthRssBytes)} MiB, llama-server ${mib(m.llamaServerRssBytes)} MiB (${ratio.toFixed(2)}x; goal <= 1.10)`,
+    );
   }
   if (options.json) {
     const report = {
@@ -195,7 +232,9 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
 async function startBoth(build: LlamaServerBuild, settings: ServerSettings, log: (line: string) => void): Promise<readonly [RunningServer, RunningServer]> {
   const startedAt = performance.now();
   const hearth = await startHearth(settings);
-  log(`Hearth serving ${hearth.endpoint.baseUrl} (${settings.sequences} sequences x ${settings.contextSize} tokens) after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`);
+  log(
+    `Hearth serving ${hearth.endpoint.baseUrl} (${settings.sequences} sequences x ${settings.contextSize} tokens) after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`,
+  );
   try {
     const llama = await startLlamaServer(build.server, settings);
     log(`llama-server serving ${llama.endpoint.baseUrl} (${settings.sequences} slots)`);

@@ -18,8 +18,7 @@ export type RunRequest = (request: BenchRequest) => Promise<RequestTrace>;
 export const SAMPLING: SamplingOptions = { temperature: 0, topP: 1 };
 
 const SYSTEM_PROMPT = "You are a concise assistant. Answer in plain prose.";
-const USER_PROMPT =
-  "Explain how a sourdough starter works, what the yeast and the bacteria each contribute, and how to keep one alive through a week of neglect.";
+const USER_PROMPT = "Explain how a sourdough starter works, what the yeast and the bacteria each contribute, and how to keep one alive through a week of neglect.";
 
 /**
  * The workload: a shared system prompt (cached across requests, as in real traffic) and a

@@ -21,4 +21,3 @@ export function toBalanceResponse(snapshot: BalanceSnapshot): BillingBalanceResp
     diemEpochAllocation: microsToUnits(snapshot.stakedDiem),
   };
 }
-

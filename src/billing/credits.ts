@@ -252,6 +252,7 @@ export class Credits {
     const balance = getBalances(this.db, accountId).DIEM;
     const expiring = balance - heldByAccount(this.db, accountId).diem;
     if (expiring > 0) applyEntry(this.db, { accountId, currency: "DIEM", deltaMicros: -expiring, kind: "diem_expiry", note: "unused DIEM of the last epoch", createdAt: now });
-    if (stake.stakedMicros > 0) applyEntry(this.db, { accountId, currency: "DIEM", deltaMicros: stake.stakedMicros, kind: "diem_allocation", note: `epoch ${current} staking allocation`, createdAt: now });
+    if (stake.stakedMicros > 0)
+      applyEntry(this.db, { accountId, currency: "DIEM", deltaMicros: stake.stakedMicros, kind: "diem_allocation", note: `epoch ${current} staking allocation`, createdAt: now });
   }
 }

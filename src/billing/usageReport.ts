@@ -73,4 +73,3 @@ export const usageCsv = (entries: readonly UsageEntry[]) => usageCsvHeader() + e
 
 /** `20260708T091530123Z`: a compact UTC stamp for export file names (sorts in time order). */
 export const compactTimestamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, "");
-

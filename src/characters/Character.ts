@@ -41,5 +41,7 @@ export function idForSlug(slug: string): string {
 
 /** The reference's "short anonymized identifier derived from the character author". */
 export function anonymizedAuthor(author: string): string {
-  return BigInt(`0x${createHash("sha256").update(author).digest("hex").slice(0, 12)}`).toString(36).slice(0, 5);
+  return BigInt(`0x${createHash("sha256").update(author).digest("hex").slice(0, 12)}`)
+    .toString(36)
+    .slice(0, 5);
 }

@@ -26,15 +26,13 @@ export const CharacterDefinition = z.strictObject({
 });
 export type CharacterDefinition = z.infer<typeof CharacterDefinition>;
 
-export const CharactersFile = z
-  .strictObject({ $schema: z.string().optional(), characters: z.array(CharacterDefinition) })
-  .superRefine((file, ctx) => {
-    const seen = new Set<string>();
-    file.characters.forEach((character, index) => {
-      if (seen.has(character.slug)) ctx.addIssue({ code: "custom", path: ["characters", index, "slug"], message: `duplicate slug "${character.slug}"` });
-      seen.add(character.slug);
-    });
+export const CharactersFile = z.strictObject({ $schema: z.string().optional(), characters: z.array(CharacterDefinition) }).superRefine((file, ctx) => {
+  const seen = new Set<string>();
+  file.characters.forEach((character, index) => {
+    if (seen.has(character.slug)) ctx.addIssue({ code: "custom", path: ["characters", index, "slug"], message: `duplicate slug "${character.slug}"` });
+    seen.add(character.slug);
   });
+});
 
 /** characters.json lives next to models.config.json. */
 export const charactersPathFor = (modelsConfigPath: string) => join(dirname(modelsConfigPath), "characters.json");

@@ -27,7 +27,11 @@ function collectExample(value: string, previous: ExampleMessage[] = []): Example
 function readRegistry(flags: SettingFlags): { models: Set<string> | null; fileCharacters: Character[] } {
   const config = loadServerConfig(settingFlags(flags));
   if (!existsSync(config.configPath)) return { models: null, fileCharacters: [] };
-  const models = new Set(loadModelsConfig(config.configPath, config.dataDir).models.filter((m) => m.type === "text").map((m) => m.id));
+  const models = new Set(
+    loadModelsConfig(config.configPath, config.dataDir)
+      .models.filter((m) => m.type === "text")
+      .map((m) => m.id),
+  );
   return { models, fileCharacters: loadCharactersFile(charactersPathFor(config.configPath), models) };
 }
 

@@ -70,7 +70,16 @@ export function registerKeysCommand(program: Command): void {
         return;
       }
       const iso = (t: number | null) => (t ? new Date(t).toISOString() : "-");
-      const table = rows.map((k) => [k.id, k.operator ? "OPERATOR" : k.keyType, k.description, `...${k.last6}`, k.accountId, iso(k.createdAt), iso(k.lastUsedAt), k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active"]);
+      const table = rows.map((k) => [
+        k.id,
+        k.operator ? "OPERATOR" : k.keyType,
+        k.description,
+        `...${k.last6}`,
+        k.accountId,
+        iso(k.createdAt),
+        iso(k.lastUsedAt),
+        k.revokedAt ? `revoked ${iso(k.revokedAt)}` : "active",
+      ]);
       printTable(["ID", "TYPE", "NAME", "KEY", "ACCOUNT", "CREATED", "LAST USED", "STATE"], table, { STATE: (state) => (state === "active" ? out.green : out.dim)(state) });
     });
   });

@@ -75,7 +75,10 @@ export function registerModelsCommand(program: Command): void {
     .argument("<path>", "a .gguf file or a model directory")
     .option("--id <id>", "the model id (default: from the file name)")
     .option("--json", "print the inspection and the entry as JSON");
-  add.option("--config <file>", "the registry to append to, created if missing; a relative path is taken from the current directory (env HEARTH_CONFIG, default ./models.config.json)");
+  add.option(
+    "--config <file>",
+    "the registry to append to, created if missing; a relative path is taken from the current directory (env HEARTH_CONFIG, default ./models.config.json)",
+  );
   add.action(async (path: string, flags: SettingFlags & { id?: string; json?: boolean }) => {
     const configPath = resolve(readSetting("configPath", settingFlags(flags)));
     const file = resolve(path);

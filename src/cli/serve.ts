@@ -9,7 +9,26 @@ import { out, progressBar } from "./ui.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of ["host", "port", "dataDir", "configPath", "logLevel", "logFormat", "diemResetHourUtc", "publicUrl", "walletConfigPath", "x402Settlement", "maxUploadMb", "videoWorkers", "metricsPort", "preload", "keepAlive", "ramBudget", "vramBudget"] as const) addSettingOption(serve, name);
+  for (const name of [
+    "host",
+    "port",
+    "dataDir",
+    "configPath",
+    "logLevel",
+    "logFormat",
+    "diemResetHourUtc",
+    "publicUrl",
+    "walletConfigPath",
+    "x402Settlement",
+    "maxUploadMb",
+    "videoWorkers",
+    "metricsPort",
+    "preload",
+    "keepAlive",
+    "ramBudget",
+    "vramBudget",
+  ] as const)
+    addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
@@ -36,9 +55,17 @@ export function registerServeCommand(program: Command): void {
     process.stdout.write(
       [
         `Hearth is listening on ${out.bold(out.cyan(running.baseUrl))}`,
-        `Models: ${running.models.list().map((m) => m.id).join(", ") || "(none)"}`,
+        `Models: ${
+          running.models
+            .list()
+            .map((m) => m.id)
+            .join(", ") || "(none)"
+        }`,
         ...(running.metricsUrl ? [`Metrics (no auth): ${running.metricsUrl}`] : []),
-        `Wallet sign-ins for: ${running.wallet.origins.list().map((o) => o.origin).join(", ")}; top-ups: ${running.wallet.topUps.mode ?? "not enabled"}`,
+        `Wallet sign-ins for: ${running.wallet.origins
+          .list()
+          .map((o) => o.origin)
+          .join(", ")}; top-ups: ${running.wallet.topUps.mode ?? "not enabled"}`,
         `Create an API key:  ${out.green(`npx hearth keys create --name me --operator --usd 10${dataDirFlag}`)}`,
         `Then: curl ${running.baseUrl}/chat/completions -H "Authorization: Bearer <key>" -H "Content-Type: application/json" \\`,
         `        -d '{"model":"${exampleModel}","messages":[{"role":"user","content":"Hello"}]}'`,

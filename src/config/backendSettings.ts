@@ -58,11 +58,17 @@ export type ImageSettings = z.infer<typeof ImageSettings>;
 
 /** Video models: frames from the image pipeline, encoded to H.264 MP4. */
 export const VideoSettings = z.strictObject({
-  durations: z.array(z.string().regex(/^\d+s$/, "durations look like \"5s\"")).min(1).default(["1s", "2s", "3s", "4s", "5s"]),
+  durations: z
+    .array(z.string().regex(/^\d+s$/, 'durations look like "5s"'))
+    .min(1)
+    .default(["1s", "2s", "3s", "4s", "5s"]),
   /** Resolution name -> frame height in pixels (the width follows the aspect ratio). */
   resolutions: z.record(z.string(), z.number().int().positive()).default({ "256p": 256, "512p": 512 }),
   defaultResolution: z.string().default("256p"),
-  aspectRatios: z.array(z.string().regex(/^\d+:\d+$/)).min(1).default(["1:1", "16:9", "9:16", "4:3", "3:4"]),
+  aspectRatios: z
+    .array(z.string().regex(/^\d+:\d+$/))
+    .min(1)
+    .default(["1:1", "16:9", "9:16", "4:3", "3:4"]),
   defaultAspectRatio: z.string().default("1:1"),
   fps: z.number().int().min(1).max(60).default(8),
   maxFps: z.number().int().min(1).max(60).default(30),
@@ -123,7 +129,10 @@ export const SpeechSettings = z.strictObject({
    */
   voiceAliases: z.record(z.string().min(1).max(512), z.string().min(1).max(512)).optional(),
   defaultFormat: z.enum(SPEECH_FORMATS).default("mp3"),
-  supportedFormats: z.array(z.enum(SPEECH_FORMATS)).min(1).default([...SPEECH_FORMATS]),
+  supportedFormats: z
+    .array(z.enum(SPEECH_FORMATS))
+    .min(1)
+    .default([...SPEECH_FORMATS]),
   /** Capabilities advertised on GET /models?type=tts; unsupported request parameters are ignored. */
   supportsPromptParam: z.boolean().default(false),
   supportsTemperatureParam: z.boolean().default(false),
@@ -166,7 +175,10 @@ export const TranscriptionSettings = z.strictObject({
   /** Word timestamps need the model's alignment heads (generation_config.alignment_heads). */
   wordTimestamps: z.boolean().default(true),
   /** Longest audio accepted, in seconds (413 above). */
-  maxAudioSeconds: z.number().positive().default(3 * 3600),
+  maxAudioSeconds: z
+    .number()
+    .positive()
+    .default(3 * 3600),
 });
 export type TranscriptionSettings = z.infer<typeof TranscriptionSettings>;
 
@@ -208,4 +220,3 @@ export const UpstreamSettings = z.strictObject({
     .optional(),
 });
 export type UpstreamSettings = z.infer<typeof UpstreamSettings>;
-

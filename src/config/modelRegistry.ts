@@ -38,7 +38,6 @@ const Capabilities = z.looseObject({
   supportsXSearch: z.boolean().default(false),
 });
 
-
 export const ModelEntry = z.strictObject({
   /** Letters, digits, '.', '_', '-'; '/' may separate segments (e.g. openai/whisper-large-v3). */
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/, "model ids use letters, digits, '.', '_' and '-' (and '/' between segments)"),
@@ -88,9 +87,7 @@ export const ModelEntry = z.strictObject({
   keepAlive: z.number().int().min(-1).optional(),
   /** Rate-limit tier: text models XS/S/M/L. */
   tier: z.enum(["XS", "S", "M", "L"]).default("S"),
-  deprecation: z
-    .strictObject({ date: z.iso.datetime({ offset: true }).or(z.iso.date()), warning: z.string(), replacementModelId: z.string().optional() })
-    .optional(),
+  deprecation: z.strictObject({ date: z.iso.datetime({ offset: true }).or(z.iso.date()), warning: z.string(), replacementModelId: z.string().optional() }).optional(),
   /** Text models: input_audio parts are transcribed by this speech-to-text model (default: the node's default asr model). */
   audioInput: z.strictObject({ transcriptionModel: z.string().min(1) }).optional(),
   /** The service's default system prompt for this model (prepended unless the caller opts out). */

@@ -29,7 +29,12 @@ export const SERVER_SETTINGS = {
   port: { flag: "--port <port>", env: "HEARTH_PORT", default: "8080", description: "TCP port (0 picks a free one)" },
   dataDir: { flag: "--data-dir <dir>", env: "HEARTH_DATA_DIR", default: "./data", description: "where the SQLite database and generated demo models live" },
   configPath: { flag: "--config <file>", env: "HEARTH_CONFIG", default: "./models.config.json", description: "the model registry (falls back to the bundled demo registry)" },
-  logLevel: { flag: "--log-level <level>", env: "HEARTH_LOG_LEVEL", default: "info", description: "least severe log lines written to stderr: fatal, error, warn, info, debug, trace or silent" },
+  logLevel: {
+    flag: "--log-level <level>",
+    env: "HEARTH_LOG_LEVEL",
+    default: "info",
+    description: "least severe log lines written to stderr: fatal, error, warn, info, debug, trace or silent",
+  },
   logFormat: {
     flag: "--log-format <format>",
     env: "HEARTH_LOG_FORMAT",
@@ -37,8 +42,18 @@ export const SERVER_SETTINGS = {
     description: "log lines on stderr: pretty (human-readable, through pino-pretty), json (one object per line) or auto (pretty when stderr is a terminal, else json)",
     see: "operations.md#metrics-and-logs",
   },
-  diemResetHourUtc: { flag: "--diem-reset-hour <hour>", env: "HEARTH_DIEM_RESET_HOUR", default: "0", description: "UTC hour at which DIEM allocations refill and daily key limits reset" },
-  maxUploadMb: { flag: "--max-upload-mb <mb>", env: "HEARTH_MAX_UPLOAD_MB", default: "25", description: "largest audio file accepted by /audio/transcriptions, /audio/translations and /audio/voices, and largest file or audio part in a chat message (413 above)" },
+  diemResetHourUtc: {
+    flag: "--diem-reset-hour <hour>",
+    env: "HEARTH_DIEM_RESET_HOUR",
+    default: "0",
+    description: "UTC hour at which DIEM allocations refill and daily key limits reset",
+  },
+  maxUploadMb: {
+    flag: "--max-upload-mb <mb>",
+    env: "HEARTH_MAX_UPLOAD_MB",
+    default: "25",
+    description: "largest audio file accepted by /audio/transcriptions, /audio/translations and /audio/voices, and largest file or audio part in a chat message (413 above)",
+  },
   metricsPort: {
     flag: "--metrics-port <port>",
     env: "HEARTH_METRICS_PORT",
@@ -46,12 +61,18 @@ export const SERVER_SETTINGS = {
     description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the operator-key route on the API port",
     see: "operations.md#metrics-and-logs",
   },
-  videoWorkers: { flag: "--video-workers <n>", env: "HEARTH_VIDEO_WORKERS", default: "1", description: "video jobs generated at the same time (the rest wait in the durable queue)" },
+  videoWorkers: {
+    flag: "--video-workers <n>",
+    env: "HEARTH_VIDEO_WORKERS",
+    default: "1",
+    description: "video jobs generated at the same time (the rest wait in the durable queue)",
+  },
   preload: {
     flag: "--preload <ids>",
     env: "HEARTH_PRELOAD",
     default: "",
-    description: 'comma-separated model ids to load at start-up ("all": every model), with a progress bar in a terminal and a line per model; a model that fails is reported with its cause and the server starts anyway; preloaded models then follow the keep-alive',
+    description:
+      'comma-separated model ids to load at start-up ("all": every model), with a progress bar in a terminal and a line per model; a model that fails is reported with its cause and the server starts anyway; preloaded models then follow the keep-alive',
   },
   keepAlive: {
     flag: "--keep-alive <seconds>",
@@ -89,7 +110,8 @@ export const SERVER_SETTINGS = {
     flag: "--x402-settlement <mode>",
     env: "HEARTH_X402_SETTLEMENT",
     default: "",
-    description: "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config's x402.settlement",
+    description:
+      "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config's x402.settlement",
   },
   searchUrl: {
     flag: "--search-url <url>",
@@ -98,19 +120,30 @@ export const SERVER_SETTINGS = {
     description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search; empty: web search off",
     see: "api.md#web-search-scraping-and-citations",
   },
-  searchPriceUsd: { flag: "--search-price <usd>", env: "HEARTH_SEARCH_PRICE", default: "0.01", description: "charge per web search a chat request runs (USD, or the same amount of DIEM)" },
+  searchPriceUsd: {
+    flag: "--search-price <usd>",
+    env: "HEARTH_SEARCH_PRICE",
+    default: "0.01",
+    description: "charge per web search a chat request runs (USD, or the same amount of DIEM)",
+  },
   webScraping: {
     flag: "--web-scraping <on|off>",
     env: "HEARTH_WEB_SCRAPING",
     default: "off",
     description: "let chat requests ask the node to fetch URLs from the user's message (enable_web_scraping); the node fetches any address it can reach, LAN included",
   },
-  scrapePriceUsd: { flag: "--scrape-price <usd>", env: "HEARTH_SCRAPE_PRICE", default: "0.01", description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)" },
+  scrapePriceUsd: {
+    flag: "--scrape-price <usd>",
+    env: "HEARTH_SCRAPE_PRICE",
+    default: "0.01",
+    description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)",
+  },
   errorFormat: {
     flag: "--error-format <format>",
     env: "HEARTH_ERROR_FORMAT",
     default: "provider",
-    description: 'error bodies: provider ({"error": "<message>"}, the reference API\'s shape) or standard ({"error": {"message", "type", "code", "param"}}, what the chat-completions SDKs read)',
+    description:
+      'error bodies: provider ({"error": "<message>"}, the reference API\'s shape) or standard ({"error": {"message", "type", "code", "param"}}, what the chat-completions SDKs read)',
     see: "api.md#api-behaviour",
   },
 } as const satisfies Record<string, ServerSetting>;
@@ -161,7 +194,11 @@ export const ServerConfig = z.object({
   /** Video jobs run at the same time; queued jobs wait in SQLite. */
   videoWorkers: z.coerce.number().int().min(1).max(64).default(1),
   /** Finished videos not fetched and completed are deleted after this long. */
-  videoRetentionMs: z.number().int().positive().default(24 * 3600_000),
+  videoRetentionMs: z
+    .number()
+    .int()
+    .positive()
+    .default(24 * 3600_000),
   /** A job interrupted by this many restarts fails (and is refunded) instead of starting again. */
   jobMaxAttempts: z.number().int().min(1).default(3),
   /** SearxNG base URL for chat web search; unset: no search provider. */
@@ -181,7 +218,12 @@ export const ServerConfig = z.object({
   preload: z
     .string()
     .default("")
-    .transform((ids) => ids.split(",").map((id) => id.trim()).filter(Boolean)),
+    .transform((ids) =>
+      ids
+        .split(",")
+        .map((id) => id.trim())
+        .filter(Boolean),
+    ),
   /** Memory the loaded models may use together, in bytes; null: no limit. */
   ramBudget: ByteSize,
   vramBudget: ByteSize,

@@ -25,7 +25,10 @@ const HttpUrl = z.url({ protocol: /^https?$/ });
 /** USDC on an EVM chain, paid with EIP-3009 transferWithAuthorization (the x402 "exact" scheme). */
 export const EvmRail = z.strictObject({
   /** CAIP-2 network; Base mainnet by default. SIWX accepts sign-ins for this chain. */
-  network: z.string().regex(/^eip155:[1-9][0-9]*$/, "a CAIP-2 EVM network such as eip155:8453").default(BASE_MAINNET),
+  network: z
+    .string()
+    .regex(/^eip155:[1-9][0-9]*$/, "a CAIP-2 EVM network such as eip155:8453")
+    .default(BASE_MAINNET),
   /** The USDC contract (the EIP-712 verifyingContract). */
   asset: EvmAddress.default(BASE_USDC),
   /** The node operator's receiving address. */
@@ -47,7 +50,10 @@ export type EvmRail = z.infer<typeof EvmRail>;
 
 /** USDC on Solana, paid with a partially signed TransferChecked transaction (the x402 SVM "exact" scheme). */
 export const SolanaRail = z.strictObject({
-  network: z.string().regex(/^solana:[1-9A-HJ-NP-Za-km-z]{32}$/, "a CAIP-2 Solana network").default(SOLANA_MAINNET),
+  network: z
+    .string()
+    .regex(/^solana:[1-9A-HJ-NP-Za-km-z]{32}$/, "a CAIP-2 Solana network")
+    .default(SOLANA_MAINNET),
   asset: SolanaAddress.default(SOLANA_USDC),
   /** The node operator's wallet; payments go to its associated token account for the asset. */
   payTo: SolanaAddress,
@@ -55,7 +61,10 @@ export const SolanaRail = z.strictObject({
   feePayer: SolanaAddress,
   rpcUrl: HttpUrl.optional(),
   /** base58 64-byte secret key of feePayer (or env HEARTH_X402_SOLANA_FEE_PAYER_KEY). */
-  feePayerSecretKey: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, "a base58 64-byte secret key").optional(),
+  feePayerSecretKey: z
+    .string()
+    .regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, "a base58 64-byte secret key")
+    .optional(),
   /** Highest compute-unit price a payment may set (the x402 facilitator's rule is 5 lamports per CU). */
   maxComputeUnitPriceMicroLamports: z.number().int().nonnegative().default(5_000_000),
   receiptTimeoutMs: z.number().int().positive().default(60_000),
@@ -96,13 +105,20 @@ export const X402Config = z
   })
   .superRefine((config, ctx) => {
     if (config.minimumTopUpUsd > config.maximumTopUpUsd) ctx.addIssue({ code: "custom", path: ["minimumTopUpUsd"], message: "is above maximumTopUpUsd" });
-    if (config.settlement && !config.base && !config.solana)
-      ctx.addIssue({ code: "custom", path: ["settlement"], message: "needs at least one payment rail: base and/or solana" });
+    if (config.settlement && !config.base && !config.solana) ctx.addIssue({ code: "custom", path: ["settlement"], message: "needs at least one payment rail: base and/or solana" });
     if (config.settlement === "onchain" || config.settlement === "deferred") {
       if (config.base && (!config.base.rpcUrl || !config.base.settlerPrivateKey))
-        ctx.addIssue({ code: "custom", path: ["base"], message: `${config.settlement} settlement needs base.rpcUrl and a settler key (base.settlerPrivateKey or HEARTH_X402_EVM_SETTLER_KEY)` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["base"],
+          message: `${config.settlement} settlement needs base.rpcUrl and a settler key (base.settlerPrivateKey or HEARTH_X402_EVM_SETTLER_KEY)`,
+        });
       if (config.solana && (!config.solana.rpcUrl || !config.solana.feePayerSecretKey))
-        ctx.addIssue({ code: "custom", path: ["solana"], message: `${config.settlement} settlement needs solana.rpcUrl and the fee payer's key (solana.feePayerSecretKey or HEARTH_X402_SOLANA_FEE_PAYER_KEY)` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["solana"],
+          message: `${config.settlement} settlement needs solana.rpcUrl and the fee payer's key (solana.feePayerSecretKey or HEARTH_X402_SOLANA_FEE_PAYER_KEY)`,
+        });
     }
   });
 export type X402Config = z.infer<typeof X402Config>;
@@ -126,7 +142,11 @@ export const CryptoRpcConfig = z.strictObject({
   /** Upstream request timeout. */
   timeoutMs: z.number().int().positive().default(15_000),
   /** Largest upstream response accepted. */
-  maxResponseBytes: z.number().int().positive().default(10 * 1024 * 1024),
+  maxResponseBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(10 * 1024 * 1024),
   /** How long an Idempotency-Key's response is kept. */
   idempotencyTtlHours: z.number().positive().default(24),
   /** Per caller. */
@@ -181,4 +201,3 @@ export function loadWalletConfig(path: string, settlement: string, env: Record<s
   if (!parsed.success) throw new ConfigError(describeIssues(path || "wallet config", parsed.error));
   return parsed.data;
 }
-

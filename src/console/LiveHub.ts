@@ -68,7 +68,7 @@ export class LiveHub {
   }
 
   private accept(ws: WebSocket): void {
-    const timeout = setTimeout(() => ws.close(CLOSE_UNAUTHORIZED, "send {\"type\":\"auth\",\"key\":\"<admin key>\"} first"), this.options.authTimeoutMs ?? 5000);
+    const timeout = setTimeout(() => ws.close(CLOSE_UNAUTHORIZED, 'send {"type":"auth","key":"<admin key>"} first'), this.options.authTimeoutMs ?? 5000);
     ws.once("message", (data) => {
       clearTimeout(timeout);
       let key: unknown;
@@ -79,7 +79,7 @@ export class LiveHub {
         key = undefined;
       }
       if (typeof key !== "string" || key.length === 0 || key.length > 512) {
-        ws.close(CLOSE_UNAUTHORIZED, "the first message must be {\"type\":\"auth\",\"key\":\"<admin key>\"}");
+        ws.close(CLOSE_UNAUTHORIZED, 'the first message must be {"type":"auth","key":"<admin key>"}');
         return;
       }
       const record = findActiveKey(this.options.db, key, this.now());

@@ -7,8 +7,7 @@ export const DOCUMENT_TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "html", "ma
 export type DocumentType = (typeof DOCUMENT_TYPES)[number];
 
 /** Shown in errors and the README: what callers may send. */
-export const SUPPORTED_DOCUMENTS =
-  "PDF, DOCX, PPTX, XLSX, CSV, HTML, Markdown and plain text (TXT, JSON, YAML, XML, source code)";
+export const SUPPORTED_DOCUMENTS = "PDF, DOCX, PPTX, XLSX, CSV, HTML, Markdown and plain text (TXT, JSON, YAML, XML, source code)";
 
 const MIME_TYPES: Record<string, DocumentType> = {
   "application/pdf": "pdf",

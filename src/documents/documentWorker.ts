@@ -25,7 +25,8 @@ serveWorker<null, DocumentTask>({
       return { result: { ok: true, document } satisfies DocumentTaskResult };
     } catch (error) {
       if (error instanceof UnsupportedDocumentError) return { result: { ok: false, error: { kind: "unsupported", described: error.described } } satisfies DocumentTaskResult };
-      if (error instanceof UnreadableDocumentError) return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
+      if (error instanceof UnreadableDocumentError)
+        return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
       throw error;
     }
   },

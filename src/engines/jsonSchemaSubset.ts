@@ -46,13 +46,45 @@ const LARGEST_GENERATED_INTEGER = 10 ** MAX_INTEGER_DIGITS - 1;
 const ENUMERABLE_RANGE = 1000;
 
 const ANNOTATIONS = new Set([
-  "$schema", "$id", "$comment", "$anchor", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-  "contentEncoding", "contentMediaType", "strict", "name",
+  "$schema",
+  "$id",
+  "$comment",
+  "$anchor",
+  "title",
+  "description",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "contentEncoding",
+  "contentMediaType",
+  "strict",
+  "name",
 ]);
 const UNSUPPORTED = new Set([
-  "pattern", "patternProperties", "multipleOf", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
-  "dependencies", "propertyNames", "contains", "minContains", "maxContains", "uniqueItems", "unevaluatedProperties",
-  "unevaluatedItems", "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
+  "pattern",
+  "patternProperties",
+  "multipleOf",
+  "allOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "dependentRequired",
+  "dependentSchemas",
+  "dependencies",
+  "propertyNames",
+  "contains",
+  "minContains",
+  "maxContains",
+  "uniqueItems",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+  "minProperties",
+  "maxProperties",
+  "$dynamicRef",
+  "$recursiveRef",
 ]);
 const TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"] as const;
 type TypeName = (typeof TYPES)[number];
@@ -139,7 +171,10 @@ export function toJsonSchemaSubset(schema: unknown): JsonSchemaSubset {
       case "number": {
         const { minimum, maximum, exclusiveMinimum, exclusiveMaximum } = node;
         if (maximum !== undefined || exclusiveMaximum !== undefined)
-          throw new UnsupportedJsonSchemaError([...path, maximum !== undefined ? "maximum" : "exclusiveMaximum"], "an upper bound on a number cannot be enforced while generating; use an integer range or an enum");
+          throw new UnsupportedJsonSchemaError(
+            [...path, maximum !== undefined ? "maximum" : "exclusiveMaximum"],
+            "an upper bound on a number cannot be enforced while generating; use an integer range or an enum",
+          );
         if (exclusiveMinimum !== undefined) throw new UnsupportedJsonSchemaError([...path, "exclusiveMinimum"], "exclusiveMinimum on a number cannot be enforced while generating");
         if (minimum !== undefined && minimum !== 0) throw new UnsupportedJsonSchemaError([...path, "minimum"], "on a number only minimum 0 can be enforced while generating");
         return { kind: "number", nonNegative: minimum === 0 };

@@ -17,7 +17,9 @@ export type JsonShapeViolation = { path: (string | number)[]; message: string };
 /** The first limit the value breaks (with the path to where it broke), or undefined. */
 export function checkJsonShape(value: unknown, limits: JsonShapeLimits): JsonShapeViolation | undefined {
   // Each entry: a value and the path to it; paths are rebuilt only for the one that fails.
-  const stack: { value: unknown; depth: number; parent: number; key: string | number }[] = [{ value, depth: value !== null && typeof value === "object" ? 1 : 0, parent: -1, key: "" }];
+  const stack: { value: unknown; depth: number; parent: number; key: string | number }[] = [
+    { value, depth: value !== null && typeof value === "object" ? 1 : 0, parent: -1, key: "" },
+  ];
   const visited: { parent: number; key: string | number }[] = [];
   let nodes = 0;
   let chars = 0;

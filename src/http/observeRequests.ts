@@ -2,7 +2,6 @@ import type { NextFunction, Request, Response } from "express";
 import { UNMATCHED_ROUTE, type Metrics } from "../metrics/Metrics.js";
 import { CLIENT_CLOSED_REQUEST } from "./clientClosedRequest.js";
 
-
 /**
  * After requestContext: one access-log line per request (at info, through the request's own
  * logger) and the request metrics, when the response is over. Routes are reported as their

@@ -24,7 +24,12 @@ export class SseStream {
       this.res.write(`data: ${JSON.stringify(data)}\n\n`);
       return;
     }
-    this.res.write(`${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n")}\n\n`);
+    this.res.write(
+      `${data
+        .split(/\r\n|\r|\n/)
+        .map((line) => `data: ${line}`)
+        .join("\n")}\n\n`,
+    );
   }
 
   fail(error: unknown): void {

@@ -3,18 +3,7 @@ import type { Credits } from "../billing/credits.js";
 import type { Logger } from "../logger.js";
 import type { Db } from "../store/Store.js";
 import { inTransaction } from "../store/transaction.js";
-import {
-  claimNextJob,
-  completeJob,
-  expiredJobResults,
-  failJob,
-  getJob,
-  interruptedJobs,
-  markJobDeleted,
-  requeueJob,
-  setJobProgress,
-  type JobRow,
-} from "../store/jobs.js";
+import { claimNextJob, completeJob, expiredJobResults, failJob, getJob, interruptedJobs, markJobDeleted, requeueJob, setJobProgress, type JobRow } from "../store/jobs.js";
 
 /** What a job kind does with a claimed job: produce a result file, reporting progress in [0, 1]. */
 export interface JobHandler {

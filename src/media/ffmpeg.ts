@@ -84,13 +84,7 @@ export const AUDIO_FORMATS = {
 export type AudioFormat = keyof typeof AUDIO_FORMATS;
 
 /** Encodes mono float32 PCM into one of the speech formats (pcm is raw 16-bit little-endian). */
-export function encodeAudio(
-  samples: Float32Array,
-  sampleRate: number,
-  format: AudioFormat,
-  signal?: AbortSignal,
-  options: { outputSampleRate?: number } = {},
-): Promise<Buffer> {
+export function encodeAudio(samples: Float32Array, sampleRate: number, format: AudioFormat, signal?: AbortSignal, options: { outputSampleRate?: number } = {}): Promise<Buffer> {
   const spec = AUDIO_FORMATS[format];
   const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
   const cmd = command(input)
@@ -187,7 +181,13 @@ export async function stretchAudio(samples: Float32Array, sampleRate: number, sp
   if (speed === 1 || samples.length === 0) return samples;
   const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
   const raw = await collect(
-    command(input).inputFormat("f32le").inputOptions(["-ar", String(sampleRate), "-ac", "1"]).audioFilters(atempoChain(speed)).audioChannels(1).audioFrequency(sampleRate).format("f32le"),
+    command(input)
+      .inputFormat("f32le")
+      .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
+      .audioFilters(atempoChain(speed))
+      .audioChannels(1)
+      .audioFrequency(sampleRate)
+      .format("f32le"),
     signal,
   );
   return new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength - (raw.byteLength % 4)));

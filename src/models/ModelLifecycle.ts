@@ -200,7 +200,8 @@ export class ModelLifecycle {
     const slot = this.slots.get(id)!;
     const ids = slot.entries.map((e) => e.id).join(", ");
     if (slot.state === "loading") throw new ModelBusyError(`The model "${id}" is loading; unload it once it has loaded`);
-    if (slot.inFlight > 0) throw new ModelBusyError(`The model "${id}" is serving ${slot.inFlight} request(s)${slot.entries.length > 1 ? ` (it is shared by ${ids})` : ""}; unload it once they finish`);
+    if (slot.inFlight > 0)
+      throw new ModelBusyError(`The model "${id}" is serving ${slot.inFlight} request(s)${slot.entries.length > 1 ? ` (it is shared by ${ids})` : ""}; unload it once they finish`);
     if (slot.state === "failed") {
       slot.state = "unloaded";
       slot.failure = null;
@@ -243,7 +244,9 @@ export class ModelLifecycle {
     if (this.disposed) return Promise.reject(new ModelUnavailableError(id, "the server is shutting down"));
     if (slot.state === "loaded") return Promise.resolve();
     if (slot.state === "loading") {
-      return slot.loading!.catch((error: unknown) => Promise.reject(error instanceof MemoryBudgetFullError ? new MemoryBudgetFullError(id, error.causeText) : this.failureFor(slot, id)));
+      return slot.loading!.catch((error: unknown) =>
+        Promise.reject(error instanceof MemoryBudgetFullError ? new MemoryBudgetFullError(id, error.causeText) : this.failureFor(slot, id)),
+      );
     }
     if (slot.state === "failed" && !retryNow && this.now() - slot.failedAt < (this.options.retryAfterFailureMs ?? 5_000)) {
       return Promise.reject(this.failureFor(slot, id));
@@ -376,23 +379,28 @@ export class ModelLifecycle {
     if (seconds === Infinity) return;
     // The timer wakes the check; the injected clock decides whether the keep-alive has passed.
     const idleSince = () => Math.max(slot.lastUsedAt ?? 0, slot.loadedAt ?? 0);
-    slot.idleTimer = setTimeout(() => {
-      slot.idleTimer = undefined;
-      if (slot.inFlight > 0) return;
-      const left = seconds * 1000 - (this.now() - idleSince());
-      if (left > 0) this.scheduleIdleUnload(slot);
-      else void this.unloadSlot(slot, "idle");
-    }, Math.max(0, seconds * 1000 - (this.now() - idleSince())));
+    slot.idleTimer = setTimeout(
+      () => {
+        slot.idleTimer = undefined;
+        if (slot.inFlight > 0) return;
+        const left = seconds * 1000 - (this.now() - idleSince());
+        if (left > 0) this.scheduleIdleUnload(slot);
+        else void this.unloadSlot(slot, "idle");
+      },
+      Math.max(0, seconds * 1000 - (this.now() - idleSince())),
+    );
     slot.idleTimer.unref();
   }
 
   /** The longest keep-alive among the entries sharing the slot; -1 is forever. */
   private keepAliveOf(slot: Slot): number {
     const fallback = this.options.keepAliveSeconds ?? 300;
-    return Math.max(...slot.entries.map((e) => {
-      const seconds = e.keepAlive ?? fallback;
-      return seconds < 0 ? Infinity : seconds;
-    }));
+    return Math.max(
+      ...slot.entries.map((e) => {
+        const seconds = e.keepAlive ?? fallback;
+        return seconds < 0 ? Infinity : seconds;
+      }),
+    );
   }
 
   /** Estimated memory of the loaded and loading models (except `besides`). */
@@ -427,4 +435,3 @@ export class ModelLifecycle {
 
 /** The budget has no room now because every loaded model is in use (transient: not a failure of the model). */
 class MemoryBudgetFullError extends ModelUnavailableError {}
-

@@ -6,7 +6,14 @@ import type { DecodeStats, EngineKind, EnginesByKind } from "../engines/types.js
 /** What the model lifecycle reports: each model's state, the memory budget, state changes, and the lease a request holds. */
 
 /** The engine kind that serves each model type. */
-export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = { text: "chat", tts: "speech", asr: "transcription", image: "image", video: "video", embedding: "embedding" };
+export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = {
+  text: "chat",
+  tts: "speech",
+  asr: "transcription",
+  image: "image",
+  video: "video",
+  embedding: "embedding",
+};
 
 export type ModelState = "unloaded" | "loading" | "loaded" | "failed";
 

@@ -106,7 +106,11 @@ async function inspectOnnxDirectory(dir: string): Promise<ModelInspection> {
   if (onnxFiles.length === 0) throw new Error(`${dir} has no onnx/*.onnx weights and no model_index.json: not a layout Hearth loads`);
   facts.weights = onnxFiles.join(", ");
   if (config.model_type === "style_text_to_speech_2" || (has("voices") && onnxFiles.includes("model.onnx") && config.model_type !== "vits")) {
-    const voices = has("voices") ? readdirSync(join(dir, "voices")).filter((f) => f.endsWith(".bin")).map((f) => f.slice(0, -4)) : [];
+    const voices = has("voices")
+      ? readdirSync(join(dir, "voices"))
+          .filter((f) => f.endsWith(".bin"))
+          .map((f) => f.slice(0, -4))
+      : [];
     facts.voices = voices.join(", ");
     return { backend: "kokoro", type: "tts", facts, entry: { type: "tts", backend: "kokoro" } };
   }

@@ -14,7 +14,11 @@ export const CheckedModelsConfig = ModelsConfig.superRefine((config, ctx) => {
     const backend = BACKENDS[model.backend];
     for (const problem of backend.entryProblems(model)) ctx.addIssue({ code: "custom", path: ["models", index, problem.path], message: problem.message });
     if (!backend.serves.includes(model.type))
-      ctx.addIssue({ code: "custom", path: ["models", index, "backend"], message: `the ${model.backend} backend serves ${backend.serves.join(" and ")} models, not ${model.type}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", index, "backend"],
+        message: `the ${model.backend} backend serves ${backend.serves.join(" and ")} models, not ${model.type}`,
+      });
     if (model.voiceCloning && !("voiceCloning" in backend.settings))
       ctx.addIssue({ code: "custom", path: ["models", index, "voiceCloning"], message: "voice cloning runs on Kokoro-style models (backend kokoro)" });
   });

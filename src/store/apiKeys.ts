@@ -100,9 +100,7 @@ export function touchApiKey(db: Db, id: string, now = Date.now()): void {
 }
 
 export function listApiKeys(db: Db, accountId?: string): ApiKeyRecord[] {
-  const rows = (accountId
-    ? db.prepare(`${SELECT} WHERE account_id = ? ORDER BY created_at`).all(accountId)
-    : db.prepare(`${SELECT} ORDER BY created_at`).all()) as ApiKeyRecord[];
+  const rows = (accountId ? db.prepare(`${SELECT} WHERE account_id = ? ORDER BY created_at`).all(accountId) : db.prepare(`${SELECT} ORDER BY created_at`).all()) as ApiKeyRecord[];
   return rows.map(toRecord);
 }
 

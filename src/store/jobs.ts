@@ -83,9 +83,10 @@ export function completeJob(db: Db, id: string, result: { path: string; bytes: n
 
 /** Back to the queue; `keepAttempt: false` when the interruption was not the job's doing (a graceful shutdown). */
 export function requeueJob(db: Db, id: string, keepAttempt: boolean): void {
-  db.prepare(
-    `UPDATE jobs SET status = 'QUEUED', progress = 0, started_at = NULL, boot_id = NULL, attempts = attempts - ? WHERE id = ? AND status = 'RUNNING'`,
-  ).run(keepAttempt ? 0 : 1, id);
+  db.prepare(`UPDATE jobs SET status = 'QUEUED', progress = 0, started_at = NULL, boot_id = NULL, attempts = attempts - ? WHERE id = ? AND status = 'RUNNING'`).run(
+    keepAttempt ? 0 : 1,
+    id,
+  );
 }
 
 /** Marks a job failed; true only for the call that did it (the refund guard). */

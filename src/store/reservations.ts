@@ -53,9 +53,10 @@ export function heldByAccount(db: Db, accountId: string): HeldMicros {
 
 /** What a key's in-flight requests hold: USD (bundled credits included) and DIEM. */
 export function heldByKey(db: Db, apiKeyId: string): { usd: number; diem: number } {
-  return db
-    .prepare("SELECT COALESCE(SUM(usd_micros + bundled_micros), 0) AS usd, COALESCE(SUM(diem_micros), 0) AS diem FROM reservations WHERE api_key_id = ?")
-    .get(apiKeyId) as { usd: number; diem: number };
+  return db.prepare("SELECT COALESCE(SUM(usd_micros + bundled_micros), 0) AS usd, COALESCE(SUM(diem_micros), 0) AS diem FROM reservations WHERE api_key_id = ?").get(apiKeyId) as {
+    usd: number;
+    diem: number;
+  };
 }
 
 /** Holds in flight, node-wide (none once every request has settled). */

@@ -19,9 +19,9 @@ export function deleteIdempotencyClaimsBefore(db: Db, before: number): void {
 }
 
 export function findIdempotencyClaim(db: Db, accountId: string, key: string): IdempotencyClaim | undefined {
-  return db
-    .prepare("SELECT body_hash AS bodyHash, network, response, headers FROM rpc_idempotency WHERE account_id = ? AND key = ?")
-    .get(accountId, key) as IdempotencyClaim | undefined;
+  return db.prepare("SELECT body_hash AS bodyHash, network, response, headers FROM rpc_idempotency WHERE account_id = ? AND key = ?").get(accountId, key) as
+    | IdempotencyClaim
+    | undefined;
 }
 
 export function insertIdempotencyClaim(db: Db, accountId: string, key: string, bodyHash: string, network: string, now: number): void {

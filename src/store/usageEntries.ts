@@ -92,11 +92,7 @@ export function ledgerHighWater(db: Db): number {
  * the walk's high-water id. Ledger rows never change, so every row at or below the high-water
  * mark is visited exactly once whatever is inserted meanwhile.
  */
-export function walkUsageEntries(
-  db: Db,
-  filter: UsageFilter,
-  step: { after: { createdAt: number; id: number } | null; highWater: number; limit: number },
-): UsageEntryRow[] {
+export function walkUsageEntries(db: Db, filter: UsageFilter, step: { after: { createdAt: number; id: number } | null; highWater: number; limit: number }): UsageEntryRow[] {
   const extra = ["l.id <= @highWater"];
   if (step.after) extra.push("(l.created_at > @afterCreatedAt OR (l.created_at = @afterCreatedAt AND l.id > @afterId))");
   const { sql, params } = where(filter, extra);

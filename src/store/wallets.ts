@@ -12,9 +12,7 @@ export interface WalletRecord {
 
 /** The ledger account of a wallet (by normalised address), if it has one. */
 export function findWallet(db: Db, address: string): WalletRecord | undefined {
-  return db.prepare("SELECT address, account_id AS accountId, family, created_at AS createdAt FROM wallets WHERE address = ?").get(address) as
-    | WalletRecord
-    | undefined;
+  return db.prepare("SELECT address, account_id AS accountId, family, created_at AS createdAt FROM wallets WHERE address = ?").get(address) as WalletRecord | undefined;
 }
 
 /** The wallet's account, created (kind 'wallet', named after the address) on first use. */

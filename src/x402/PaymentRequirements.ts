@@ -127,9 +127,7 @@ export class PaymentRequirements {
   discovery(req: Request): { body: Record<string, unknown>; headers: Record<string, string> } {
     const required = this.paymentRequired(
       req,
-      this.topUpsEnabled
-        ? "Payment required"
-        : "Payment required: send an API key, or sign in with a wallet (wallet top-ups are not enabled on this node)",
+      this.topUpsEnabled ? "Payment required" : "Payment required: send an API key, or sign in with a wallet (wallet top-ups are not enabled on this node)",
     );
     const body = {
       ...required,

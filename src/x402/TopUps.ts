@@ -335,8 +335,7 @@ export class TopUps {
       if (this.inFlight.has(row.idempotency_key) || !row.tx_hash) continue;
       const settle = loadSettle(row);
       try {
-        const state =
-          settle.kind === "evm" ? await this.evm!.receiptState(row.tx_hash as `0x${string}`, settle.authorization) : await this.solana!.status(row.tx_hash);
+        const state = settle.kind === "evm" ? await this.evm!.receiptState(row.tx_hash as `0x${string}`, settle.authorization) : await this.solana!.status(row.tx_hash);
         if (state.state === "confirmed") {
           if (row.credited === 1) this.update(row.id, { settlement: "confirmed" });
           else this.credit(row.id, "confirmed");

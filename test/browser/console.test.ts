@@ -54,7 +54,13 @@ async function login(p: Page): Promise<void> {
 const screenshot = (p: Page, name: string) => p.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 
 beforeAll(async () => {
-  server = await startTestServer({ models: [tinyChatEntry({ pricing: { input: { usd: 100, diem: 100 }, output: { usd: 200, diem: 200 } } }), tinyKokoroEntry(), tinyImageEntry({ image: { defaultWidth: 64, defaultHeight: 64, defaultSteps: 2 } })] });
+  server = await startTestServer({
+    models: [
+      tinyChatEntry({ pricing: { input: { usd: 100, diem: 100 }, output: { usd: 200, diem: 200 } } }),
+      tinyKokoroEntry(),
+      tinyImageEntry({ image: { defaultWidth: 64, defaultHeight: 64, defaultSteps: 2 } }),
+    ],
+  });
 });
 
 afterAll(async () => {
@@ -269,7 +275,11 @@ describe.skipIf(noBrowser)("web console", () => {
 describe("console admin endpoints", () => {
   const get = (path: string, key: string) => fetch(`${server.baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } });
   const grant = (id: string, body: unknown, key = server.adminKey) =>
-    fetch(`${server.baseUrl}/admin/accounts/${id}/credits`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${server.baseUrl}/admin/accounts/${id}/credits`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("are admin-only and validate their input", async () => {
     const inference = server.createKey({ usd: 1 });
@@ -290,7 +300,9 @@ describe("console admin endpoints", () => {
     expect((await grant("no-such-account", { currency: "USD", amount: 1 })).status).toBe(404);
     expect(((await (await get("/admin/usage?days=0", server.adminKey)).json()) as { details: Record<string, unknown> }).details).toHaveProperty("days");
 
-    const granted = (await (await grant(inference.accountId, { currency: "DIEM", amount: 2.5 })).json()) as { data: { balances: { USD: number; DIEM: number }; keys: { active: number } } };
+    const granted = (await (await grant(inference.accountId, { currency: "DIEM", amount: 2.5 })).json()) as {
+      data: { balances: { USD: number; DIEM: number }; keys: { active: number } };
+    };
     expect(granted.data).toMatchObject({ balances: { USD: 1, DIEM: 2.5 }, keys: { active: 1 } });
     const list = (await (await get("/admin/accounts", server.adminKey)).json()) as { data: { id: string }[] };
     expect(list.data.map((a) => a.id)).toContain(inference.accountId);

@@ -216,7 +216,15 @@ describe("rate limits of a key", () => {
     expect(patched.body.data).toMatchObject({ rateLimitTier: "partner", rateLimits: overrides });
     expect((await call("GET", `/api_keys/${data.id}`, admin.key)).body.data).toMatchObject({ rateLimitTier: "partner", rateLimits: overrides });
     const limitsOf = async () => (await call("GET", "/api_keys/rate_limits", data.apiKey)).body.data.rateLimits;
-    expect(await limitsOf()).toEqual([{ apiModelId: "tiny-chat", rateLimits: [{ amount: 2, type: "RPM" }, { amount: 5000, type: "TPM" }] }]);
+    expect(await limitsOf()).toEqual([
+      {
+        apiModelId: "tiny-chat",
+        rateLimits: [
+          { amount: 2, type: "RPM" },
+          { amount: 5000, type: "TPM" },
+        ],
+      },
+    ]);
 
     expect((await chat(data.apiKey)).status).toBe(200);
     expect((await chat(data.apiKey)).status).toBe(200);
@@ -227,16 +235,35 @@ describe("rate limits of a key", () => {
     const log = await call("GET", "/api_keys/rate_limits/log", data.apiKey);
     expect(log).toEqual({
       status: 200,
-      body: { object: "list", data: [{ apiKeyId: data.id, modelId: "tiny-chat", rateLimitTier: "partner:text:S", rateLimitType: "RPM", timestamp: new Date(clock).toISOString() }] },
+      body: {
+        object: "list",
+        data: [{ apiKeyId: data.id, modelId: "tiny-chat", rateLimitTier: "partner:text:S", rateLimitType: "RPM", timestamp: new Date(clock).toISOString() }],
+      },
     });
     // The alias path, and the account's other keys see the account's log too.
     expect(await call("GET", "/api_keys/rate_limit_logs", admin.key)).toEqual(log);
     expect((await call("GET", "/api_keys/rate_limits/log", server.createKey().key)).body).toEqual({ object: "list", data: [] });
 
     await call("PATCH", "/api_keys", admin.key, { id: data.id, rateLimits: null });
-    expect(await limitsOf()).toEqual([{ apiModelId: "tiny-chat", rateLimits: [{ amount: 150, type: "RPM" }, { amount: 1_500_000, type: "TPM" }] }]);
+    expect(await limitsOf()).toEqual([
+      {
+        apiModelId: "tiny-chat",
+        rateLimits: [
+          { amount: 150, type: "RPM" },
+          { amount: 1_500_000, type: "TPM" },
+        ],
+      },
+    ]);
     await call("PATCH", "/api_keys", admin.key, { id: data.id, rateLimitTier: "standard" });
-    expect(await limitsOf()).toEqual([{ apiModelId: "tiny-chat", rateLimits: [{ amount: 75, type: "RPM" }, { amount: 750_000, type: "TPM" }] }]);
+    expect(await limitsOf()).toEqual([
+      {
+        apiModelId: "tiny-chat",
+        rateLimits: [
+          { amount: 75, type: "RPM" },
+          { amount: 750_000, type: "TPM" },
+        ],
+      },
+    ]);
   });
 
   it("GET /api_keys/rate_limits reports the calling key's access, tier, balances, expiry and the next epoch", async () => {
@@ -254,7 +281,15 @@ describe("rate limits of a key", () => {
         balances: { USD: 3, DIEM: 2 },
         keyExpiration: null,
         nextEpochBegins: new Date(next).toISOString(),
-        rateLimits: [{ apiModelId: "tiny-chat", rateLimits: [{ amount: 75, type: "RPM" }, { amount: 750_000, type: "TPM" }] }],
+        rateLimits: [
+          {
+            apiModelId: "tiny-chat",
+            rateLimits: [
+              { amount: 75, type: "RPM" },
+              { amount: 750_000, type: "TPM" },
+            ],
+          },
+        ],
       },
     });
     const broke = server.createKey();

@@ -45,7 +45,13 @@ async function readEvents(response: Response): Promise<any[]> {
   const text = await response.text();
   return text
     .split("\n\n")
-    .map((block) => block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n"))
+    .map((block) =>
+      block
+        .split("\n")
+        .filter((l) => l.startsWith("data: "))
+        .map((l) => l.slice(6))
+        .join("\n"),
+    )
     .filter((data) => data && data !== "[DONE]")
     .map((data) => JSON.parse(data));
 }
@@ -61,9 +67,17 @@ describe("standard model and voice names", () => {
     // Kokoro's default map: alloy -> af_heart on a model without af_alloy; onyx -> am_adam.
     expect(audio.equals(await speakBytes({ model: "tts-kokoro", voice: "af_heart", input: "Hello world." }))).toBe(true);
     expect(audio.equals(await speakBytes({ model: "tts-kokoro", voice: "am_adam", input: "Hello world." }))).toBe(false);
-    expect((await speakBytes({ model: "gpt-4o-mini-tts", voice: "onyx", input: "Hello world." })).equals(await speakBytes({ model: "tts-kokoro", voice: "am_adam", input: "Hello world." }))).toBe(true);
+    expect(
+      (await speakBytes({ model: "gpt-4o-mini-tts", voice: "onyx", input: "Hello world." })).equals(
+        await speakBytes({ model: "tts-kokoro", voice: "am_adam", input: "Hello world." }),
+      ),
+    ).toBe(true);
     // The standard's custom voice object is read as its id.
-    expect((await speakBytes({ model: "tts-1", voice: { id: "af_bella" }, input: "Hello world." })).equals(await speakBytes({ model: "tts-kokoro", voice: "af_bella", input: "Hello world." }))).toBe(true);
+    expect(
+      (await speakBytes({ model: "tts-1", voice: { id: "af_bella" }, input: "Hello world." })).equals(
+        await speakBytes({ model: "tts-kokoro", voice: "af_bella", input: "Hello world." }),
+      ),
+    ).toBe(true);
   });
 
   it("an alias in the registry wins over the default model, and a configured voice alias over the default map", async () => {
@@ -88,12 +102,18 @@ describe("standard model and voice names", () => {
   });
 
   it("an unknown voice is still a 400 naming voice; a model of the wrong type a 404 that says which type", async () => {
-    const error = await server.openai().audio.speech.create({ model: "tts-1", voice: "nobody", input: "Hi." }).catch((e: unknown) => e);
+    const error = await server
+      .openai()
+      .audio.speech.create({ model: "tts-1", voice: "nobody", input: "Hi." })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     const raw = await post(server, "/audio/speech", { model: "tts-1", input: "Hi.", voice: "nobody" });
     expect(raw.status).toBe(400);
     expect(((await raw.json()) as { details: Record<string, unknown> }).details).toHaveProperty("voice");
-    const wrongType = await server.openai().audio.transcriptions.create({ model: "tts-1", file: await toFile(spoken, "a.wav") }).catch((e: unknown) => e);
+    const wrongType = await server
+      .openai()
+      .audio.transcriptions.create({ model: "tts-1", file: await toFile(spoken, "a.wav") })
+      .catch((e: unknown) => e);
     expect(wrongType).toBeInstanceOf(OpenAI.NotFoundError);
     expect((wrongType as Error).message).toMatch(/tts-1.*does not exist as an ASR model/);
   });
@@ -132,11 +152,24 @@ describe("transcription the standard's way", () => {
     language: string;
     duration: number;
     text: string;
-    segments: { id: number; seek: number; start: number; end: number; text: string; tokens: number[]; temperature: number; avg_logprob: number; compression_ratio: number; no_speech_prob: number }[];
+    segments: {
+      id: number;
+      seek: number;
+      start: number;
+      end: number;
+      text: string;
+      tokens: number[];
+      temperature: number;
+      avg_logprob: number;
+      compression_ratio: number;
+      no_speech_prob: number;
+    }[];
   };
 
   it("whisper-1 verbose_json: segments carry the decoder's tokens and statistics", async () => {
-    const result = (await server.openai().audio.transcriptions.create({ model: "whisper-1", file: await toFile(spoken, "speech.wav"), response_format: "verbose_json" })) as unknown as Verbose;
+    const result = (await server
+      .openai()
+      .audio.transcriptions.create({ model: "whisper-1", file: await toFile(spoken, "speech.wav"), response_format: "verbose_json" })) as unknown as Verbose;
     expect(result.task).toBe("transcribe");
     expect(typeof result.language).toBe("string");
     expect(result.segments.length).toBeGreaterThan(0);
@@ -147,7 +180,12 @@ describe("transcription the standard's way", () => {
       expect(s.tokens.length).toBeGreaterThan(0);
       for (const t of s.tokens) expect(Number.isInteger(t)).toBe(true);
       // The token ids are the text: decoding them (timestamps skipped) gives the segment.
-      expect(tokenizer.decode(s.tokens, { skip_special_tokens: true }).replace(/<\|[\d.]+\|>/g, "").trim()).toBe(s.text);
+      expect(
+        tokenizer
+          .decode(s.tokens, { skip_special_tokens: true })
+          .replace(/<\|[\d.]+\|>/g, "")
+          .trim(),
+      ).toBe(s.text);
       expect(s.avg_logprob).toBeLessThan(0);
       expect(s.avg_logprob).toBeGreaterThan(-30);
       expect(s.no_speech_prob).toBeGreaterThanOrEqual(0);
@@ -157,7 +195,9 @@ describe("transcription the standard's way", () => {
       expect(s.compression_ratio).toBeCloseTo(bytes.length / deflateSync(bytes).length, 9);
     }
     // A sampling temperature is reported as used.
-    const warm = (await server.openai().audio.transcriptions.create({ model: "whisper-1", file: await toFile(spoken, "speech.wav"), response_format: "verbose_json", temperature: 0.5 })) as unknown as Verbose;
+    const warm = (await server
+      .openai()
+      .audio.transcriptions.create({ model: "whisper-1", file: await toFile(spoken, "speech.wav"), response_format: "verbose_json", temperature: 0.5 })) as unknown as Verbose;
     expect(warm.segments.every((s) => s.temperature === 0.5)).toBe(true);
   });
 
@@ -233,7 +273,11 @@ describe("transcription the standard's way", () => {
     expect(typeof data.text).toBe("string");
     expect(data.text.length).toBeGreaterThan(0);
     expect(response.headers.get("x-service-model-id")).toBe("tiny-whisper");
-    const verbose = (await client.audio.translations.create({ model: "whisper-1", file: await toFile(spoken, "speech.wav"), response_format: "verbose_json" })) as unknown as Verbose;
+    const verbose = (await client.audio.translations.create({
+      model: "whisper-1",
+      file: await toFile(spoken, "speech.wav"),
+      response_format: "verbose_json",
+    })) as unknown as Verbose;
     expect(verbose.task).toBe("translate");
     expect(verbose.text).toBe(data.text);
     expect(verbose.segments[0]!.tokens.length).toBeGreaterThan(0);

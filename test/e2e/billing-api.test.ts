@@ -40,7 +40,12 @@ const json = async (res: Response) => (await res.json()) as any;
 async function chat(caller: Caller) {
   tick(MINUTE);
   // Greedy: the random model never ends its turn on the first token, so every chat has an output charge row.
-  const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hello there" }], max_tokens: 3, temperature: 0 }, { key: caller.key });
+  const res = await post(
+    server,
+    "/chat/completions",
+    { model: "tiny-chat", messages: [{ role: "user", content: "hello there" }], max_tokens: 3, temperature: 0 },
+    { key: caller.key },
+  );
   expect(res.status).toBe(200);
   return json(res);
 }

@@ -72,7 +72,15 @@ describe("prompt caching", () => {
 
   it("system prompts are cached automatically and kept like a breakpoint", async () => {
     server = await twoSequences();
-    const withSystem = (question: string) => post(server!, "/chat/completions", { model: "tiny-chat", messages: [{ role: "system", content: topic("policy") }, { role: "user", content: question }], max_tokens: 1 });
+    const withSystem = (question: string) =>
+      post(server!, "/chat/completions", {
+        model: "tiny-chat",
+        messages: [
+          { role: "system", content: topic("policy") },
+          { role: "user", content: question },
+        ],
+        max_tokens: 1,
+      });
     const first = ((await (await withSystem("one")).json()) as { usage: Usage }).usage;
     await ask(server, topic("mountains"));
     await ask(server, topic("deserts"));

@@ -137,7 +137,9 @@ describe("a character applied to a chat request", () => {
   });
 
   it("renders exactly the persona: system prompt, then the example exchange, then the conversation", async () => {
-    const withCharacter = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: user, max_tokens: 2, temperature: 0, service_parameters: { character_slug: "pirate" } })).json()) as any;
+    const withCharacter = (await (
+      await post(server, "/chat/completions", { model: "tiny-chat", messages: user, max_tokens: 2, temperature: 0, service_parameters: { character_slug: "pirate" } })
+    ).json()) as any;
     // The same conversation written out by hand reuses every cached token of the first.
     const byHand = (await (
       await post(server, "/chat/completions", {

@@ -64,12 +64,41 @@ const fieldErrors = (details: Record<string, any> | undefined, part: number, ...
 describe("file parts: the document's text reaches the model", () => {
   // Equal prompt token counts for the file and for the text it should become: the extraction, wrapper included, is what the model read.
   it.each([
-    ["PDF (pdf-lib)", async () => dataUrl("application/pdf", await makePdf(["Invoice 42 for Hearth", "Total due: seven apricots"])), "invoice.pdf", "Invoice 42 for Hearth\nTotal due: seven apricots"],
-    ["DOCX (docx)", async () => dataUrl("application/octet-stream", await makeDocx(["Minutes", "The zebra committee met."])), "minutes.docx", "Minutes\n\nThe zebra committee met."],
-    ["XLSX (exceljs)", async () => dataUrl("", await makeXlsx({ Stock: [["Fruit", "Count"], ["Kiwi", 12]] })), "stock.xlsx", 'Sheet "Stock":\nFruit,Count\nKiwi,12'],
+    [
+      "PDF (pdf-lib)",
+      async () => dataUrl("application/pdf", await makePdf(["Invoice 42 for Hearth", "Total due: seven apricots"])),
+      "invoice.pdf",
+      "Invoice 42 for Hearth\nTotal due: seven apricots",
+    ],
+    [
+      "DOCX (docx)",
+      async () => dataUrl("application/octet-stream", await makeDocx(["Minutes", "The zebra committee met."])),
+      "minutes.docx",
+      "Minutes\n\nThe zebra committee met.",
+    ],
+    [
+      "XLSX (exceljs)",
+      async () =>
+        dataUrl(
+          "",
+          await makeXlsx({
+            Stock: [
+              ["Fruit", "Count"],
+              ["Kiwi", 12],
+            ],
+          }),
+        ),
+      "stock.xlsx",
+      'Sheet "Stock":\nFruit,Count\nKiwi,12',
+    ],
     ["CSV", async () => dataUrl("text/csv", "fruit;count\nfig;3\n"), "fruit.csv", "fruit,count\nfig,3"],
     ["Markdown", async () => dataUrl("text/markdown", "# Plan\r\n\r\n- ship the lychee build\r\n"), "plan.md", "# Plan\n\n- ship the lychee build"],
-    ["HTML", async () => dataUrl("text/html", "<html><head><title>Page</title></head><body><h1>Durian</h1><p>facts</p><script>x()</script></body></html>"), "page.html", "Page\n\nDurian\n\nfacts"],
+    [
+      "HTML",
+      async () => dataUrl("text/html", "<html><head><title>Page</title></head><body><h1>Durian</h1><p>facts</p><script>x()</script></body></html>"),
+      "page.html",
+      "Page\n\nDurian\n\nfacts",
+    ],
     ["TXT (bare base64, type from the extension)", async () => Buffer.from("plain quince notes").toString("base64"), "notes.txt", "plain quince notes"],
   ])("%s", async (_kind, make, filename, expected) => {
     const asFile = await promptTokens([text("Summarise this."), filePart(await make(), filename)]);
@@ -81,7 +110,10 @@ describe("file parts: the document's text reaches the model", () => {
 
   it("PPTX (pptxgenjs): the slides' words reach the model", async () => {
     const slides = ["Roadmap for the mango release", "Ship it in spring"];
-    const asFile = await promptTokens([text("Read:"), filePart(dataUrl("application/vnd.openxmlformats-officedocument.presentationml.presentation", await makePptx(slides)), "deck.pptx")]);
+    const asFile = await promptTokens([
+      text("Read:"),
+      filePart(dataUrl("application/vnd.openxmlformats-officedocument.presentationml.presentation", await makePptx(slides)), "deck.pptx"),
+    ]);
     const wrapperOnly = await promptTokens([text("Read:"), text('<file name="deck.pptx">\n\n</file>')]);
     const words = await promptTokens([text("Read:"), text(`<file name="deck.pptx">\n${slides.join("\n")}\n</file>`)]);
     expect(asFile).toBeGreaterThanOrEqual(words);
@@ -99,7 +131,9 @@ describe("file parts: the document's text reaches the model", () => {
     });
     let usage: OpenAI.CompletionUsage | undefined;
     for await (const chunk of stream) usage = chunk.usage ?? usage;
-    expect(usage!.prompt_tokens).toBe(await promptTokens([text("Compare"), text('<file name="a.txt">\nfirst papaya\n</file>'), text('<file name="b.txt">\nsecond guava\n</file>')]));
+    expect(usage!.prompt_tokens).toBe(
+      await promptTokens([text("Compare"), text('<file name="a.txt">\nfirst papaya\n</file>'), text('<file name="b.txt">\nsecond guava\n</file>')]),
+    );
   });
 });
 
@@ -145,7 +179,11 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
   it("a request the rate limit refuses is refused before its audio is transcribed, so it costs nothing", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
     updateApiKey(server.db, findActiveKey(server.db, key)!.id, { rateLimitOverrides: JSON.stringify({ "*": { rpm: 1 } }) });
-    const body = { model: "tiny-chat-audio", max_tokens: 1, messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }] };
+    const body = {
+      model: "tiny-chat-audio",
+      max_tokens: 1,
+      messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }],
+    };
     expect((await post(server, "/chat/completions", body, { key })).status).toBe(200);
     expect((await post(server, "/chat/completions", body, { key })).status).toBe(429);
     const transcriptions = listLedgerEntries(server.db, { accountId, kind: "charge" }).filter((c) => c.model === "whisper-priced").length;
@@ -217,7 +255,9 @@ describe("refusals name the offending field", () => {
     expect(big.body.error).toMatch(/^messages\.0\.content\.1\.file\.file_data: the file is 0\.20 MB; this node accepts files up to 0\.20 MB/);
     const long = await refusal([text("x"), filePart(dataUrl("text/plain", "word ".repeat(MAX_FILE_CHARS)), "long.txt")], { key });
     expect(long.status).toBe(400);
-    expect(fieldErrors(long.body.details, 1, "file")).toEqual([`the file's text is ${5 * MAX_FILE_CHARS - 1} characters long; this node reads at most ${MAX_FILE_CHARS} characters per file`]);
+    expect(fieldErrors(long.body.details, 1, "file")).toEqual([
+      `the file's text is ${5 * MAX_FILE_CHARS - 1} characters long; this node reads at most ${MAX_FILE_CHARS} characters per file`,
+    ]);
   });
 
   it("image_url and video_url: 400, the model cannot see", async () => {

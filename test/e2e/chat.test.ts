@@ -60,8 +60,7 @@ describe("chat completions with the official openai client", () => {
   });
 
   it("gives the same text for the same seed and the same sampling", async () => {
-    const ask = () =>
-      server.openai().chat.completions.create({ model: "tiny-chat", messages: user("Pick a word"), max_tokens: 16, temperature: 1, seed: 1234 });
+    const ask = () => server.openai().chat.completions.create({ model: "tiny-chat", messages: user("Pick a word"), max_tokens: 16, temperature: 1, seed: 1234 });
     const [a, b] = [await ask(), await ask()];
     expect(a.choices[0]!.message.content).toBe(b.choices[0]!.message.content);
   });
@@ -94,8 +93,12 @@ describe("chat completions with the official openai client", () => {
 
   it("reuses the KV cache of a shared prefix and reports cached_tokens", async () => {
     const long = "Here is a long shared context. ".repeat(30);
-    const first = await server.openai().chat.completions.create({ model: "tiny-chat", messages: [{ role: "system", content: long }, ...user("one")], max_tokens: 2, temperature: 0 });
-    const second = await server.openai().chat.completions.create({ model: "tiny-chat", messages: [{ role: "system", content: long }, ...user("two")], max_tokens: 2, temperature: 0 });
+    const first = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: [{ role: "system", content: long }, ...user("one")], max_tokens: 2, temperature: 0 });
+    const second = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: [{ role: "system", content: long }, ...user("two")], max_tokens: 2, temperature: 0 });
     const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
     expect(cached).toBeGreaterThan(first.usage!.prompt_tokens * 0.8);
     expect(cached).toBeLessThan(second.usage!.prompt_tokens);
@@ -117,7 +120,12 @@ describe("chat completions with the official openai client", () => {
   });
 
   it("sets the common and model headers, and deprecation headers for a deprecated model", async () => {
-    const res = await post(server, "/chat/completions", { model: "old-chat", messages: user("hi"), max_tokens: 1 }, { headers: { "x-service-request-timestamp-ms": "1700000000123" } });
+    const res = await post(
+      server,
+      "/chat/completions",
+      { model: "old-chat", messages: user("hi"), max_tokens: 1 },
+      { headers: { "x-service-request-timestamp-ms": "1700000000123" } },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("cf-ray")).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.headers.get("x-service-version")).toMatch(/^\d{8}\.\d{6}$/);

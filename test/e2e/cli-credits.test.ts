@@ -34,11 +34,26 @@ describe("hearth credits and hearth usage", () => {
   it("explains every option in --help", { timeout: 120_000 }, async () => {
     const expectations: [string[], string[]][] = [
       [["--help"], ["credits", "usage"]],
-      [["credits", "--help"], ["grant", "stake", "balance"]],
-      [["credits", "grant", "--help"], ["--key", "--account", "--usd", "--diem", "--bundled", "--note", "--data-dir"]],
-      [["credits", "stake", "--help"], ["--account", "--diem", "--data-dir", "--diem-reset-hour"]],
-      [["credits", "balance", "--help"], ["--account", "--json", "--data-dir"]],
-      [["usage", "export", "--help"], ["--since", "--until", "--account", "--data-dir", "CSV"]],
+      [
+        ["credits", "--help"],
+        ["grant", "stake", "balance"],
+      ],
+      [
+        ["credits", "grant", "--help"],
+        ["--key", "--account", "--usd", "--diem", "--bundled", "--note", "--data-dir"],
+      ],
+      [
+        ["credits", "stake", "--help"],
+        ["--account", "--diem", "--data-dir", "--diem-reset-hour"],
+      ],
+      [
+        ["credits", "balance", "--help"],
+        ["--account", "--json", "--data-dir"],
+      ],
+      [
+        ["usage", "export", "--help"],
+        ["--since", "--until", "--account", "--data-dir", "CSV"],
+      ],
     ];
     for (const [args, words] of expectations) {
       const { status, stdout } = await hearth(args);
@@ -126,7 +141,10 @@ describe("hearth credits and hearth usage", () => {
     const dataDir = tempDir();
     const registry = join(dataDir, "models.config.json");
     const pricing = { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } };
-    writeFileSync(registry, JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 }, pricing }] }));
+    writeFileSync(
+      registry,
+      JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 }, pricing }] }),
+    );
     const alice = await createKey(dataDir, "alice");
     const bob = await createKey(dataDir, "bob");
     expect((await hearth(["credits", "grant", "--account", alice.accountId, "--usd", "1", "--data-dir", dataDir])).status).toBe(0);

@@ -15,7 +15,10 @@ let common: string[];
 beforeAll(() => {
   dataDir = mkdtempSync(join(tmpdir(), "hearth-cli-json-"));
   registry = join(dataDir, "models.config.json");
-  writeFileSync(registry, JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 } }] }));
+  writeFileSync(
+    registry,
+    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 } }] }),
+  );
   common = ["--data-dir", dataDir];
 });
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -43,7 +46,14 @@ describe("hearth listing commands with --json, and plain output in a pipe", () =
     expect(listed.status).toBe(0);
     const keys = JSON.parse(listed.stdout) as Record<string, unknown>[];
     expect(keys).toHaveLength(1);
-    expect(keys[0]).toMatchObject({ id: expect.any(String), keyType: "INFERENCE", description: "json-alice", accountId: expect.any(String), last6: secret.slice(-6), createdAt: expect.any(Number) });
+    expect(keys[0]).toMatchObject({
+      id: expect.any(String),
+      keyType: "INFERENCE",
+      description: "json-alice",
+      accountId: expect.any(String),
+      last6: secret.slice(-6),
+      createdAt: expect.any(Number),
+    });
     expect(listed.stdout).not.toContain(secret);
     expect(Object.keys(keys[0]!).some((k) => /secret|hash/i.test(k))).toBe(false);
     keyId = keys[0]!.id as string;
@@ -73,7 +83,23 @@ describe("hearth listing commands with --json, and plain output in a pipe", () =
 
   it("characters list --json: file and CLI characters with their fields", async () => {
     writeFileSync(join(dataDir, "characters.json"), JSON.stringify({ characters: [{ slug: "bard", name: "Bard", model: "tiny-chat", systemPrompt: "You sing." }] }));
-    const added = await run(["characters", "add", "--slug", "chef", "--name", "Chef", "--model", "tiny-chat", "--system-prompt", "You cook.", "--tags", "food,fun", "--config", registry, ...common]);
+    const added = await run([
+      "characters",
+      "add",
+      "--slug",
+      "chef",
+      "--name",
+      "Chef",
+      "--model",
+      "tiny-chat",
+      "--system-prompt",
+      "You cook.",
+      "--tags",
+      "food,fun",
+      "--config",
+      registry,
+      ...common,
+    ]);
     expect(added.status, added.stderr).toBe(0);
     const listed = await run(["characters", "list", "--json", "--config", registry, ...common]);
     expect(listed.status).toBe(0);

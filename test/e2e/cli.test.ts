@@ -17,7 +17,10 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 /** A registry with the pre-generated tiny model, so the tests do not regenerate it. */
 function writeRegistry(dir: string, extra: Record<string, unknown> = {}) {
   const path = join(dir, "models.config.json");
-  writeFileSync(path, JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 }, ...extra }] }));
+  writeFileSync(
+    path,
+    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 1024, sequences: 2, threads: 1 }, ...extra }] }),
+  );
   return path;
 }
 
@@ -25,15 +28,39 @@ describe("the hearth CLI", () => {
   it("explains every option of every command in --help", async () => {
     const expectations: [string[], string[]][] = [
       [["--help"], ["serve", "keys", "fixtures", "models", "characters"]],
-      [["serve", "--help"], ["--host", "HEARTH_HOST", "--port", "HEARTH_PORT", "--data-dir", "HEARTH_DATA_DIR", "--config", "HEARTH_CONFIG"]],
-      [["keys", "create", "--help"], ["--name", "--admin", "--usd", "--diem", "--data-dir", "--account"]],
-      [["keys", "list", "--help"], ["--json", "--data-dir"]],
-      [["keys", "revoke", "--help"], ["<id>", "--data-dir"]],
+      [
+        ["serve", "--help"],
+        ["--host", "HEARTH_HOST", "--port", "HEARTH_PORT", "--data-dir", "HEARTH_DATA_DIR", "--config", "HEARTH_CONFIG"],
+      ],
+      [
+        ["keys", "create", "--help"],
+        ["--name", "--admin", "--usd", "--diem", "--data-dir", "--account"],
+      ],
+      [
+        ["keys", "list", "--help"],
+        ["--json", "--data-dir"],
+      ],
+      [
+        ["keys", "revoke", "--help"],
+        ["<id>", "--data-dir"],
+      ],
       [["fixtures", "--help"], ["--out"]],
-      [["models", "list", "--help"], ["--config", "--json"]],
-      [["characters", "add", "--help"], ["--slug", "--name", "--model", "--system-prompt", "--example", "--tags", "--data-dir", "--config"]],
-      [["characters", "list", "--help"], ["--json", "--data-dir"]],
-      [["characters", "remove", "--help"], ["<slug>", "--data-dir"]],
+      [
+        ["models", "list", "--help"],
+        ["--config", "--json"],
+      ],
+      [
+        ["characters", "add", "--help"],
+        ["--slug", "--name", "--model", "--system-prompt", "--example", "--tags", "--data-dir", "--config"],
+      ],
+      [
+        ["characters", "list", "--help"],
+        ["--json", "--data-dir"],
+      ],
+      [
+        ["characters", "remove", "--help"],
+        ["<slug>", "--data-dir"],
+      ],
     ];
     for (const [args, words] of expectations) {
       const { status, stdout } = await hearth(args);
@@ -109,14 +136,41 @@ describe("the hearth CLI", () => {
     const registry = writeRegistry(dataDir);
     writeFileSync(join(dataDir, "characters.json"), JSON.stringify({ characters: [{ slug: "bard", name: "Bard", model: "tiny-chat", systemPrompt: "You sing." }] }));
     const common = ["--data-dir", dataDir, "--config", registry];
-    const added = await hearth(["characters", "add", "--slug", "pirate", "--name", "Captain", "--model", "tiny-chat", "--system-prompt", "You are a pirate.", "--tags", "fun,sea", "--example", "user:Hi", "--example", "assistant:Ahoy!", ...common]);
+    const added = await hearth([
+      "characters",
+      "add",
+      "--slug",
+      "pirate",
+      "--name",
+      "Captain",
+      "--model",
+      "tiny-chat",
+      "--system-prompt",
+      "You are a pirate.",
+      "--tags",
+      "fun,sea",
+      "--example",
+      "user:Hi",
+      "--example",
+      "assistant:Ahoy!",
+      ...common,
+    ]);
     expect(added.status, added.stderr).toBe(0);
     expect((await hearth(["characters", "add", "--slug", "x", "--name", "X", "--model", "nope", "--system-prompt", "p", ...common])).stderr).toContain("no text model");
     expect((await hearth(["characters", "add", "--slug", "bard", "--name", "X", "--model", "tiny-chat", "--system-prompt", "p", ...common])).stderr).toContain("characters.json");
     expect((await hearth(["characters", "add", "--slug", "Bad Slug", "--name", "X", "--model", "tiny-chat", "--system-prompt", "p", ...common])).status).toBe(1);
     const listed = JSON.parse((await hearth(["characters", "list", "--json", ...common])).stdout) as { slug: string; source: string; exampleMessages: unknown[]; tags: string[] }[];
-    expect(listed.map((c) => [c.slug, c.source])).toEqual([["bard", "file"], ["pirate", "store"]]);
-    expect(listed[1]).toMatchObject({ tags: ["fun", "sea"], exampleMessages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Ahoy!" }] });
+    expect(listed.map((c) => [c.slug, c.source])).toEqual([
+      ["bard", "file"],
+      ["pirate", "store"],
+    ]);
+    expect(listed[1]).toMatchObject({
+      tags: ["fun", "sea"],
+      exampleMessages: [
+        { role: "user", content: "Hi" },
+        { role: "assistant", content: "Ahoy!" },
+      ],
+    });
 
     const secret = (await hearth(["keys", "create", "--name", "c", "--data-dir", dataDir])).stdout.trim().split("\n").at(-1)!;
     const { child, baseUrl } = await hearthServe(["--port", "0", ...common]);

@@ -35,7 +35,11 @@ describe("request ids", () => {
     expect(request_id).toBe(response.headers.get("cf-ray"));
     expect(request_id).toMatch(/^[0-9a-f-]{36}$/);
 
-    for (const res of [await fetch(`${provider.baseUrl}/models`), await fetch(`${provider.baseUrl}/no/such/route`), await post(provider, "/chat/completions", { model: "tiny-chat" })]) {
+    for (const res of [
+      await fetch(`${provider.baseUrl}/models`),
+      await fetch(`${provider.baseUrl}/no/such/route`),
+      await post(provider, "/chat/completions", { model: "tiny-chat" }),
+    ]) {
       expect(res.headers.get("x-request-id")).toBe(res.headers.get("cf-ray"));
     }
 
@@ -92,12 +96,18 @@ describe("error shapes", () => {
     expect(missing.code).toBe("not_found");
     expect(missing.message).toMatch(/no-such-model/);
 
-    const unauthenticated = (await standard.openai("hth_not_a_key").chat.completions.create(ask).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.AuthenticationError>;
+    const unauthenticated = (await standard
+      .openai("hth_not_a_key")
+      .chat.completions.create(ask)
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.AuthenticationError>;
     expect(unauthenticated).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(unauthenticated.type).toBe("authentication_error");
 
     const poor = standard.createKey({ usd: 0 });
-    const broke = (await standard.openai(poor.key).chat.completions.create(ask).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const broke = (await standard
+      .openai(poor.key)
+      .chat.completions.create(ask)
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(broke.status).toBe(402);
     expect(broke.code).toBe("INSUFFICIENT_BALANCE");
     expect(broke.type).toBe("insufficient_quota");

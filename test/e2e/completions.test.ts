@@ -26,7 +26,13 @@ let fim: { prefix: number; suffix: number; middle: number; vocabulary: readonly 
 beforeAll(async () => {
   server = await startTestServer({ models: [tinyChatEntry({ pricing: PRICING }), coderEntry()] });
   const nodeKey = server.createKey({ usd: 10 }).key;
-  const relayed = (id: string, model: string) => ({ id, type: "text", backend: "upstream", pricing: PRICING, upstream: { baseUrl: server.baseUrl, apiKey: nodeKey, model, contextSize: 2048 } });
+  const relayed = (id: string, model: string) => ({
+    id,
+    type: "text",
+    backend: "upstream",
+    pricing: PRICING,
+    upstream: { baseUrl: server.baseUrl, apiKey: nodeKey, model, contextSize: 2048 },
+  });
   const { ModelEntry } = await import("../../src/config/modelRegistry.js");
   relay = await startTestServer({ models: [ModelEntry.parse(relayed("relay-chat", "tiny-chat")), ModelEntry.parse(relayed("relay-coder", "tiny-coder"))] });
   // The coder's FIM token ids, as llama.cpp reads them, straight from the GGUF.

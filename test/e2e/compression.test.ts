@@ -24,20 +24,16 @@ function raw(method: string, path: string, headers: Record<string, string>, body
   const url = new URL(`${server.baseUrl}${path}`);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method, headers: { authorization: `Bearer ${server.adminKey}`, ...(body ? { "content-type": "application/json" } : {}), ...headers } },
-      (res) => {
-        const pieces: Buffer[] = [];
-        const arrivals: number[] = [];
-        res.on("data", (piece: Buffer) => {
-          pieces.push(piece);
-          arrivals.push(performance.now() - started);
-        });
-        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(pieces), arrivals }));
-        res.on("error", reject);
-      },
-    );
+    const req = request(url, { method, headers: { authorization: `Bearer ${server.adminKey}`, ...(body ? { "content-type": "application/json" } : {}), ...headers } }, (res) => {
+      const pieces: Buffer[] = [];
+      const arrivals: number[] = [];
+      res.on("data", (piece: Buffer) => {
+        pieces.push(piece);
+        arrivals.push(performance.now() - started);
+      });
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(pieces), arrivals }));
+      res.on("error", reject);
+    });
     req.on("error", reject);
     req.end(body ? JSON.stringify(body) : undefined);
   });
@@ -84,7 +80,10 @@ describe("response compression", () => {
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^text\/event-stream/);
     expect(res.headers["content-encoding"]).toBeUndefined();
-    const events = res.body.toString("utf8").split("\n\n").filter((e) => e.startsWith("data: "));
+    const events = res.body
+      .toString("utf8")
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: "));
     expect(events.at(-1)).toBe("data: [DONE]");
     // Tokens leave as they are made: many events, in separate arrivals spread over the generation, not
     // one buffered burst (on a busy machine a few events may share one socket read, so not one per event).
@@ -94,7 +93,12 @@ describe("response compression", () => {
   });
 
   it("never compresses an audio stream", async () => {
-    const res = await raw("POST", "/audio/speech", { "accept-encoding": "gzip" }, { model: "tts-kokoro", voice: "af_heart", input: "One. Two. Three.", response_format: "wav", streaming: true });
+    const res = await raw(
+      "POST",
+      "/audio/speech",
+      { "accept-encoding": "gzip" },
+      { model: "tts-kokoro", voice: "af_heart", input: "One. Two. Three.", response_format: "wav", streaming: true },
+    );
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^audio\//);
     expect(res.headers["content-encoding"]).toBeUndefined();

@@ -64,7 +64,10 @@ describe("metered chat", () => {
   it("refuses with 402 INSUFFICIENT_BALANCE when the most a request can cost is not covered", async () => {
     server = await startTestServer({ models: [tinyChatEntry(PRICED)] });
     const { key, accountId } = fundedKey(server, 100);
-    const error = await server.openai(key).chat.completions.create(ask(500) as never).catch((e: unknown) => e);
+    const error = await server
+      .openai(key)
+      .chat.completions.create(ask(500) as never)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
     const res = await post(server, "/chat/completions", ask(500), { key });

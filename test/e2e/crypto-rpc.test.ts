@@ -150,7 +150,15 @@ describe("POST /crypto/rpc/{network}", () => {
   it("validates the body and the network", async () => {
     const { auth } = payer();
     expect((await rpc("base-mainnet", [], auth)).status).toBe(400);
-    expect((await rpc("base-mainnet", Array.from({ length: 101 }, (_, i) => call("eth_chainId", [], i)), auth)).status).toBe(400);
+    expect(
+      (
+        await rpc(
+          "base-mainnet",
+          Array.from({ length: 101 }, (_, i) => call("eth_chainId", [], i)),
+          auth,
+        )
+      ).status,
+    ).toBe(400);
     expect((await rpc("base-mainnet", { jsonrpc: "2.0", id: 1 }, auth)).status).toBe(400);
     const unsupported = await rpc("dogecoin-mainnet", call("eth_chainId"), auth);
     expect(unsupported.status).toBe(400);
@@ -246,7 +254,11 @@ describe("crypto RPC caps", () => {
     });
     try {
       const send = (key: string) =>
-        fetch(`${capped.baseUrl}/crypto/rpc/base-mainnet`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: JSON.stringify(call("eth_chainId")) });
+        fetch(`${capped.baseUrl}/crypto/rpc/base-mainnet`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+          body: JSON.stringify(call("eth_chainId")),
+        });
       const { key } = capped.createKey({ usd: 1 });
       expect((await send(key)).status).toBe(200);
       expect((await send(key)).status).toBe(200);

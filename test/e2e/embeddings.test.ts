@@ -80,7 +80,10 @@ describe("POST /embeddings with the official client", () => {
 
 describe("what /embeddings refuses", () => {
   it("token arrays, with a 400 that says what to send", async () => {
-    for (const input of [[1, 2, 3], [[1, 2], [3]]]) {
+    for (const input of [
+      [1, 2, 3],
+      [[1, 2], [3]],
+    ]) {
       const res = await post(server, "/embeddings", { model: "tiny-embedding", input });
       expect(res.status).toBe(400);
       expect(((await res.json()) as any).error).toMatch(/token arrays are not supported.*check_embedding_ctx_length=False/);

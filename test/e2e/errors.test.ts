@@ -54,7 +54,10 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
   });
 
   it("an unknown model is a 404 that names it", async () => {
-    const error = await server.openai().chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+    const error = await server
+      .openai()
+      .chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect(error.status).toBe(404);
     expect(JSON.stringify(error.error)).toContain("no-such-model");
@@ -75,7 +78,10 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect(((await anonymous.json()) as { x402Version: number }).x402Version).toBe(2);
     expect(anonymous.headers.get("payment-required")).toBeTruthy();
     expect((await post(server, "/chat/completions", valid, { key: null, headers: { authorization: "Basic abc" } })).status).toBe(401);
-    const error = await server.openai("hth_not_a_real_key").chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+    const error = await server
+      .openai("hth_not_a_real_key")
+      .chat.completions.create({ model: "tiny-chat", messages: [{ role: "user", content: "x" }] })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
@@ -96,7 +102,15 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
   ])("a %s part the model cannot read is a 400 naming the part", async (type, payload, message, field) => {
     const res = await post(server, "/chat/completions", {
       ...valid,
-      messages: [{ role: "user", content: [{ type: "text", text: "look" }, { type, ...payload }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "look" },
+            { type, ...payload },
+          ],
+        },
+      ],
     });
     expect(res.status).toBe(400);
     const json = (await res.json()) as { details: Record<string, any> };
@@ -107,7 +121,11 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     const ok = await post(server, "/chat/completions", { ...valid, model: "tiny-chat:include_service_system_prompt=false&strip_thinking_response=true" });
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as any).service_parameters).toMatchObject({ include_service_system_prompt: false, strip_thinking_response: true });
-    for (const [model, field] of [["tiny-chat:warp_speed=true", "warp_speed"], ["tiny-chat:disable_thinking=sure", "disable_thinking"], ["tiny-chat:enable_web_search", null]] as const) {
+    for (const [model, field] of [
+      ["tiny-chat:warp_speed=true", "warp_speed"],
+      ["tiny-chat:disable_thinking=sure", "disable_thinking"],
+      ["tiny-chat:enable_web_search", null],
+    ] as const) {
       const res = await post(server, "/chat/completions", { ...valid, model });
       expect(res.status, model).toBe(400);
       const json = (await res.json()) as { error: string; details: Record<string, any> };

@@ -21,7 +21,11 @@ const sink = new Writable({
     done();
   },
 });
-const logLines = () => captured.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, any>);
+const logLines = () =>
+  captured
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, any>);
 
 let server: TestServer;
 beforeAll(async () => {
@@ -66,7 +70,13 @@ describe("GET /admin/models: execution providers", () => {
     }
     const lines = logLines().filter((line) => line.executionProvider !== undefined);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: expected.fellBack ? 40 : 30, models: ["tts-vits"], executionProvider: expected.name, providers: expected.providers, reason: expected.reason });
+    expect(lines[0]).toMatchObject({
+      level: expected.fellBack ? 40 : 30,
+      models: ["tts-vits"],
+      executionProvider: expected.name,
+      providers: expected.providers,
+      reason: expected.reason,
+    });
     expect(lines[0]!.msg).toBe(`onnxruntime runs tts-vits on ${expected.name}: ${expected.reason}`);
   });
 

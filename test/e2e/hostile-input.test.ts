@@ -96,7 +96,8 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     const res = await post(server, "/embeddings", { model: "tiny-embedding-gguf", input: "x".repeat(7 * MB) });
     expect(res.status).toBe(400);
     const json = (await res.json()) as ErrorJson;
-    const [, chars, tokens, bound] = /^input: this input has (\d+) characters; tiny-embedding-gguf takes at most (\d+) tokens per input, which is never more than (\d+) characters$/.exec(json.error)!;
+    const [, chars, tokens, bound] =
+      /^input: this input has (\d+) characters; tiny-embedding-gguf takes at most (\d+) tokens per input, which is never more than (\d+) characters$/.exec(json.error)!;
     expect(Number(chars)).toBe(7 * MB);
     // The bound is the token limit times the longest token piece: at least 4 bytes each.
     expect(Number(bound)).toBeGreaterThanOrEqual(Number(tokens) * 4);
@@ -117,7 +118,14 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
   it("a 10 MB chat content is a 400 naming the message's content and the bound, and a GET /models sent after it is answered", async () => {
     // Load the model first, so the bound is checked before any part is read or the model is leased.
     expect((await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 1 })).status).toBe(200);
-    const body = JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yes" }, { role: "user", content: "y".repeat(10 * MB) }] });
+    const body = JSON.stringify({
+      model: "tiny-chat",
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "yes" },
+        { role: "user", content: "y".repeat(10 * MB) },
+      ],
+    });
     const { big } = await postThenModels("/chat/completions", body);
     expect(big.status).toBe(400);
     expect(big.json.error).toMatch(/^messages\.2\.content: 10000000 characters cannot fit: tiny-chat's context holds \d+ tokens, which is never more than \d+ characters$/);
@@ -128,7 +136,13 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     const probe = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "z".repeat(3 * MB) }] })).json()) as ErrorJson;
     const bound = Number(/never more than (\d+) characters/.exec(probe.error)![1]);
     const half = "z".repeat(Math.ceil(bound / 2) + 1);
-    const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: half }, { role: "user", content: half }] });
+    const res = await post(server, "/chat/completions", {
+      model: "tiny-chat",
+      messages: [
+        { role: "user", content: half },
+        { role: "user", content: half },
+      ],
+    });
     expect(res.status).toBe(400);
     const json = (await res.json()) as ErrorJson;
     expect(json.error).toMatch(/^messages: \d+ characters cannot fit/);
@@ -158,7 +172,18 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
 describe("document extraction runs off the event loop", () => {
   it("a 1.6 MB CSV file part is parsed in a worker thread: a GET /models sent after it completes first, then its over-long text is a 400 naming the part", async () => {
     const csv = Buffer.from("alpha,beta\n".repeat(150_000)).toString("base64");
-    const body = JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: [{ type: "text", text: "sum" }, { type: "file", file: { filename: "big.csv", file_data: `data:text/csv;base64,${csv}` } }] }] });
+    const body = JSON.stringify({
+      model: "tiny-chat",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "sum" },
+            { type: "file", file: { filename: "big.csv", file_data: `data:text/csv;base64,${csv}` } },
+          ],
+        },
+      ],
+    });
     const { order, big } = await postThenModels("/chat/completions", body);
     expect(big.status).toBe(400);
     expect(big.json.error).toMatch(/^messages\.0\.content\.1\.file: the file's text is \d+ characters long; this node reads at most 1000000 characters per file$/);
@@ -224,10 +249,18 @@ describe("nesting and size limits on schemas and free-form JSON", () => {
 
 describe("error messages quote at most a short prefix", () => {
   it("a 1 MB id in PATCH /api_keys: a 413 of a few hundred bytes; a 15 KB id: a 404 quoting 100 characters of it", async () => {
-    const huge = await fetch(`${server.baseUrl}/api_keys`, { method: "PATCH", headers: { "content-type": "application/json", authorization: `Bearer ${server.adminKey}` }, body: JSON.stringify({ id: "k".repeat(MB) }) });
+    const huge = await fetch(`${server.baseUrl}/api_keys`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", authorization: `Bearer ${server.adminKey}` },
+      body: JSON.stringify({ id: "k".repeat(MB) }),
+    });
     expect(huge.status).toBe(413);
     expect((await huge.text()).length).toBeLessThan(300);
-    const long = await fetch(`${server.baseUrl}/api_keys`, { method: "PATCH", headers: { "content-type": "application/json", authorization: `Bearer ${server.adminKey}` }, body: JSON.stringify({ id: "k".repeat(15_000), description: "x" }) });
+    const long = await fetch(`${server.baseUrl}/api_keys`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json", authorization: `Bearer ${server.adminKey}` },
+      body: JSON.stringify({ id: "k".repeat(15_000), description: "x" }),
+    });
     expect(long.status).toBe(404);
     const text = await long.text();
     expect(text.length).toBeLessThan(400);

@@ -117,7 +117,11 @@ describe("structured request logs", () => {
     const from = captured.length;
     const { key } = server.createKey();
     server.logger.info(
-      { req: { headers: { authorization: `Bearer ${key}`, cookie: `session=${key}`, "x-api-key": key, "payment-signature": "0xsig" } }, apiKey: key, wallet: { signature: "0xsig", secretKey: key } },
+      {
+        req: { headers: { authorization: `Bearer ${key}`, cookie: `session=${key}`, "x-api-key": key, "payment-signature": "0xsig" } },
+        apiKey: key,
+        wallet: { signature: "0xsig", secretKey: key },
+      },
       "careless",
     );
     const [line] = lines(from);

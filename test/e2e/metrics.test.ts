@@ -39,7 +39,13 @@ async function scrape(key = server.adminKey) {
   return { series, value, get: (name: string, labels: Record<string, string> = {}) => value(name, labels) ?? 0 };
 }
 
-const ask = (extra: Record<string, unknown> = {}) => ({ model: "tiny-chat", messages: [{ role: "user" as const, content: "Tell me a story" }], max_tokens: 12, temperature: 0, ...extra });
+const ask = (extra: Record<string, unknown> = {}) => ({
+  model: "tiny-chat",
+  messages: [{ role: "user" as const, content: "Tell me a story" }],
+  max_tokens: 12,
+  temperature: 0,
+  ...extra,
+});
 
 describe("GET /metrics", () => {
   it("answers 401 without a key, 403 for an inference key and the exposition text for an admin key", async () => {
@@ -77,7 +83,11 @@ describe("GET /metrics", () => {
     let streamUsage: { prompt_tokens: number; completion_tokens: number } | undefined;
     let streamCost: number | undefined;
     let pieces = 0;
-    const stream = await client.chat.completions.create({ ...ask({ messages: [{ role: "user" as const, content: "Another story" }] }) as ReturnType<typeof ask>, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      ...(ask({ messages: [{ role: "user" as const, content: "Another story" }] }) as ReturnType<typeof ask>),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     for await (const chunk of stream) {
       if (chunk.choices[0]?.delta.content) pieces++;
       if (chunk.usage) streamUsage = chunk.usage;

@@ -22,7 +22,11 @@ let ajv: InstanceType<typeof Ajv2020>;
 
 beforeAll(async () => {
   server = await startTestServer({
-    models: [tinyChatEntry(), tinyEmbeddingEntry({ pricing: { input: { usd: 2, diem: 2 } } }), tinyVideoEntry({ video: { durations: ["1s"], resolutions: { "64p": 64 }, fps: 2 } })],
+    models: [
+      tinyChatEntry(),
+      tinyEmbeddingEntry({ pricing: { input: { usd: 2, diem: 2 } } }),
+      tinyVideoEntry({ video: { durations: ["1s"], resolutions: { "64p": 64 }, fps: 2 } }),
+    ],
     characters: [{ slug: "sage", name: "Sage", model: "tiny-chat", systemPrompt: "You are wise.", tags: ["wisdom"] }],
     config: { videoWorkers: 1 },
   });
@@ -80,7 +84,9 @@ function responseSchema(method: string, path: string, status: number, contentTyp
 function expectMatches(method: string, path: string, status: number, body: unknown, location?: string) {
   const validate = location ? ajv.getSchema(`${DOC_ID}#/${location}`)! : responseSchema(method, path, status);
   if (!validate(body)) {
-    throw new Error(`${method.toUpperCase()} ${path} ${status}: the body does not match its documented schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 800)}`);
+    throw new Error(
+      `${method.toUpperCase()} ${path} ${status}: the body does not match its documented schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 800)}`,
+    );
   }
 }
 
@@ -105,7 +111,10 @@ describe("route coverage", () => {
     expect(registered.length).toBeGreaterThan(40);
     const documented = new Set(documentedOperations());
     const missing = [...new Set(registered)].filter((op) => !documented.has(op));
-    expect(missing, `routes missing from openapi.json: add each to its group's operations.ts (src/api/<group>/operations.ts) and the group to src/api/openapi/apiGroups.ts:\n  ${missing.join("\n  ")}`).toEqual([]);
+    expect(
+      missing,
+      `routes missing from openapi.json: add each to its group's operations.ts (src/api/<group>/operations.ts) and the group to src/api/openapi/apiGroups.ts:\n  ${missing.join("\n  ")}`,
+    ).toEqual([]);
     const served = new Set(registered);
     const stale = [...documented].filter((op) => !served.has(op));
     expect(stale, `openapi.json documents operations no route serves:\n  ${stale.join("\n  ")}`).toEqual([]);
@@ -212,11 +221,20 @@ describe("real responses match their documented schemas", () => {
     );
     expect(body.choices[0].message.role).toBe("assistant");
 
-    const stream = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+    const stream = await post(server, "/chat/completions", {
+      model: "tiny-chat",
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(stream.status).toBe(200);
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(doc.paths["/chat/completions"].post.responses[200].content["text/event-stream"]["x-sse-data"]).toEqual({ $ref: "#/components/schemas/ChatCompletionChunk" });
-    const events = (await stream.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
+    const events = (await stream.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: "))
+      .map((e) => e.slice(6));
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     expect(chunks.length).toBeGreaterThan(1);
@@ -237,7 +255,10 @@ describe("real responses match their documented schemas", () => {
     const stream = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 4, logprobs: 1, stream: true, stream_options: { include_usage: true } });
     expect(stream.status).toBe(200);
     expect(doc.paths["/completions"].post.responses[200].content["text/event-stream"]["x-sse-data"]).toEqual({ $ref: "#/components/schemas/CompletionChunk" });
-    const events = (await stream.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => e.slice(6));
+    const events = (await stream.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: "))
+      .map((e) => e.slice(6));
     expect(events.at(-1)).toBe("[DONE]");
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     expect(chunks.at(-1).usage.total_tokens).toBeGreaterThan(0);
@@ -282,7 +303,11 @@ describe("real responses match their documented schemas", () => {
     const id = created.data.id as string;
     await expectConforms(await get(`/api_keys/${id}`, admin), "get", "/api_keys/{id}", 200);
     await expectConforms(
-      await fetch(`${server.baseUrl}/api_keys`, { method: "PATCH", headers: { ...auth(admin), "content-type": "application/json" }, body: JSON.stringify({ id, description: "renamed" }) }),
+      await fetch(`${server.baseUrl}/api_keys`, {
+        method: "PATCH",
+        headers: { ...auth(admin), "content-type": "application/json" },
+        body: JSON.stringify({ id, description: "renamed" }),
+      }),
       "patch",
       "/api_keys",
       200,
@@ -332,9 +357,19 @@ describe("real responses match their documented schemas", () => {
     const { key } = server.createKey({ usd: 1 });
     const invalid = await expectConforms(await post(server, "/chat/completions", { model: "tiny-chat", messages: [] }, { key }), "post", "/chat/completions", 400);
     expect(invalid.details.messages).toBeDefined();
-    await expectConforms(await post(server, "/chat/completions", { model: "no-such-model", messages: [{ role: "user", content: "Hi" }] }, { key }), "post", "/chat/completions", 404);
+    await expectConforms(
+      await post(server, "/chat/completions", { model: "no-such-model", messages: [{ role: "user", content: "Hi" }] }, { key }),
+      "post",
+      "/chat/completions",
+      404,
+    );
     await expectConforms(await post(server, "/chat/completions", "hello", { key, headers: { "content-type": "text/plain" } }), "post", "/chat/completions", 415);
-    await expectConforms(await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }] }, { key: "not-a-key" }), "post", "/chat/completions", 401);
+    await expectConforms(
+      await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }] }, { key: "not-a-key" }),
+      "post",
+      "/chat/completions",
+      401,
+    );
     // No credentials at all on a paid endpoint: the x402 discovery answer.
     const discovery = await expectConforms(await post(server, "/embeddings", { model: "tiny-embedding", input: "x" }, { key: null }), "post", "/embeddings", 402);
     expect(discovery.x402Version).toBe(2);

@@ -111,7 +111,13 @@ describe("reasoning models: thought blocks", () => {
     const json = await complete({
       reasoning_effort: "low",
       max_tokens: 120,
-      response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object", properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["ok", "n"], additionalProperties: false } } },
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "a",
+          schema: { type: "object", properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["ok", "n"], additionalProperties: false },
+        },
+      },
     });
     expect(json.choices[0]!.message.reasoning_content!.length).toBeGreaterThan(0);
     expect(Object.keys(JSON.parse(json.choices[0]!.message.content!))).toEqual(["ok", "n"]);

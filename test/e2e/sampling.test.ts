@@ -30,12 +30,17 @@ describe("log probabilities", () => {
     }
     const flat = choice.logprobs as unknown as { token: string; logprob: number; bytes: number[]; top_logprobs: unknown[] };
     expect(flat.token).toBe(choice.message.content);
-    expect(flat.logprob).toBeCloseTo(entries.reduce((s, e) => s + e.logprob, 0), 8);
+    expect(flat.logprob).toBeCloseTo(
+      entries.reduce((s, e) => s + e.logprob, 0),
+      8,
+    );
     expect(flat.bytes).toEqual(entries.flatMap((e) => e.bytes));
   });
 
   it("streaming: each content chunk carries its tokens' entries; together they spell the text", async () => {
-    const stream = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 12, temperature: 0.8, seed: 4, logprobs: true, top_logprobs: 2, stream: true });
+    const stream = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 12, temperature: 0.8, seed: 4, logprobs: true, top_logprobs: 2, stream: true });
     let text = "";
     const entries: { token: string; top_logprobs: unknown[] }[] = [];
     for await (const chunk of stream) {
@@ -67,7 +72,9 @@ describe("several choices", () => {
   });
 
   it("n=2 streams both choices, each ending with its own finish_reason", async () => {
-    const stream = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 6, temperature: 1, seed: 8, n: 2, stream: true, stream_options: { include_usage: true } });
+    const stream = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 6, temperature: 1, seed: 8, n: 2, stream: true, stream_options: { include_usage: true } });
     const text = ["", ""];
     const finish: (string | null)[] = [null, null];
     let usage: { completion_tokens: number } | undefined;
@@ -120,7 +127,12 @@ describe("sampling controls", () => {
     expect(at).toBeGreaterThan(0);
     const stopped = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 16, temperature: 0, stop_token_ids: [ids[at]!] } as never);
     expect(stopped.choices[0]!.finish_reason).toBe("stop");
-    expect(stopped.choices[0]!.message.content).toBe(entries.slice(0, at).map((e) => e.token).join(""));
+    expect(stopped.choices[0]!.message.content).toBe(
+      entries
+        .slice(0, at)
+        .map((e) => e.token)
+        .join(""),
+    );
   });
 
   it.each([

@@ -61,7 +61,12 @@ describe("continuous batching and the wait queue", () => {
     server = await startTestServer();
     const { key, accountId } = server.createKey();
     const controller = new AbortController();
-    const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "go" }], max_tokens: 3000, temperature: 0, stream: true }, { key });
+    const res = await post(
+      server,
+      "/chat/completions",
+      { model: "tiny-chat", messages: [{ role: "user", content: "go" }], max_tokens: 3000, temperature: 0, stream: true },
+      { key },
+    );
     const reader = res.body!.getReader();
     await reader.read();
     await reader.read();

@@ -181,7 +181,11 @@ describe("speech errors", () => {
 
   it("answers 404 for an unknown model or a non-speech model, 415 for a non-JSON body", async () => {
     expect((await post(server, "/audio/speech", { model: "nope", input: "Hi." })).status).toBe(404);
-    const text = await fetch(`${server.baseUrl}/audio/speech`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "text/plain" }, body: "hi" });
+    const text = await fetch(`${server.baseUrl}/audio/speech`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "text/plain" },
+      body: "hi",
+    });
     expect(text.status).toBe(415);
     // No credentials at all on a paid endpoint: the x402 discovery answer.
     expect((await post(server, "/audio/speech", { input: "Hi." }, { key: null })).status).toBe(402);

@@ -101,8 +101,18 @@ describe("structured output held by grammar", () => {
   });
 
   it.each([
-    ["a keyword that cannot be enforced", { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^[a-z]+$" } } }, ["response_format", "json_schema", "schema"], /pattern/],
-    ["a schema that is not one", { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "wat" } } } } }, ["response_format", "json_schema", "schema"], /unknown type/],
+    [
+      "a keyword that cannot be enforced",
+      { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "^[a-z]+$" } } },
+      ["response_format", "json_schema", "schema"],
+      /pattern/,
+    ],
+    [
+      "a schema that is not one",
+      { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "wat" } } } } },
+      ["response_format", "json_schema", "schema"],
+      /unknown type/,
+    ],
     ["the reference form with a bad range", { type: "json_schema", json_schema: { type: "number", maximum: 3 } }, ["response_format", "json_schema"], /upper bound/],
     ["an unknown format type", { type: "xml" }, ["response_format", "type"], /./],
   ])("%s -> 400 naming response_format", async (_name, format, path, message) => {

@@ -166,7 +166,9 @@ describe("tool calls with the official openai client", () => {
   });
 
   it("parallel_tool_calls false stops after one call; tool_choice none answers in text", async () => {
-    const single = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, tools, tool_choice: "required", parallel_tool_calls: false, seed: 4, ...room });
+    const single = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: ask, tools, tool_choice: "required", parallel_tool_calls: false, seed: 4, ...room });
     expect(single.choices[0]!.message.tool_calls).toHaveLength(1);
     const none = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, tools, tool_choice: "none", max_tokens: 6, temperature: 0 });
     expect(none.choices[0]!.message.tool_calls).toBeNull();
@@ -181,9 +183,19 @@ describe("tool calls with the official openai client", () => {
 
   it.each([
     ["tools on a model without tool-call syntax", { model: "plain-chat", tools }, ["tools"], /does not support function calling/],
-    ["a named tool_choice that is not in tools", { tools, tool_choice: { type: "function", function: { name: "nope" } } }, ["tool_choice", "function", "name"], /not one of the functions/],
+    [
+      "a named tool_choice that is not in tools",
+      { tools, tool_choice: { type: "function", function: { name: "nope" } } },
+      ["tool_choice", "function", "name"],
+      /not one of the functions/,
+    ],
     ["required with no tools", { tool_choice: "required" }, ["tool_choice"], /defines no functions/],
-    ["parameters that cannot be enforced", { tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { s: { type: "string", pattern: "^a" } } } } }] }, ["tools", "0", "function", "parameters"], /pattern/],
+    [
+      "parameters that cannot be enforced",
+      { tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { s: { type: "string", pattern: "^a" } } } } }] },
+      ["tools", "0", "function", "parameters"],
+      /pattern/,
+    ],
     ["a bad function name", { tools: [{ type: "function", function: { name: "has space" } }] }, ["tools", "0", "function", "name"], /function names/],
   ])("%s -> 400 naming the field", async (_name, extra, path, message) => {
     const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: ask, max_tokens: 5, ...extra });

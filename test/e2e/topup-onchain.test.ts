@@ -184,7 +184,17 @@ describe("deferred settlement", () => {
     const elsewhere = await evmPayment(payer, { asset: token.address, payTo: evmWallet().address, value: 5_000_000n });
     const { authorization, signature } = decodeB64Json(elsewhere.header).payload;
     const { v, r, s } = splitSignature(signature);
-    await token.write("transferWithAuthorization", [authorization.from, authorization.to, BigInt(authorization.value), BigInt(authorization.validAfter), BigInt(authorization.validBefore), authorization.nonce, v, r, s]);
+    await token.write("transferWithAuthorization", [
+      authorization.from,
+      authorization.to,
+      BigInt(authorization.value),
+      BigInt(authorization.validAfter),
+      BigInt(authorization.validBefore),
+      authorization.nonce,
+      v,
+      r,
+      s,
+    ]);
 
     await server.wallet.topUps.settlePending();
     expect(credited(server, payer.address)).toBe(0);

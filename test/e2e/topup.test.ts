@@ -32,7 +32,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const topUp = (headers: Record<string, string>) => fetch(`${server.baseUrl}/x402/top-up`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
+const topUp = (headers: Record<string, string>) =>
+  fetch(`${server.baseUrl}/x402/top-up`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" });
 const balanceOf = (wallet: string) => {
   const record = findWallet(server.db, wallet);
   return record ? getBalances(server.db, record.accountId).USD : 0;

@@ -186,7 +186,7 @@ describe("billing", () => {
     const { key, accountId } = server.createKey({ usd: 1 });
     const result = (await transcribe(server.openai(key), {})) as { duration: number; cost: { usd: number } };
     const charged = 1_000_000 - getBalances(server.db, accountId).USD;
-    expect(charged).toBe(Math.ceil(Math.ceil(result.duration * 1000) * 100 / 1000));
+    expect(charged).toBe(Math.ceil((Math.ceil(result.duration * 1000) * 100) / 1000));
     expect(listUsage(server.db, accountId)[0]).toMatchObject({ endpoint: "/audio/transcriptions", model: "tiny-whisper", status: 200 });
     expect(listUsage(server.db, accountId)[0]!.audioSeconds).toBeCloseTo(result.duration, 2);
 

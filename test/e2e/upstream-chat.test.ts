@@ -220,7 +220,16 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
 
   it("forwards n, logprobs and response_format", async () => {
     const client = front.openai();
-    const two = await client.chat.completions.create({ model: "relay-chat", messages: user("Pick"), max_tokens: 6, temperature: 1, seed: 3, n: 2, logprobs: true, top_logprobs: 2 });
+    const two = await client.chat.completions.create({
+      model: "relay-chat",
+      messages: user("Pick"),
+      max_tokens: 6,
+      temperature: 1,
+      seed: 3,
+      n: 2,
+      logprobs: true,
+      top_logprobs: 2,
+    });
     expect(two.choices.map((c) => c.index)).toEqual([0, 1]);
     for (const choice of two.choices) {
       const content = choice.logprobs!.content!;
@@ -237,7 +246,10 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
       seed: 2,
       response_format: {
         type: "json_schema",
-        json_schema: { name: "colour", schema: { type: "object", properties: { colour: { type: "string", enum: ["red", "blue"] } }, required: ["colour"], additionalProperties: false } },
+        json_schema: {
+          name: "colour",
+          schema: { type: "object", properties: { colour: { type: "string", enum: ["red", "blue"] } }, required: ["colour"], additionalProperties: false },
+        },
       },
     });
     expect(["red", "blue"]).toContain((JSON.parse(json.choices[0]!.message.content!) as { colour: string }).colour);
@@ -281,7 +293,10 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
 
   it("503 naming the upstream when it cannot be reached, 504 when it does not answer, 502 when it refuses the node", async () => {
     const { key, accountId } = front.createKey({ usd: 1 });
-    const dead = await front.openai(key).chat.completions.create({ model: "relay-dead", messages: user("Hi"), max_tokens: 4 }).catch((e: unknown) => e);
+    const dead = await front
+      .openai(key)
+      .chat.completions.create({ model: "relay-dead", messages: user("Hi"), max_tokens: 4 })
+      .catch((e: unknown) => e);
     expect(dead).toBeInstanceOf(OpenAI.APIError);
     expect((dead as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((dead as InstanceType<typeof OpenAI.APIError>).message).toContain(`upstream chat server at 127.0.0.1:${deadPort} could not be reached: ECONNREFUSED`);

@@ -47,7 +47,9 @@ afterAll(async () => {
 describe("speech relayed to an upstream server", () => {
   it("returns the upstream's audio through the openai client, in every format", async () => {
     for (const format of ["mp3", "wav", "opus"] as const) {
-      const response = await front.openai().audio.speech.create({ model: "tts-qwen3-0-6b", voice: "am_adam", input: "Hello from the upstream. Second sentence.", response_format: format } as never);
+      const response = await front
+        .openai()
+        .audio.speech.create({ model: "tts-qwen3-0-6b", voice: "am_adam", input: "Hello from the upstream. Second sentence.", response_format: format } as never);
       expect(response.headers.get("x-service-model-router")).toMatch(/^upstream 127\.0\.0\.1:\d+$/);
       const info = probeMedia(Buffer.from(await response.arrayBuffer()));
       expect(info.streams[0]?.kind, format).toBe("audio");
@@ -99,7 +101,10 @@ describe("speech relayed to an upstream server", () => {
     expect(list.data[0]!.model_spec.capabilities).toEqual({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
     expect(front.models.skipped).toEqual([{ id: "tts-chatterbox-hd", reason: "HEARTH_TEST_UNSET_UPSTREAM_URL is not set" }]);
     expect((await post(front, "/audio/speech", { model: "tts-chatterbox-hd", input: "Hi." })).status).toBe(404);
-    const down = await front.openai().audio.speech.create({ model: "tts-xai-v1", voice: "af_heart", input: "Hi." } as never).catch((e: unknown) => e);
+    const down = await front
+      .openai()
+      .audio.speech.create({ model: "tts-xai-v1", voice: "af_heart", input: "Hi." } as never)
+      .catch((e: unknown) => e);
     expect((down as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((down as Error).message, (down as Error).message).toMatch(/upstream speech server at 127\.0\.0\.1:\d+ could not be reached: \S/);
   });

@@ -22,7 +22,10 @@ beforeAll(async () => {
   server = await startTestServer({
     models: [
       tinyVideoEntry(PER_SECOND),
-      tinyVideoEntry({ id: "tiered-video", pricing: { durations: { short: { usd: 0.1, diem: 0.1, min_seconds: 1, max_seconds: 2 }, long: { usd: 0.25, diem: 0.25, min_seconds: 3, max_seconds: 3 } } } }),
+      tinyVideoEntry({
+        id: "tiered-video",
+        pricing: { durations: { short: { usd: 0.1, diem: 0.1, min_seconds: 1, max_seconds: 2 }, long: { usd: 0.25, diem: 0.25, min_seconds: 3, max_seconds: 3 } } },
+      }),
       tinyVideoEntry({ id: "broken-video", file: broken, ...PER_SECOND }),
     ],
     config: { videoWorkers: 1 },
@@ -71,8 +74,7 @@ describe("queue, then retrieve", () => {
     expect(res.headers.get("x-service-cost-usd")).toBe("0.100000");
     expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(240_000 + 100_000);
 
-    const retrieve = (queueId: string, extra: Record<string, unknown> = {}) =>
-      post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId, ...extra }, { key });
+    const retrieve = (queueId: string, extra: Record<string, unknown> = {}) => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId, ...extra }, { key });
     const waiting = await json(await retrieve(second.queue_id));
     expect(waiting).toMatchObject({ status: "PROCESSING", state: "QUEUED", queue_position: 1, progress: 0 });
     expect(waiting.average_execution_time).toEqual(expect.any(Number));

@@ -25,7 +25,13 @@ beforeAll(async () => {
   stranger = server.createKey({ usd: 1 });
   const speech = await server
     .openai()
-    .audio.speech.create({ model: "tts-kokoro", voice: "bm_george", input: "This is my voice. I am reading a sample for cloning, slowly.", response_format: "wav", speed: 0.6 } as never);
+    .audio.speech.create({
+      model: "tts-kokoro",
+      voice: "bm_george",
+      input: "This is my voice. I am reading a sample for cloning, slowly.",
+      response_format: "wav",
+      speed: 0.6,
+    } as never);
   sample = Buffer.from(await speech.arrayBuffer());
 });
 afterAll(() => server.stop());
@@ -76,7 +82,12 @@ describe("voice cloning", () => {
   });
 
   it("streams with the cloned voice too", async () => {
-    const response = await post(server, "/audio/speech", { model: "tts-kokoro", voice: handle, input: "One. Two. Three.", response_format: "mp3", streaming: true }, { key: owner.key });
+    const response = await post(
+      server,
+      "/audio/speech",
+      { model: "tts-kokoro", voice: handle, input: "One. Two. Three.", response_format: "mp3", streaming: true },
+      { key: owner.key },
+    );
     expect(response.status).toBe(200);
     expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(1000);
   });

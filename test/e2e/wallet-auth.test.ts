@@ -17,10 +17,7 @@ let server: TestServer;
 let domain: string;
 beforeAll(async () => {
   server = await startTestServer({
-    models: [
-      tinyChatEntry(PRICED),
-      tinyChatEntry({ id: "pricey-chat", pricing: { input: { usd: 1, diem: 1 }, output: { usd: 100_000, diem: 100_000 } } }),
-    ],
+    models: [tinyChatEntry(PRICED), tinyChatEntry({ id: "pricey-chat", pricing: { input: { usd: 1, diem: 1 }, output: { usd: 100_000, diem: 100_000 } } })],
     config: {
       wallet: {
         x402: {
@@ -60,7 +57,15 @@ describe("no credentials on a paid endpoint: the x402 discovery 402", () => {
     expect(body.resource).toEqual({ url: `${server.url}/api/v1/chat/completions`, description: "Hearth API", mimeType: "application/json" });
     expect(body.accepts).toEqual([
       { scheme: "exact", network: "eip155:8453", amount: "5000000", asset: BASE_USDC, payTo: PAY_TO, maxTimeoutSeconds: 300, extra: { name: "USD Coin", version: "2" } },
-      { scheme: "exact", network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", amount: "5000000", asset: SOLANA_USDC, payTo: SOLANA_PAY_TO, maxTimeoutSeconds: 300, extra: { feePayer: FEE_PAYER } },
+      {
+        scheme: "exact",
+        network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+        amount: "5000000",
+        asset: SOLANA_USDC,
+        payTo: SOLANA_PAY_TO,
+        maxTimeoutSeconds: 300,
+        extra: { feePayer: FEE_PAYER },
+      },
     ]);
     const siwx = body.extensions["sign-in-with-x"];
     expect(siwx.info).toMatchObject({ domain, uri: `${server.url}/api/v1/chat/completions`, version: "1" });

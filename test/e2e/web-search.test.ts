@@ -11,7 +11,12 @@ import { listLedgerEntries } from "../../src/store/ledger.js";
  */
 
 const RESULTS = [
-  { title: "Freedonia - Wikipedia", url: "https://en.example.org/wiki/Freedonia", content: "Freedonia is a fictional country; its capital is Fredville.", publishedDate: "2024-05-01T10:00:00" },
+  {
+    title: "Freedonia - Wikipedia",
+    url: "https://en.example.org/wiki/Freedonia",
+    content: "Freedonia is a fictional country; its capital is Fredville.",
+    publishedDate: "2024-05-01T10:00:00",
+  },
   { title: "Duck Soup (1933)", url: "https://films.example.com/duck-soup", content: "Rufus T. Firefly becomes the leader of Freedonia.", publishedDate: null },
   { title: "Fredville travel guide", url: "https://travel.example.net/fredville", content: "Visit the old town of Fredville." },
 ];
@@ -189,7 +194,13 @@ describe("search results in the response", () => {
   it("stream: the citations ride on the first chunk; include_search_results_in_stream emits the results first", async () => {
     const client = withSearch.openai();
     const collect = async (params: Record<string, unknown>) => {
-      const stream = await client.chat.completions.create({ model: "tiny-chat", messages: ask(), max_tokens: 3, stream: true, service_parameters: params } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
+      const stream = await client.chat.completions.create({
+        model: "tiny-chat",
+        messages: ask(),
+        max_tokens: 3,
+        stream: true,
+        service_parameters: params,
+      } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
       const chunks: Record<string, any>[] = [];
       for await (const chunk of stream) chunks.push(chunk as unknown as Record<string, any>);
       return chunks;
@@ -273,7 +284,12 @@ describe("enable_web_scraping", () => {
     const urls = Array.from({ length: 7 }, (_, i) => `${pagePeer.base}/missing-${i}`);
     const before = searx.queries.length;
     const completion = await chat(withSearch, { messages: ask(`Compare ${urls.join(" ")}`), service_parameters: { enable_web_scraping: true, enable_web_search: "on" } });
-    expect(pages.hits.sort()).toEqual(urls.slice(0, 5).map((u) => new URL(u).pathname).sort());
+    expect(pages.hits.sort()).toEqual(
+      urls
+        .slice(0, 5)
+        .map((u) => new URL(u).pathname)
+        .sort(),
+    );
     expect(searx.queries.slice(before)).toEqual(["Compare"]);
     expect(completion.service_parameters.web_search_citations).toEqual(CITATIONS);
   });
@@ -319,7 +335,12 @@ describe("a node that does not allow scraping (the default)", () => {
     try {
       const { key } = closed.createKey({ usd: 1 });
       const hits = pages.hits.length;
-      const res = await post(closed, "/chat/completions", { model: "tiny-chat", messages: ask(`Read ${pagePeer.base}/chronicle`), service_parameters: { enable_web_scraping: true } }, { key });
+      const res = await post(
+        closed,
+        "/chat/completions",
+        { model: "tiny-chat", messages: ask(`Read ${pagePeer.base}/chronicle`), service_parameters: { enable_web_scraping: true } },
+        { key },
+      );
       expect(res.status).toBe(400);
       const body = (await res.json()) as { details: any };
       expect(body.details.service_parameters.enable_web_scraping._errors[0]).toMatch(/--web-scraping on/);

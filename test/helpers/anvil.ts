@@ -45,7 +45,7 @@ export async function startAnvil(options: { chainId?: number } = {}): Promise<An
   const port = await freePort();
   const child: ChildProcess = spawn(ANVIL_BIN, ["--chain-id", String(chainId), "--host", "127.0.0.1", "--port", String(port), "--silent"], { stdio: "ignore" });
   const url = `http://127.0.0.1:${port}`;
-  const rpc = async <T,>(method: string, params: unknown[] = []): Promise<T> => {
+  const rpc = async <T>(method: string, params: unknown[] = []): Promise<T> => {
     const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
     const body = (await res.json()) as { result?: T; error?: { message: string } };
     if (body.error) throw new Error(`${method}: ${body.error.message}`);

@@ -15,7 +15,16 @@ import { chromium, type Browser } from "playwright-core";
  */
 
 /** Flags for a root user in a sandboxed machine with no network: no sandbox, no background traffic. */
-const LAUNCH_ARGS = ["--no-sandbox", "--no-zygote", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic"];
+const LAUNCH_ARGS = [
+  "--no-sandbox",
+  "--no-zygote",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-quic",
+];
 
 const SYSTEM_BROWSERS = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable"];
 

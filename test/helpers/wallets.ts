@@ -145,7 +145,15 @@ export async function evmPayment(account: PrivateKeyAccount, o: EvmPaymentOption
   };
   const network = o.network ?? `eip155:${chainId}`;
   if (o.legacy) return { header: b64json({ x402Version: 2, scheme: "exact", network: "base", payload }), nonce: authorization.nonce };
-  const accepted = { scheme: "exact", network, amount: "5000000", asset: o.asset, payTo: o.payTo, maxTimeoutSeconds: 300, extra: { name: o.name ?? "USD Coin", version: o.version ?? "2" } };
+  const accepted = {
+    scheme: "exact",
+    network,
+    amount: "5000000",
+    asset: o.asset,
+    payTo: o.payTo,
+    maxTimeoutSeconds: 300,
+    extra: { name: o.name ?? "USD Coin", version: o.version ?? "2" },
+  };
   return { header: b64json({ x402Version: 2, resource: { url: "http://node/api/v1/x402/top-up" }, accepted, payload }), nonce: authorization.nonce };
 }
 
@@ -180,7 +188,15 @@ export async function solanaPayment(payer: SolanaWallet, o: SolanaPaymentOptions
   const signature = ed25519.sign(new Uint8Array(compiled.messageBytes), payer.secretKey);
   const signed = { ...compiled, signatures: { ...compiled.signatures, [owner]: signature } };
   const transaction = base64.encode(new Uint8Array(getTransactionEncoder().encode(signed as never)));
-  const accepted = { scheme: "exact", network: `solana:${SOLANA_MAINNET_REF}`, amount: "5000000", asset: o.mint, payTo: o.payTo, maxTimeoutSeconds: 300, extra: { feePayer: o.feePayer } };
+  const accepted = {
+    scheme: "exact",
+    network: `solana:${SOLANA_MAINNET_REF}`,
+    amount: "5000000",
+    asset: o.mint,
+    payTo: o.payTo,
+    maxTimeoutSeconds: 300,
+    extra: { feePayer: o.feePayer },
+  };
   return { header: b64json({ x402Version: 2, accepted, payload: { transaction } }), signature: base58.encode(signature) };
 }
 

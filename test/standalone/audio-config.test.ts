@@ -19,12 +19,37 @@ describe("audio models in models.config.json", () => {
     const kokoro = plain.models.find((m) => m.id === "tts-kokoro")!;
     expect(kokoro).toMatchObject({ type: "tts", backend: "kokoro", file: "/var/hearth/models/tiny-kokoro", generate: "tiny-kokoro" });
     expect(kokoro.voiceCloning).toMatchObject({ encoder: "/var/hearth/models/tiny-speaker-encoder", generate: "tiny-speaker-encoder" });
-    expect(plain.models.find((m) => m.id === "hearth-tiny-whisper")).toMatchObject({ type: "asr", backend: "whisper", pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } } });
-    const relayedIds = ["tts-qwen3-0-6b", "tts-qwen3-1-7b", "tts-chatterbox-hd", "tts-orpheus", "tts-xai-v1", "tts-inworld-1-5-max", "tts-elevenlabs-turbo-v2-5", "tts-minimax-speech-02-hd", "tts-gemini-3-1-flash", "tts-gradium-v1"];
+    expect(plain.models.find((m) => m.id === "hearth-tiny-whisper")).toMatchObject({
+      type: "asr",
+      backend: "whisper",
+      pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } },
+    });
+    const relayedIds = [
+      "tts-qwen3-0-6b",
+      "tts-qwen3-1-7b",
+      "tts-chatterbox-hd",
+      "tts-orpheus",
+      "tts-xai-v1",
+      "tts-inworld-1-5-max",
+      "tts-elevenlabs-turbo-v2-5",
+      "tts-minimax-speech-02-hd",
+      "tts-gemini-3-1-flash",
+      "tts-gradium-v1",
+    ];
     expect(plain.models.filter((m) => m.backend === "upstream").map((m) => m.id)).toEqual(relayedIds);
 
     const unset = new ModelManager(plain, { gpu: false });
-    expect(unset.list().map((m) => m.id)).toEqual(["hearth-tiny-chat", "hearth-tiny-reasoning", "hearth-tiny-sd", "hearth-tiny-video", "hearth-tiny-embedding", "hearth-tiny-embedding-gguf", "tts-kokoro", "tts-vits", "hearth-tiny-whisper"]);
+    expect(unset.list().map((m) => m.id)).toEqual([
+      "hearth-tiny-chat",
+      "hearth-tiny-reasoning",
+      "hearth-tiny-sd",
+      "hearth-tiny-video",
+      "hearth-tiny-embedding",
+      "hearth-tiny-embedding-gguf",
+      "tts-kokoro",
+      "tts-vits",
+      "hearth-tiny-whisper",
+    ]);
     expect(unset.skipped.map((s) => s.id)).toEqual(relayedIds);
 
     const withUpstream = loadModelsConfig(path, "/var/hearth", { HEARTH_TTS_UPSTREAM_URL: "https://speech.example/api/v1", HEARTH_TTS_UPSTREAM_KEY: "sk-up" });

@@ -48,8 +48,7 @@ describe("subtitles", () => {
 });
 
 describe("audio pricing", () => {
-  const entry = (pricing: unknown, type = "tts") =>
-    ModelEntry.parse({ id: "m", type, backend: type === "tts" ? "kokoro" : "whisper", file: "/x", pricing });
+  const entry = (pricing: unknown, type = "tts") => ModelEntry.parse({ id: "m", type, backend: type === "tts" ? "kokoro" : "whisper", file: "/x", pricing });
   it("charges speech per thousand characters (code points) and transcription per audio millisecond, rounding up to the micro", () => {
     expect(countCharacters("héllo 👋")).toBe(7);
     const [line] = speechCost(entry({ per_thousand_characters: { usd: 0.015, diem: 0.03 } }), 1234);
@@ -135,8 +134,19 @@ describe("engine helpers", () => {
 describe("standard voices and Whisper statistics", () => {
   it("maps the standard voices to Kokoro's namesakes, else a voice of the same gender, English first", () => {
     expect(kokoroStandardVoices(KOKORO_V1_VOICES)).toEqual({
-      alloy: "af_alloy", ash: "am_michael", ballad: "bm_george", coral: "af_heart", echo: "am_echo", fable: "bm_fable", nova: "af_nova",
-      onyx: "am_onyx", sage: "af_sarah", shimmer: "af_bella", verse: "am_puck", marin: "af_kore", cedar: "am_fenrir",
+      alloy: "af_alloy",
+      ash: "am_michael",
+      ballad: "bm_george",
+      coral: "af_heart",
+      echo: "am_echo",
+      fable: "bm_fable",
+      nova: "af_nova",
+      onyx: "am_onyx",
+      sage: "af_sarah",
+      shimmer: "af_bella",
+      verse: "am_puck",
+      marin: "af_kore",
+      cedar: "am_fenrir",
     });
     // Only Japanese and Spanish voices: by gender; only women: everyone gets the first voice of the right gender or the first voice.
     expect(kokoroStandardVoices(["jf_alpha", "em_alex", "jm_kumo"])).toMatchObject({ alloy: "jf_alpha", onyx: "em_alex", fable: "em_alex" });

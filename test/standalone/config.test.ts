@@ -29,7 +29,15 @@ describe("configuration", () => {
     [{ models: [{ id: "x", type: "text", backend: "nope", file: "a.gguf" }] }, "models.0.backend"],
     [{ models: [{ id: "a b", type: "text", backend: "llama", file: "a.gguf" }] }, "models.0.id"],
     [{ models: [{ id: "x", type: "text", backend: "llama", file: "a.gguf", llama: { sequences: 0 } }] }, "models.0.llama.sequences"],
-    [{ models: [{ id: "x", type: "text", backend: "llama", file: "a" }, { id: "x", type: "text", backend: "llama", file: "b" }] }, "models.1.id"],
+    [
+      {
+        models: [
+          { id: "x", type: "text", backend: "llama", file: "a" },
+          { id: "x", type: "text", backend: "llama", file: "b" },
+        ],
+      },
+      "models.1.id",
+    ],
   ])("names the bad field of a broken registry (%#)", (json, field) => {
     const path = join(mkdtempSync(join(tmpdir(), "hearth-config-")), "models.config.json");
     writeFileSync(path, JSON.stringify(json));

@@ -33,9 +33,11 @@ describe("the committed console build", () => {
     // As `npm run build:console` builds it: vitest sets NODE_ENV=test, which changes the bundle.
     const nodeEnv = process.env.NODE_ENV;
     process.env.NODE_ENV = "production";
-    await build({ mode: "production", root: webRoot, configFile: join(webRoot, "vite.config.ts"), logLevel: "silent", build: { outDir: scratch, emptyOutDir: true } }).finally(() => {
-      process.env.NODE_ENV = nodeEnv;
-    });
+    await build({ mode: "production", root: webRoot, configFile: join(webRoot, "vite.config.ts"), logLevel: "silent", build: { outDir: scratch, emptyOutDir: true } }).finally(
+      () => {
+        process.env.NODE_ENV = nodeEnv;
+      },
+    );
     const fresh = files(scratch);
     const shipped = files(committed);
     expect([...shipped.keys()].sort()).toEqual([...fresh.keys()].sort());

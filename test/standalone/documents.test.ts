@@ -20,7 +20,14 @@ describe("document extraction: real files made by the libraries people make them
   });
 
   it("XLSX (exceljs): every sheet as CSV rows under its name, quoting where needed", async () => {
-    const xlsx = await makeXlsx({ Budget: [["Item", "Cost"], ["Rent", 1200], ["Food, drinks", 310.5]], Team: [["Name"], ["Ada"]] });
+    const xlsx = await makeXlsx({
+      Budget: [
+        ["Item", "Cost"],
+        ["Rent", 1200],
+        ["Food, drinks", 310.5],
+      ],
+      Team: [["Name"], ["Ada"]],
+    });
     expect(await extractDocument(xlsx, {})).toEqual({
       type: "xlsx",
       text: 'Sheet "Budget":\nItem,Cost\nRent,1200\n"Food, drinks",310.5\n\nSheet "Team":\nName\nAda',

@@ -158,7 +158,9 @@ describe("detection on this machine", () => {
 
     it('["cuda", "cpu"] runs on the CPU with a warning; ["cuda"] fails with a clear error', async () => {
       expect(await resolveExecutionProviders(["cuda", "cpu"], { gpu: "auto" })).toMatchObject({ name: "cpu", providers: ["cpu"], fellBack: true });
-      await expect(resolveExecutionProviders(["cuda"], { gpu: "auto" })).rejects.toThrow(/^none of the execution providers \["cuda"\] works here \(cuda: the CUDA provider library is not installed/);
+      await expect(resolveExecutionProviders(["cuda"], { gpu: "auto" })).rejects.toThrow(
+        /^none of the execution providers \["cuda"\] works here \(cuda: the CUDA provider library is not installed/,
+      );
     });
   });
 

@@ -24,8 +24,18 @@ describe("checkJsonShape", () => {
   it("accepts a value exactly at each bound and refuses one past it", () => {
     expect(checkJsonShape(nestedArrays(64), limits)).toBeUndefined();
     expect(checkJsonShape(nestedArrays(65), limits)?.message).toBe("is nested deeper than 64 levels");
-    expect(checkJsonShape(Array.from({ length: 999 }, () => 1), limits)).toBeUndefined();
-    expect(checkJsonShape(Array.from({ length: 1000 }, () => 1), limits)?.message).toBe("has more than 1000 values");
+    expect(
+      checkJsonShape(
+        Array.from({ length: 999 }, () => 1),
+        limits,
+      ),
+    ).toBeUndefined();
+    expect(
+      checkJsonShape(
+        Array.from({ length: 1000 }, () => 1),
+        limits,
+      )?.message,
+    ).toBe("has more than 1000 values");
     expect(checkJsonShape({ k: "x".repeat(9_999) }, limits)).toBeUndefined();
     expect(checkJsonShape({ k: "x".repeat(10_000) }, limits)?.message).toBe("has more than 10000 characters of strings and keys");
     expect(checkJsonShape(null, limits)).toBeUndefined();

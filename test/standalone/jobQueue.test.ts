@@ -71,15 +71,20 @@ describe("JobQueue", () => {
     let running = 0;
     let peak = 0;
     const order: string[] = [];
-    const queue = queueWith(db, credits, {
-      async run(job) {
-        order.push(job.id);
-        peak = Math.max(peak, ++running);
-        await new Promise((r) => setTimeout(r, 60));
-        running--;
-        return done();
+    const queue = queueWith(
+      db,
+      credits,
+      {
+        async run(job) {
+          order.push(job.id);
+          peak = Math.max(peak, ++running);
+          await new Promise((r) => setTimeout(r, 60));
+          running--;
+          return done();
+        },
       },
-    }, { workers: 2 });
+      { workers: 2 },
+    );
     for (const id of ["j1", "j2", "j3", "j4"]) queuePaid(db, credits, accountId, id);
     queue.start();
     await until(() => ["j1", "j2", "j3", "j4"].every((id) => getJob(db, id)?.status === "COMPLETED"));

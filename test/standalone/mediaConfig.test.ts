@@ -17,7 +17,9 @@ const issues = (models: unknown[]) => {
 
 describe("media entries in models.config.json", () => {
   it("checks that the backend serves the type, and the pricing shape of the type", () => {
-    expect(issues([{ id: "a", type: "text", backend: "onnx-diffusion", file: "/x" }])).toEqual(["models.0.backend: the onnx-diffusion backend serves image and video models, not text"]);
+    expect(issues([{ id: "a", type: "text", backend: "onnx-diffusion", file: "/x" }])).toEqual([
+      "models.0.backend: the onnx-diffusion backend serves image and video models, not text",
+    ]);
     expect(issues([{ id: "a", type: "image", backend: "onnx-diffusion" }])).toEqual(['models.0.file: a onnx-diffusion model needs its model directory in "file"']);
     expect(issues([{ id: "a", type: "image", backend: "onnx-diffusion", file: "/x", pricing: { input: { usd: 1, diem: 1 } } }])[0]).toMatch(/image models are priced per image/);
     expect(issues([{ id: "a", type: "video", backend: "onnx-diffusion", file: "/x", video: { defaultResolution: "4k" } }])[0]).toMatch(/video.defaultResolution: must be one of/);
@@ -73,7 +75,10 @@ describe("image style presets", () => {
     const bundled = ImageStyles.load(join(mkdtempSync(join(tmpdir(), "hearth-styles-")), "models.config.json"));
     expect(bundled.names()).toEqual(expect.arrayContaining(["3D Model", "Analog Film", "Anime", "Cinematic", "Comic Book"]));
     const dir = mkdtempSync(join(tmpdir(), "hearth-styles-"));
-    writeFileSync(join(dir, "image-styles.json"), JSON.stringify({ styles: [{ name: "House", prompt: "{prompt} in our house style", negative_prompt: "text" }, { name: "Plain" }] }));
+    writeFileSync(
+      join(dir, "image-styles.json"),
+      JSON.stringify({ styles: [{ name: "House", prompt: "{prompt} in our house style", negative_prompt: "text" }, { name: "Plain" }] }),
+    );
     const custom = ImageStyles.load(join(dir, "models.config.json"));
     expect(custom.names()).toEqual(["House", "Plain"]);
     expect(applyStyle(custom.find("house")!, "a cat", "blurry")).toEqual({ prompt: "a cat in our house style", negativePrompt: "blurry, text" });

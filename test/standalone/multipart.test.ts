@@ -56,14 +56,17 @@ describe("multipart/form-data parser", () => {
   it("decodes quoted parameters with escapes and RFC 5987 file names", () => {
     expect(parseHeaderParameters('form-data; name="a\\"b"; filename=plain.txt')).toEqual({ value: "form-data", params: { name: 'a"b', filename: "plain.txt" } });
     const form = parseMultipart(
-      body("b1", [{ headers: ["Content-Disposition: form-data; name=\"file\"; filename=\"fallback.mp3\"; filename*=UTF-8''%C3%A9t%C3%A9.mp3"], data: "x" }]),
+      body("b1", [{ headers: ['Content-Disposition: form-data; name="file"; filename="fallback.mp3"; filename*=UTF-8\'\'%C3%A9t%C3%A9.mp3'], data: "x" }]),
       "multipart/form-data; boundary=b1",
     );
     expect(form.file("file")?.filename).toBe("été.mp3");
   });
 
   it("rejects malformed bodies with 400s", () => {
-    const bad = (raw: string | Buffer, type = "multipart/form-data; boundary=b") => () => parseMultipart(Buffer.from(raw), type);
+    const bad =
+      (raw: string | Buffer, type = "multipart/form-data; boundary=b") =>
+      () =>
+        parseMultipart(Buffer.from(raw), type);
     expect(() => multipartBoundary("multipart/form-data")).toThrow(/boundary/);
     expect(bad("no boundary here")).toThrow(/does not occur/);
     expect(bad(`--b${CRLF}Content-Disposition: form-data; name="x"${CRLF}${CRLF}value`)).toThrow(/closing boundary/);

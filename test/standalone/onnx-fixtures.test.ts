@@ -151,7 +151,10 @@ describe("onnxruntime-node runs every fixture", () => {
     const dir = join(fixtures, "tiny-whisper/onnx");
     const encoder = await ort.InferenceSession.create(join(dir, "encoder_model.onnx"));
     const decoder = await ort.InferenceSession.create(join(dir, "decoder_model_merged.onnx"));
-    const features = float32(new Float32Array(80 * 3000).map((_, i) => Math.sin(i / 7)), [1, 80, 3000]);
+    const features = float32(
+      new Float32Array(80 * 3000).map((_, i) => Math.sin(i / 7)),
+      [1, 80, 3000],
+    );
     const { last_hidden_state: encoded } = await encoder.run({ input_features: features });
     expect(encoded!.dims).toEqual([1, 1500, 32]);
 
@@ -169,12 +172,7 @@ describe("onnxruntime-node runs every fixture", () => {
 
     const emptyCache = Object.fromEntries(cacheInputs.map((m) => [m.name, zeros([1, 2, 0, 16])]));
     const generation = JSON.parse(readFileSync(join(fixtures, "tiny-whisper/generation_config.json"), "utf8"));
-    const prompt = [
-      generation.decoder_start_token_id,
-      generation.lang_to_id["<|en|>"],
-      generation.task_to_id.transcribe,
-      generation.no_timestamps_token_id,
-    ];
+    const prompt = [generation.decoder_start_token_id, generation.lang_to_id["<|en|>"], generation.task_to_id.transcribe, generation.no_timestamps_token_id];
     const step = (ids: number[], cache: Record<string, ort.Tensor>, useCache: boolean) =>
       decoder.run({
         input_ids: int64(ids, [1, ids.length]),
@@ -224,7 +222,14 @@ describe("onnxruntime-node runs every fixture", () => {
     const session = await ort.InferenceSession.create(join(fixtures, "tiny-speaker-encoder/onnx/model.onnx"));
     expect(session.inputNames).toEqual(["mel"]);
     const encode = async (frames: number, f: (i: number) => number) =>
-      (await session.run({ mel: float32(Float32Array.from({ length: 80 * frames }, (_, i) => f(i)), [1, 80, frames]) })).style!;
+      (
+        await session.run({
+          mel: float32(
+            Float32Array.from({ length: 80 * frames }, (_, i) => f(i)),
+            [1, 80, frames],
+          ),
+        })
+      ).style!;
     const low = await encode(50, (i) => Math.sin(i / 3));
     const high = await encode(200, (i) => Math.cos(i / 11) * 2);
     expect(low.dims).toEqual([1, 256]);
@@ -268,7 +273,10 @@ describe("onnxruntime-node runs every fixture", () => {
     const unet = await ort.InferenceSession.create(join(dir, "unet/model.onnx"));
     const timestep = unet.inputMetadata.find((m) => m.name === "timestep");
     expect(timestep?.isTensor && timestep.type).toBe(timestepType);
-    const latents = float32(new Float32Array(2 * 4 * 8 * 12).map((_, i) => Math.cos(i)), [2, 4, 8, 12]);
+    const latents = float32(
+      new Float32Array(2 * 4 * 8 * 12).map((_, i) => Math.cos(i)),
+      [2, 4, 8, 12],
+    );
     const denoise = (t: number) =>
       unet.run({
         sample: latents,

@@ -13,14 +13,17 @@ describe("the operator migration", () => {
       db.prepare("INSERT INTO schema_migrations VALUES (?, ?, ?)").run(migration.version, migration.name, 0);
     }
     db.prepare("INSERT INTO accounts (id, name, created_at) VALUES ('a', 'a', 0)").run();
-    const key = db.prepare(
-      "INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at) VALUES (?, 'a', ?, ?, ?, 'xxxxxx', ?)",
-    );
+    const key = db.prepare("INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at) VALUES (?, 'a', ?, ?, ?, 'xxxxxx', ?)");
     key.run("inference", "first of all", "INFERENCE", "h1", 1);
     key.run("bootstrap", "made with the CLI", "ADMIN", "h2", 2);
     key.run("later", "made through the API", "ADMIN", "h3", 3);
     migrate(db);
     expect(db.prepare("SELECT id FROM api_keys WHERE operator = 1").pluck().all()).toEqual(["bootstrap"]);
-    expect(db.prepare("PRAGMA table_info(ledger)").all().map((c: any) => c.name)).toContain("granted_by");
+    expect(
+      db
+        .prepare("PRAGMA table_info(ledger)")
+        .all()
+        .map((c: any) => c.name),
+    ).toContain("granted_by");
   });
 });

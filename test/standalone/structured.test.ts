@@ -65,7 +65,12 @@ describe("the JSON Schema subset held by grammar", () => {
       { type: "object", properties: { a: { type: "string" }, b: { type: "number" }, c: { type: "boolean" } }, required: ["a"] },
       { type: "array", prefixItems: [{ type: "integer" }, { const: "x" }], items: { type: "null" }, minItems: 1, maxItems: 4 },
       { type: "array", items: { type: "string", format: "date-time" }, minItems: 2 },
-      { type: "object", properties: { tree: { $ref: "#/$defs/node" } }, required: ["tree"], $defs: { node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } } } },
+      {
+        type: "object",
+        properties: { tree: { $ref: "#/$defs/node" } },
+        required: ["tree"],
+        $defs: { node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } } },
+      },
       { type: "object" },
       { enum: ['quote " and \\ backslash', 3, null, true] },
     ];
@@ -101,15 +106,34 @@ describe("the thought splitter", () => {
 describe("dynamic temperature", () => {
   it("runs cool on a sure distribution and hot on a flat one", () => {
     const sampler = new DynamicTemperatureSampler(0.1, 2, 42);
-    const sure = new Map([[1 as Token, 0.98], [2 as Token, 0.01], [3 as Token, 0.01]]);
-    const flat = new Map([[1 as Token, 0.34], [2 as Token, 0.33], [3 as Token, 0.33]]);
+    const sure = new Map([
+      [1 as Token, 0.98],
+      [2 as Token, 0.01],
+      [3 as Token, 0.01],
+    ]);
+    const flat = new Map([
+      [1 as Token, 0.34],
+      [2 as Token, 0.33],
+      [3 as Token, 0.33],
+    ]);
     expect(sampler.sample(sure).temperature).toBeLessThan(0.4);
     expect(sampler.sample(flat).temperature).toBeGreaterThan(1.9);
   });
 
   it("is reproducible for a seed", () => {
-    const dist = new Map([[1 as Token, 0.5], [2 as Token, 0.3], [3 as Token, 0.2]]);
-    const pick = (seed: number) => Array.from({ length: 20 }, ((s) => () => s.sample(dist).token)(new DynamicTemperatureSampler(0.5, 1.5, seed)));
+    const dist = new Map([
+      [1 as Token, 0.5],
+      [2 as Token, 0.3],
+      [3 as Token, 0.2],
+    ]);
+    const pick = (seed: number) =>
+      Array.from(
+        { length: 20 },
+        (
+          (s) => () =>
+            s.sample(dist).token
+        )(new DynamicTemperatureSampler(0.5, 1.5, seed)),
+      );
     expect(pick(7)).toEqual(pick(7));
     expect(new Set(pick(7)).size).toBeGreaterThan(1);
   });

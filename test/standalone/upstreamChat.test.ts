@@ -47,9 +47,7 @@ afterAll(() => {
 });
 
 const engine = (upstream: Record<string, unknown> = {}) =>
-  UpstreamChatEngine.load(
-    ModelEntry.parse({ id: "big", type: "text", backend: "upstream", upstream: { baseUrl, apiKey: "sk-node", model: "org/big-model", ...upstream } }),
-  );
+  UpstreamChatEngine.load(ModelEntry.parse({ id: "big", type: "text", backend: "upstream", upstream: { baseUrl, apiKey: "sk-node", model: "org/big-model", ...upstream } }));
 
 const options = (extra: Partial<ChatGenerateOptions> = {}): ChatGenerateOptions => ({
   messages: [
@@ -130,11 +128,7 @@ describe("UpstreamChatEngine against a server of the standard", () => {
 
   it("forwards the caller's JSON schema as written, and estimates usage when the upstream reports none", async () => {
     script = (_req, res) =>
-      sse(
-        res,
-        [{ choices: [{ index: 0, delta: { content: '{"a"' } }] }, { choices: [{ index: 0, delta: { content: ":1}" }, finish_reason: "stop" }] }, "[DONE]"],
-        "\n",
-      );
+      sse(res, [{ choices: [{ index: 0, delta: { content: '{"a"' } }] }, { choices: [{ index: 0, delta: { content: ":1}" }, finish_reason: "stop" }] }, "[DONE]"], "\n");
     const chat = await engine({ contextSize: 1000 });
     const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };
     const plan = chat.plan(
@@ -157,18 +151,34 @@ describe("UpstreamChatEngine against a server of the standard", () => {
     const chat = await engine();
     const answer = (status: number, body: unknown) => (script = (_req, res) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body)));
     answer(400, { object: "error", message: "temperature must be at most 2", type: "BadRequestError", param: "temperature", code: 400 });
-    let error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    let error = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(400);
     expect(error.message).toBe("Upstream: temperature must be at most 2");
     expect(error.extra.details).toMatchObject({ temperature: { _errors: ["temperature must be at most 2"] } });
     answer(400, { error: { message: "bad tool", type: "invalid_request_error", param: "tools.0.function", code: null } });
-    error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    error = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(400);
     expect(error.extra.details).toMatchObject({ tools: { 0: { function: { _errors: ["bad tool"] } } } });
     answer(429, { error: { message: "slow down" } });
-    expect(((await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError).status).toBe(503);
+    expect(
+      (
+        (await chat
+          .plan(options())
+          .generate({})
+          .catch((e: unknown) => e)) as ApiError
+      ).status,
+    ).toBe(503);
     answer(401, { detail: "bad key" });
-    error = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    error = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(error.status).toBe(502);
     expect(error.message).toMatch(/refused this node \(401: bad key\)/);
   });
@@ -180,15 +190,24 @@ describe("UpstreamChatEngine against a server of the standard", () => {
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "Hel" } }] })}\n\n`);
       setTimeout(() => res.destroy(), 50);
     };
-    const cut = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    const cut = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(cut.status).toBe(502);
     expect(cut.message).toMatch(/failed mid-stream/);
     script = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: "Hel" } }] }, { error: { message: "engine died", code: 500 } }]);
-    const failed = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    const failed = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(failed.status).toBe(502);
     expect(failed.message).toMatch(/engine died/);
     script = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: "Hel" } }] }]);
-    const ended = (await chat.plan(options()).generate({}).catch((e: unknown) => e)) as ApiError;
+    const ended = (await chat
+      .plan(options())
+      .generate({})
+      .catch((e: unknown) => e)) as ApiError;
     expect(ended.status).toBe(502);
     expect(ended.message).toMatch(/ended the stream before the answer was complete/);
   });
@@ -239,7 +258,9 @@ describe("upstream text models in the registry", () => {
     expect(unknownFeature.success).toBe(false);
 
     const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl, features } });
-    const manager = new ModelManager(ModelsConfig.parse({ models: [relayed("a", { functionCalling: false }), relayed("b", { reasoning: true, reasoningToggle: true })] }), { gpu: false });
+    const manager = new ModelManager(ModelsConfig.parse({ models: [relayed("a", { functionCalling: false }), relayed("b", { reasoning: true, reasoningToggle: true })] }), {
+      gpu: false,
+    });
     const callsBefore = modelListCalls;
     expect(await manager.chatFeatures("a")).toMatchObject({ functionCalling: false, reasoning: false });
     expect(await manager.chatFeatures("b")).toMatchObject({ functionCalling: true, reasoning: true, reasoningToggle: true });

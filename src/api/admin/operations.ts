@@ -3,7 +3,8 @@ import * as schemas from "./schema.js";
 
 export const adminApi = defineApiGroup({
   tag: "Admin models",
-  description: "Node administration: what each model is doing (state, memory, queue, requests in flight), and loading or unloading one by hand. The node operator's keys only (`hearth keys create --operator`); an account admin key gets 403.",
+  description:
+    "Node administration: what each model is doing (state, memory, queue, requests in flight), and loading or unloading one by hand. The node operator's keys only (`hearth keys create --operator`); an account admin key gets 403.",
   schemas,
   operations: [
     {
@@ -24,7 +25,11 @@ export const adminApi = defineApiGroup({
       access: "adminKey",
       params: schemas.AdminModelParams,
       responses: { 200: { description: "The model after loading", content: { "application/json": schemas.AdminModelResponse } } },
-      errors: { 403: "Not the node operator's key (an inference key, or an account admin key: those manage their own account only)", 404: "No such model", 503: "The model could not be loaded (the cause is in the message), or the budget cannot make room" },
+      errors: {
+        403: "Not the node operator's key (an inference key, or an account admin key: those manage their own account only)",
+        404: "No such model",
+        503: "The model could not be loaded (the cause is in the message), or the budget cannot make room",
+      },
     },
     {
       method: "post",
@@ -35,7 +40,11 @@ export const adminApi = defineApiGroup({
       access: "adminKey",
       params: schemas.AdminModelParams,
       responses: { 200: { description: "The model after unloading", content: { "application/json": schemas.AdminModelResponse } } },
-      errors: { 403: "Not the node operator's key (an inference key, or an account admin key: those manage their own account only)", 404: "No such model", 409: "Requests are in flight or the model is loading (MODEL_BUSY)" },
+      errors: {
+        403: "Not the node operator's key (an inference key, or an account admin key: those manage their own account only)",
+        404: "No such model",
+        409: "Requests are in flight or the model is loading (MODEL_BUSY)",
+      },
     },
   ],
 });

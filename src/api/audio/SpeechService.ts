@@ -301,7 +301,6 @@ async function* coalesced(stream: Readable): AsyncGenerator<Buffer> {
   }
 }
 
-
 /** A complete file: WAV and PCM framed here (exact header), the compressed formats by ffmpeg. */
 async function encodeWhole(samples: Float32Array, sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {
   if (format === "wav") {

@@ -44,7 +44,7 @@ export function streamUsage(job: PreparedTranscription, outputTokens: number) {
 /** A finished transcription in the requested response format. */
 export type TranscriptionBody =
   | { kind: "json"; body: z.infer<typeof TranscriptionResponse> | z.infer<typeof VerboseTranscriptionResponse> }
-   | { kind: "text"; contentType: string; body: string };
+  | { kind: "text"; contentType: string; body: string };
 
 /** Wire transcription request -> decoded audio -> engine -> the five response formats. */
 export class TranscriptionService {

@@ -58,7 +58,7 @@ export class VoiceService {
   async create(entry: ModelEntry, request: CreateVoiceRequest, form: MultipartForm, accountId: string, signal: AbortSignal): Promise<ClonedVoice> {
     const settings = entry.voiceCloning!;
     const file = form.file("file");
-    if (!file || file.data.length === 0) throw InvalidRequestError.forField(["file"], "upload the reference sample as the multipart field \"file\"");
+    if (!file || file.data.length === 0) throw InvalidRequestError.forField(["file"], 'upload the reference sample as the multipart field "file"');
     if (file.data.length > this.maxUploadBytes) {
       throw new PayloadTooLargeError(`File exceeds the maximum allowed size of ${Math.round(this.maxUploadBytes / 1e6)} MB.`);
     }
@@ -81,9 +81,13 @@ export class VoiceService {
       }
       const seconds = samples.length / engine.cloning.sampleRate;
       if (seconds < settings.minSampleSeconds) {
-        throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(2)} s; at least ${settings.minSampleSeconds} s is needed (${settings.recommendedSampleSeconds} s or more recommended)`);
+        throw InvalidRequestError.forField(
+          ["file"],
+          `the sample is ${seconds.toFixed(2)} s; at least ${settings.minSampleSeconds} s is needed (${settings.recommendedSampleSeconds} s or more recommended)`,
+        );
       }
-      if (seconds > settings.maxSampleSeconds) throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(1)} s; at most ${settings.maxSampleSeconds} s is accepted`);
+      if (seconds > settings.maxSampleSeconds)
+        throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(1)} s; at most ${settings.maxSampleSeconds} s is accepted`);
       const embedding = await engine.cloning.embed(samples, signal);
 
       const id = `vv_${randomBytes(12).toString("hex")}`;

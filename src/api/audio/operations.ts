@@ -3,7 +3,10 @@ import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADE
 import * as schemas from "./schema.js";
 
 const audioBytes = Object.fromEntries(
-  [...new Set(Object.values(schemas.SPEECH_CONTENT_TYPES))].map((type) => [type, binary(type === "audio/pcm" ? `16-bit little-endian mono PCM at ${schemas.PCM_SAMPLE_RATE} Hz` : "The audio")]),
+  [...new Set(Object.values(schemas.SPEECH_CONTENT_TYPES))].map((type) => [
+    type,
+    binary(type === "audio/pcm" ? `16-bit little-endian mono PCM at ${schemas.PCM_SAMPLE_RATE} Hz` : "The audio"),
+  ]),
 );
 
 export const audioApi = defineApiGroup({
@@ -17,18 +20,19 @@ export const audioApi = defineApiGroup({
       operationId: "createSpeech",
       summary: "Synthesise speech",
       description:
-        "Answers the audio bytes in `response_format`. `streaming: true` (or the standard's `stream_format: \"audio\"`) sends the audio as it is synthesised, chunked, with the charged cost as HTTP trailers. `stream_format: \"sse\"` sends it as server-sent events: `speech.audio.delta` (base64 pieces of the encoded stream in `response_format`), then `speech.audio.done` with the usage and the charged `cost`. `instructions` is accepted as an alias of `prompt`. `model` may be one of the standard's names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`: the node's default speech model unless a model lists it in `aliases`) and `voice` one of the standard's voices (`alloy`, `onyx`, ...: GET /models shows each model's `voice_aliases`); a `{ \"id\": ... }` voice object is read as its id.",
+        'Answers the audio bytes in `response_format`. `streaming: true` (or the standard\'s `stream_format: "audio"`) sends the audio as it is synthesised, chunked, with the charged cost as HTTP trailers. `stream_format: "sse"` sends it as server-sent events: `speech.audio.delta` (base64 pieces of the encoded stream in `response_format`), then `speech.audio.done` with the usage and the charged `cost`. `instructions` is accepted as an alias of `prompt`. `model` may be one of the standard\'s names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`: the node\'s default speech model unless a model lists it in `aliases`) and `voice` one of the standard\'s voices (`alloy`, `onyx`, ...: GET /models shows each model\'s `voice_aliases`); a `{ "id": ... }` voice object is read as its id.',
       access: "paid",
       body: { content: { "application/json": schemas.SpeechRequest } },
       responses: {
         200: {
-          description: "The audio, or with `stream_format: \"sse\"` its events",
+          description: 'The audio, or with `stream_format: "sse"` its events',
           headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
           content: {
             ...audioBytes,
             "text/event-stream": {
               sse: z.union([schemas.SpeechAudioDelta, schemas.SpeechAudioDone]),
-              description: "`data: <event JSON>` events: speech.audio.delta, then speech.audio.done, then `data: [DONE]`. An error after the first event arrives as `data: {\"error\": ...}` before `[DONE]`.",
+              description:
+                '`data: <event JSON>` events: speech.audio.delta, then speech.audio.done, then `data: [DONE]`. An error after the first event arrives as `data: {"error": ...}` before `[DONE]`.',
             },
           },
         },
@@ -54,7 +58,8 @@ export const audioApi = defineApiGroup({
             "text/vtt": text("response_format vtt (WebVTT subtitles)"),
             "text/event-stream": {
               sse: z.union([schemas.TranscriptTextDelta, schemas.TranscriptTextDone]),
-              description: "With `stream: true`: transcript.text.delta events, then transcript.text.done, then `data: [DONE]`. An error after the first event arrives as `data: {\"error\": ...}` before `[DONE]`.",
+              description:
+                'With `stream: true`: transcript.text.delta events, then transcript.text.done, then `data: [DONE]`. An error after the first event arrives as `data: {"error": ...}` before `[DONE]`.',
             },
           },
         },

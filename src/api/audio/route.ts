@@ -11,7 +11,6 @@ import { streamUsage, TranscriptionService } from "./TranscriptionService.js";
 import { toVoiceRecord, VoiceService } from "./VoiceService.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 
-
 // Binary and plain-text responses carry their cost in headers (JSON bodies also have a `cost`
 // field). A streamed speech response announces the cost of the whole input up front and sends
 // what was actually charged as HTTP trailers of the same names.

@@ -64,7 +64,13 @@ export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
 
 /** Multipart fields are strings: "true"/"false" for booleans. */
 const FormBoolean = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1")]);
-const FormNumber = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/, "Invalid input: expected a number").transform(Number)]);
+const FormNumber = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^-?\d+(\.\d+)?$/, "Invalid input: expected a number")
+    .transform(Number),
+]);
 
 const TranscriptionFields = z.looseObject({
   model: z.string().min(1).optional(),
@@ -98,7 +104,6 @@ export const TranslationRequest = z.preprocess(
   TranscriptionFields.extend({ stream: FormBoolean.pipe(z.literal(false, "streaming is available for transcriptions; omit stream")).optional() }),
 );
 
-
 export const CreateVoiceRequest = z.looseObject({
   model: z.string().min(1).optional(),
   /** A label for the caller's own listing. */
@@ -119,7 +124,6 @@ export const VoiceRecord = z.object({
   expires_at: z.number().int(),
 });
 export type VoiceRecord = z.infer<typeof VoiceRecord>;
-
 
 const Segment = z.object({ text: z.string(), start: z.number(), end: z.number() });
 const Word = z.object({ word: z.string(), start: z.number(), end: z.number() });

@@ -170,8 +170,16 @@ export const BillingUsageAnalyticsQuery = z
       .regex(/^[1-9]\d*d$/, 'lookback is a number of days followed by "d", e.g. 7d')
       .refine((v) => Number.parseInt(v, 10) <= MAX_ANALYTICS_DAYS, `lookback is at most ${MAX_ANALYTICS_DAYS}d`)
       .optional(),
-    startDate: z.string().regex(DATE, "expected YYYY-MM-DD").refine((v) => parseIsoInstant(v) !== undefined, "not a calendar date").optional(),
-    endDate: z.string().regex(DATE, "expected YYYY-MM-DD").refine((v) => parseIsoInstant(v) !== undefined, "not a calendar date").optional(),
+    startDate: z
+      .string()
+      .regex(DATE, "expected YYYY-MM-DD")
+      .refine((v) => parseIsoInstant(v) !== undefined, "not a calendar date")
+      .optional(),
+    endDate: z
+      .string()
+      .regex(DATE, "expected YYYY-MM-DD")
+      .refine((v) => parseIsoInstant(v) !== undefined, "not a calendar date")
+      .optional(),
   })
   .superRefine((query, ctx) => {
     if ((query.startDate === undefined) !== (query.endDate === undefined)) {

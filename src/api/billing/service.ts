@@ -10,15 +10,7 @@ import { getAccount } from "../../store/accounts.js";
 import { getApiKey } from "../../store/apiKeys.js";
 import type { Db } from "../../store/Store.js";
 import { inReadTransaction } from "../../store/transaction.js";
-import {
-  aggregateUsage,
-  countUsageEntries,
-  ledgerHighWater,
-  nodeSecret,
-  pageUsageEntries,
-  walkUsageEntries,
-  type UsageAggregateRow,
-} from "../../store/usageEntries.js";
+import { aggregateUsage, countUsageEntries, ledgerHighWater, nodeSecret, pageUsageEntries, walkUsageEntries, type UsageAggregateRow } from "../../store/usageEntries.js";
 import {
   UsageHistoryCursor,
   USAGE_HISTORY_DEFAULT_PAGE_SIZE,
@@ -47,8 +39,7 @@ export const BILLING_USAGE_DEPRECATION_HEADERS = Object.freeze({
   Deprecation: `@${BILLING_USAGE_CUTOFF / 1000}`,
   Link: `<${BILLING_USAGE_SUCCESSOR}>; rel="successor-version"`,
 });
-const MIGRATION_HINT =
-  "replace page and limit with pageSize and the nextCursor of each response, and startDate and endDate with startTimestamp and endTimestamp";
+const MIGRATION_HINT = "replace page and limit with pageSize and the nextCursor of each response, and startDate and endDate with startTimestamp and endTimestamp";
 export const BILLING_USAGE_WARNING = `GET /api/v1/billing/usage is deprecated and will be removed. Use GET ${BILLING_USAGE_SUCCESSOR}: ${MIGRATION_HINT}.`;
 
 export class BillingUsageGoneError extends ApiError {
@@ -98,7 +89,17 @@ export class BillingService {
         data: rows.map((row) => {
           const entry = toUsageEntry(row);
           // `unit` is the brief's spelling of `units`; both are sent.
-          return { timestamp: entry.timestamp, sku: entry.sku, pricePerUnitUsd: entry.pricePerUnitUsd, units: entry.units, unit: entry.units, amount: entry.amount, currency: entry.currency, notes: entry.notes, inferenceDetails: entry.inferenceDetails };
+          return {
+            timestamp: entry.timestamp,
+            sku: entry.sku,
+            pricePerUnitUsd: entry.pricePerUnitUsd,
+            units: entry.units,
+            unit: entry.units,
+            amount: entry.amount,
+            currency: entry.currency,
+            notes: entry.notes,
+            inferenceDetails: entry.inferenceDetails,
+          };
         }),
         pagination: { limit: query.limit, page: query.page, total, totalPages: Math.ceil(total / query.limit) },
         warningMessage: BILLING_USAGE_WARNING,

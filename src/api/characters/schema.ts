@@ -5,7 +5,13 @@ import { z } from "zod";
 /** A repeated query parameter arrives as an array, a comma-separated one as a string: both become a list. */
 const List = (maxLength: number) =>
   z.preprocess(
-    (value) => (value === undefined ? undefined : (Array.isArray(value) ? value : [value]).flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter(Boolean)),
+    (value) =>
+      value === undefined
+        ? undefined
+        : (Array.isArray(value) ? value : [value])
+            .flatMap((v) => String(v).split(","))
+            .map((v) => v.trim())
+            .filter(Boolean),
     z.array(z.string().max(maxLength)).max(20).optional(),
   );
 const Flag = z.enum(["true", "false"]).optional();

@@ -52,9 +52,7 @@ export class CharacterService {
     const direction = query.sortOrder === "asc" ? 1 : -1;
     const byRecency = (a: Character, b: Character) => (a.createdAt - b.createdAt) * direction || a.slug.localeCompare(b.slug);
     // Without ratings or imports, rating-based orders fall back to featured, then recency.
-    const sorted = [...matches].sort((a, b) =>
-      query.sortBy === "mostRecent" ? byRecency(a, b) : (Number(a.featured) - Number(b.featured)) * direction || byRecency(a, b),
-    );
+    const sorted = [...matches].sort((a, b) => (query.sortBy === "mostRecent" ? byRecency(a, b) : (Number(a.featured) - Number(b.featured)) * direction || byRecency(a, b)));
     return { records: sorted.slice(query.offset, query.offset + query.limit).map(toCharacterRecord), total: matches.length };
   }
 

@@ -2,15 +2,7 @@ import type { Character } from "../../characters/Character.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
-import type {
-  ChatFeatures,
-  ChatMessage,
-  PromptCacheOptions,
-  ReasoningOptions,
-  ResponseFormat,
-  SamplingOptions,
-  ToolOptions,
-} from "../../engines/types.js";
+import type { ChatFeatures, ChatMessage, PromptCacheOptions, ReasoningOptions, ResponseFormat, SamplingOptions, ToolOptions } from "../../engines/types.js";
 import { readContentPart, type PartContext } from "./contentParts.js";
 import type { AppliedServiceParameters, ChatCompletionRequest, ChatMessageWire, ContentPart, ReasoningEffort } from "./schema.js";
 
@@ -92,8 +84,7 @@ export function toPromptCache(request: ChatCompletionRequest, positionOf: (calle
   let breakpoint: number | undefined;
   request.messages.forEach((message, index) => {
     const marked =
-      (message as { cache_control?: unknown }).cache_control !== undefined ||
-      (Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined));
+      (message as { cache_control?: unknown }).cache_control !== undefined || (Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined));
     if (marked) breakpoint = positionOf(index);
   });
   return { key: request.prompt_cache_key ?? undefined, breakpointMessage: breakpoint };

@@ -25,7 +25,10 @@ export function parseModelSuffix(model: string): { modelId: string; parameters: 
     const name = SUFFIX_ALIASES[written] ?? written;
     const raw = decodeSuffixValue(pair.slice(equals + 1));
     if (!SUFFIX_PARAMETERS.includes(name as keyof ServiceParameters & string)) {
-      throw InvalidRequestError.forField(["model", written], `unknown feature suffix parameter "${written}"; suffixes set service_parameters fields: ${SUFFIX_PARAMETERS.join(", ")}`);
+      throw InvalidRequestError.forField(
+        ["model", written],
+        `unknown feature suffix parameter "${written}"; suffixes set service_parameters fields: ${SUFFIX_PARAMETERS.join(", ")}`,
+      );
     }
     const isBoolean = typeof SERVICE_PARAMETER_DEFAULTS[name as keyof typeof SERVICE_PARAMETER_DEFAULTS] === "boolean";
     const value = isBoolean ? ({ true: true, false: false } as Record<string, boolean>)[raw] : raw;

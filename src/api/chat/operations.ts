@@ -23,7 +23,7 @@ export const chatApi = defineApiGroup({
             "application/json": schemas.ChatCompletionResponse,
             "text/event-stream": {
               sse: schemas.ChatCompletionChunk,
-              description: "`data: <ChatCompletionChunk JSON>` events, then `data: [DONE]`. An error after the first event arrives as `data: {\"error\": ...}` before `[DONE]`.",
+              description: '`data: <ChatCompletionChunk JSON>` events, then `data: [DONE]`. An error after the first event arrives as `data: {"error": ...}` before `[DONE]`.',
             },
           },
         },

@@ -8,7 +8,12 @@ import type { ChatCompletionRequest } from "./schema.js";
  * longest token piece) is a 400 naming it, and so is a conversation whose text together is.
  * Engines without a sound bound (relays, vocabularies that can drop characters) skip it.
  */
-export function checkPromptLength(request: ChatCompletionRequest, engine: Pick<ChatEngine, "maxPromptChars" | "contextSize">, modelId: string, conversation?: readonly ChatMessage[]): void {
+export function checkPromptLength(
+  request: ChatCompletionRequest,
+  engine: Pick<ChatEngine, "maxPromptChars" | "contextSize">,
+  modelId: string,
+  conversation?: readonly ChatMessage[],
+): void {
   const maxChars = engine.maxPromptChars;
   if (maxChars === undefined) return;
   const refuse = (path: (string | number)[], chars: number) =>

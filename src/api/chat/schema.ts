@@ -140,10 +140,7 @@ const FunctionTool = z.looseObject({
 const BuiltInTool = z.looseObject({ type: z.enum(["web_search", "x_search"]) });
 const Tool = z.union([FunctionTool, BuiltInTool]);
 
-const ToolChoice = z.union([
-  z.enum(["auto", "none", "required"]),
-  z.looseObject({ type: z.literal("function").optional(), function: z.looseObject({ name: z.string().min(1) }) }),
-]);
+const ToolChoice = z.union([z.enum(["auto", "none", "required"]), z.looseObject({ type: z.literal("function").optional(), function: z.looseObject({ name: z.string().min(1) }) })]);
 
 const ResponseFormat = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("text") }),
@@ -211,8 +208,7 @@ function acceptProviderAliases(input: unknown): unknown {
   const params = body.service_parameters;
   if (params && typeof params === "object" && !Array.isArray(params)) {
     const copy = { ...(params as Record<string, unknown>) };
-    if (copy.include_service_system_prompt === undefined && copy.include_venice_system_prompt !== undefined)
-      copy.include_service_system_prompt = copy.include_venice_system_prompt;
+    if (copy.include_service_system_prompt === undefined && copy.include_venice_system_prompt !== undefined) copy.include_service_system_prompt = copy.include_venice_system_prompt;
     delete copy.include_venice_system_prompt;
     body.service_parameters = copy;
   }

@@ -258,7 +258,12 @@ export class ChatService {
     const indexes = Array.from({ length: count }, (_, i) => i);
     if (chat.web.sourcesInStream) yield { ...base, choices: [], service_search_results: chat.web.sources, ...usageField };
     const echo = chat.web.sources ? { service_parameters: chat.echo } : {};
-    yield { ...base, choices: indexes.map((index) => ({ index, delta: { role: "assistant" as const, content: "" }, finish_reason: null, logprobs: null })), ...usageField, ...echo };
+    yield {
+      ...base,
+      choices: indexes.map((index) => ({ index, delta: { role: "assistant" as const, content: "" }, finish_reason: null, logprobs: null })),
+      ...usageField,
+      ...echo,
+    };
     for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
     const result = await generation;
     // A client that went away pays for what was produced.
@@ -299,7 +304,10 @@ function checkStopTokenIds(ids: readonly number[] | undefined, features: ChatFea
 /** What a chat engine refuses while planning, as the wire's 400. */
 function toInvalidRequest(refusal: PlanRefusal): Error {
   if (refusal.kind === "promptTooLong") {
-    return InvalidRequestError.forField(["messages"], `the prompt is ${refusal.promptTokens} tokens but this model's context holds ${refusal.contextSize}; shorten the conversation`);
+    return InvalidRequestError.forField(
+      ["messages"],
+      `the prompt is ${refusal.promptTokens} tokens but this model's context holds ${refusal.contextSize}; shorten the conversation`,
+    );
   }
   // The other refusals are of completion prompts: a chat request cannot cause them.
   return new Error(`unexpected chat plan refusal: ${refusal.kind}`);

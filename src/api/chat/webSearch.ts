@@ -74,7 +74,10 @@ export function lastUserText(messages: readonly ChatMessageWire[]): string {
 
 /** A search query from the user's words: URLs dropped, whitespace collapsed, cut at a word under 400 characters. */
 export function toSearchQuery(text: string): string {
-  const words = text.replace(/\bhttps?:\/\/\S+/gi, " ").replace(/\s+/g, " ").trim();
+  const words = text
+    .replace(/\bhttps?:\/\/\S+/gi, " ")
+    .replace(/\s+/g, " ")
+    .trim();
   if (words.length <= MAX_QUERY_CHARS) return words;
   const cut = words.slice(0, MAX_QUERY_CHARS);
   const space = cut.lastIndexOf(" ");
@@ -114,10 +117,7 @@ export class WebAugmenter {
     // The standard's web_search tool lets the model decide: the same as auto.
     const mode = params.enable_web_search === "off" && tool >= 0 ? "auto" : params.enable_web_search;
     if (params.enable_web_scraping && !this.options.scrapingAllowed) {
-      throw InvalidRequestError.forField(
-        ["service_parameters", "enable_web_scraping"],
-        "web scraping is not enabled on this node (an operator starts it with --web-scraping on)",
-      );
+      throw InvalidRequestError.forField(["service_parameters", "enable_web_scraping"], "web scraping is not enabled on this node (an operator starts it with --web-scraping on)");
     }
     if (mode === "on" && !this.options.provider) {
       throw InvalidRequestError.forField(

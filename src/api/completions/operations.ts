@@ -23,7 +23,7 @@ export const completionsApi = defineApiGroup({
             "application/json": schemas.CompletionResponse,
             "text/event-stream": {
               sse: schemas.CompletionChunk,
-              description: "`data: <CompletionChunk JSON>` events, then `data: [DONE]`. An error after the first event arrives as `data: {\"error\": ...}` before `[DONE]`.",
+              description: '`data: <CompletionChunk JSON>` events, then `data: [DONE]`. An error after the first event arrives as `data: {"error": ...}` before `[DONE]`.',
             },
           },
         },

@@ -216,7 +216,10 @@ function toInvalidRequest(error: PlanRefusalError, promptCount: number): Invalid
         `the prompt is ${refusal.promptTokens} tokens but this model's context holds ${refusal.contextSize}; shorten the prompt`,
       );
     case "tokenOutsideVocabulary":
-      return InvalidRequestError.forField([...promptPath(refusal.prompt), refusal.position], `token id ${refusal.id} is outside this model's vocabulary (0 to ${refusal.vocabularySize - 1})`);
+      return InvalidRequestError.forField(
+        [...promptPath(refusal.prompt), refusal.position],
+        `token id ${refusal.id} is outside this model's vocabulary (0 to ${refusal.vocabularySize - 1})`,
+      );
     case "emptyPrompt":
       return InvalidRequestError.forField(promptPath(refusal.prompt), "the prompt is empty and this model has no beginning-of-sequence token to start from");
     case "noInfillTokens":
@@ -243,7 +246,10 @@ async function refuseOverlongPrompts(engine: ChatEngine, modelId: string, prompt
     const field = prompts.length > 1 ? ["prompt", i] : ["prompt"];
     const chars = prompt.length + (suffix?.length ?? 0);
     const tooLong = () =>
-      InvalidRequestError.forField(field, `${suffix ? "this prompt and the suffix have" : "this prompt has"} more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
+      InvalidRequestError.forField(
+        field,
+        `${suffix ? "this prompt and the suffix have" : "this prompt has"} more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`,
+      );
     if (engine.maxPromptChars !== undefined && chars > engine.maxPromptChars) throw tooLong();
     if (chars > MEASURE_ABOVE_CHARS && engine.countTokensAtLeast) {
       const texts = suffix ? [prompt, suffix] : [prompt];

@@ -4,7 +4,8 @@ import * as schemas from "./schema.js";
 
 export const consoleApi = defineApiGroup({
   tag: "Admin accounts",
-  description: "Node-wide administration behind the web console: every account with its balances, credit grants, usage per day and model. The node operator's keys only (`hearth keys create --operator`); an account admin key gets 403.",
+  description:
+    "Node-wide administration behind the web console: every account with its balances, credit grants, usage per day and model. The node operator's keys only (`hearth keys create --operator`); an account admin key gets 403.",
   schemas,
   operations: [
     {
@@ -22,7 +23,8 @@ export const consoleApi = defineApiGroup({
       path: "/admin/accounts/{id}/credits",
       operationId: "grantAccountCredits",
       summary: "Grant credits to an account (a ledger entry recording the granting key); the operator only",
-      description: "Only the node operator creates money: account admin keys, including every admin key made through POST /api_keys, get 403. The amount must be positive; credit is never taken back through this endpoint (a negative or zero amount is a 400 naming `amount`).",
+      description:
+        "Only the node operator creates money: account admin keys, including every admin key made through POST /api_keys, get 403. The amount must be positive; credit is never taken back through this endpoint (a negative or zero amount is a 400 naming `amount`).",
       access: "adminKey",
       params: z.object({ id: z.string() }),
       body: { content: { "application/json": schemas.GrantCreditsRequest } },

@@ -14,7 +14,9 @@ export const embeddingsApi = defineApiGroup({
       description: "Token-array inputs are refused with a 400: send strings.",
       access: "paid",
       body: { content: { "application/json": schemas.CreateEmbeddingRequest } },
-      responses: { 200: { description: "One embedding per input", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.CreateEmbeddingResponse } } },
+      responses: {
+        200: { description: "One embedding per input", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.CreateEmbeddingResponse } },
+      },
       errors: INFERENCE_ERRORS,
     },
   ],

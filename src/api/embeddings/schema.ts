@@ -7,10 +7,7 @@ export const MAX_EMBEDDING_INPUTS = 2048;
 
 export const CreateEmbeddingRequest = z.looseObject({
   model: z.string().min(1),
-  input: z.union([
-    z.string().min(1, "input cannot be an empty string"),
-    z.array(z.string().min(1, "input strings cannot be empty")).min(1).max(MAX_EMBEDDING_INPUTS),
-  ]),
+  input: z.union([z.string().min(1, "input cannot be an empty string"), z.array(z.string().min(1, "input strings cannot be empty")).min(1).max(MAX_EMBEDDING_INPUTS)]),
   encoding_format: z.enum(["float", "base64"]).default("float"),
   dimensions: z.number().int().min(1).optional(),
   user: z.string().optional(),

@@ -55,7 +55,10 @@ export class EmbeddingService {
       for (const [index, input] of inputs.entries()) {
         const [count] = await engine.countTokens([input], { stopAbove: engine.maxInputTokens });
         if (count! > engine.maxInputTokens) {
-          throw InvalidRequestError.forField(pathOf(index), `this input has more than ${engine.maxInputTokens} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`);
+          throw InvalidRequestError.forField(
+            pathOf(index),
+            `this input has more than ${engine.maxInputTokens} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`,
+          );
         }
         tokens.push(count!);
         await slicer.pause();

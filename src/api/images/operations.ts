@@ -51,7 +51,13 @@ export const imagesApi = defineApiGroup({
       description: "A model this node does not have (an OpenAI model name, say) means the default image model. `url` results are data URLs.",
       access: "paid",
       body: { content: { "application/json": schemas.SimpleGenerateImageRequest } },
-      responses: { 200: { description: "The image", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...SAFETY_HEADERS }, content: { "application/json": schemas.SimpleGenerateImageResponse } } },
+      responses: {
+        200: {
+          description: "The image",
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...SAFETY_HEADERS },
+          content: { "application/json": schemas.SimpleGenerateImageResponse },
+        },
+      },
       errors: INFERENCE_ERRORS,
     },
     {

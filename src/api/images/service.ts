@@ -174,4 +174,3 @@ export function sizeForAspectRatio(ratio: string, entry: ModelEntry): { width: n
   const snap = (x: number, max: number) => Math.max(d, Math.min(Math.floor(max / d) * d, Math.round(x / d) * d));
   return { width: snap(Math.sqrt(area * r), maxWidth), height: snap(Math.sqrt(area / r), maxHeight) };
 }
-

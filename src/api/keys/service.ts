@@ -163,10 +163,7 @@ export class ApiKeyService {
         nextEpochBegins: new Date(nextEpochStart(now(), resetHourUtc)).toISOString(),
         rateLimits: limits.describe(ctx, entries, callKindOf).map(({ entry, limit }) => ({
           apiModelId: entry.id,
-          rateLimits: [
-            { amount: limit.rpm, type: "RPM" as const },
-            ...(limit.tpm === undefined ? [] : [{ amount: limit.tpm, type: "TPM" as const }]),
-          ],
+          rateLimits: [{ amount: limit.rpm, type: "RPM" as const }, ...(limit.tpm === undefined ? [] : [{ amount: limit.tpm, type: "TPM" as const }])],
         })),
       },
     };

@@ -92,7 +92,12 @@ export interface ApiGroup {
 export const defineApiGroup = (group: ApiGroup): ApiGroup => group;
 
 /** Helpers for common bodies. */
-export const binary = (description: string, contentMediaType?: string): RawSchema => ({ type: "string", format: "binary", description, ...(contentMediaType ? { contentMediaType } : {}) });
+export const binary = (description: string, contentMediaType?: string): RawSchema => ({
+  type: "string",
+  format: "binary",
+  description,
+  ...(contentMediaType ? { contentMediaType } : {}),
+});
 export const text = (description: string): RawSchema => ({ type: "string", description });
 
 /** Response headers shared by the inference endpoints. */

@@ -53,7 +53,7 @@ export function buildOpenApiDocument(groups: readonly ApiGroup[], info: Document
         "",
         "Authenticate with an API key (`Authorization: Bearer <key>`, from `hearth keys create`) or, on paid endpoints, a wallet sign-in (`SIGN-IN-WITH-X`, with x402 top-ups).",
         "The wire names are neutral: `service_parameters`, `include_service_system_prompt` and the `x-service-*` headers. The provider's spellings (`venice_parameters`, `include_venice_system_prompt`, `x-venice-*` request headers) are accepted as input aliases.",
-        "Errors answer `{ \"error\": \"message\" }` (with a `code` where one is defined); a 400 adds `details`, the zod issue tree naming the offending field. A node started with `--error-format standard` answers `{ \"error\": { \"message\", \"type\", \"code\", \"param\" } }` instead.",
+        'Errors answer `{ "error": "message" }` (with a `code` where one is defined); a 400 adds `details`, the zod issue tree naming the offending field. A node started with `--error-format standard` answers `{ "error": { "message", "type", "code", "param" } }` instead.',
         "Every response carries `CF-RAY` (the node's id for the request) and `x-request-id` (the client's own `X-Request-Id` when it sent a usable one, else the same id). The paths are also served under `/v1`.",
       ].join("\n"),
     },
@@ -69,7 +69,8 @@ export function buildOpenApiDocument(groups: readonly ApiGroup[], info: Document
           type: "apiKey",
           in: "header",
           name: "SIGN-IN-WITH-X",
-          description: "A wallet sign-in (x402 sign-in-with-x): base64 JSON of the signed message and signature. `X-Sign-In-With-X` is accepted too. Paid endpoints draw on the wallet's x402 top-ups.",
+          description:
+            "A wallet sign-in (x402 sign-in-with-x): base64 JSON of the signed message and signature. `X-Sign-In-With-X` is accepted too. Paid endpoints draw on the wallet's x402 top-ups.",
         },
       },
     },
@@ -119,7 +120,8 @@ function operationObject(op: Operation, group: ApiGroup, emitter: SchemaEmitter)
 
   const responses: Record<string, Json> = {};
   for (const [status, description] of Object.entries(errors)) {
-    const schema = Number(status) === 400 ? DetailedErrorResponse : Number(status) === 402 && op.access === "paid" ? z.union([ErrorResponse, PaymentRequiredResponse]) : ErrorResponse;
+    const schema =
+      Number(status) === 400 ? DetailedErrorResponse : Number(status) === 402 && op.access === "paid" ? z.union([ErrorResponse, PaymentRequiredResponse]) : ErrorResponse;
     responses[status] = responseObject({ description, content: { "application/json": schema } }, emitter);
   }
   for (const [status, spec] of Object.entries(op.responses)) responses[status] = responseObject(spec, emitter);
@@ -133,7 +135,13 @@ function operationObject(op: Operation, group: ApiGroup, emitter: SchemaEmitter)
     security: SECURITY[op.access],
     ...(parameters.length ? { parameters } : {}),
     ...(op.body
-      ? { requestBody: { required: op.body.required ?? true, ...(op.body.description ? { description: op.body.description } : {}), content: contentObject(op.body.content, "input", emitter) } }
+      ? {
+          requestBody: {
+            required: op.body.required ?? true,
+            ...(op.body.description ? { description: op.body.description } : {}),
+            content: contentObject(op.body.content, "input", emitter),
+          },
+        }
       : {}),
     responses: sortByStatus(responses),
   };
@@ -186,7 +194,8 @@ class SchemaEmitter {
   register(name: string, schema: z.ZodType, where: string): void {
     const known = this.byName.get(name);
     if (known?.schema === schema) return;
-    if (known) throw new Error(`OpenAPI: two different schemas are exported as "${name}" (${known.where} and ${where}); component names must be unique, so rename one or import the other`);
+    if (known)
+      throw new Error(`OpenAPI: two different schemas are exported as "${name}" (${known.where} and ${where}); component names must be unique, so rename one or import the other`);
     if (this.registry.has(schema)) return; // the same schema re-exported under a second name keeps its first
     this.byName.set(name, { schema, where });
     this.registry.add(schema, { id: name });
@@ -255,7 +264,11 @@ class SchemaEmitter {
       }
     };
     for (const fragment of this.fragments) visit(fragment.json);
-    return Object.fromEntries(Object.entries(components).filter(([name]) => used.has(name)).sort(([a], [b]) => a.localeCompare(b)));
+    return Object.fromEntries(
+      Object.entries(components)
+        .filter(([name]) => used.has(name))
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
   }
 }
 

@@ -1,11 +1,5 @@
 import { InvalidRequestError, RateLimitError } from "../../errors.js";
-import {
-  deleteIdempotencyClaimsBefore,
-  findIdempotencyClaim,
-  insertIdempotencyClaim,
-  releaseIdempotencyClaim,
-  storeIdempotentResponse,
-} from "../../store/rpcIdempotency.js";
+import { deleteIdempotencyClaimsBefore, findIdempotencyClaim, insertIdempotencyClaim, releaseIdempotencyClaim, storeIdempotentResponse } from "../../store/rpcIdempotency.js";
 import type { Db } from "../../store/Store.js";
 import { inTransaction } from "../../store/transaction.js";
 

@@ -64,14 +64,7 @@ const EVM_EXTENSIONS: { prefix: string; slug: RegExp }[] = [
 const EVM_LARGE = new Set(["trace_replayBlockTransactions", "trace_replayTransaction", "txpool_content"]);
 const EVM_ADVANCED = new Set(["txpool_inspect", "txpool_status"]);
 
-const FILTERS = new Set([
-  "eth_newFilter",
-  "eth_newBlockFilter",
-  "eth_newPendingTransactionFilter",
-  "eth_getFilterChanges",
-  "eth_getFilterLogs",
-  "eth_uninstallFilter",
-]);
+const FILTERS = new Set(["eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter", "eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter"]);
 const KEY_HOLDING = new Set([
   "eth_sign",
   "eth_signTransaction",
@@ -171,12 +164,14 @@ export function classifyMethod(family: RpcFamily, slug: string, method: string):
     if (method.startsWith("starknet_")) return { ok: true, tier: 1 };
     return { ok: false, reason: isEvmName(method) || isSolanaName(method) ? `not a Starknet method (${slug} is a Starknet network)` : "method not supported" };
   }
-  if (EVM_LARGE.has(method) || method.startsWith("arbtrace_replay")) return method.startsWith("arbtrace_") && !slug.startsWith("arbitrum-") ? onlyOn("arbitrum") : { ok: true, tier: 4 };
+  if (EVM_LARGE.has(method) || method.startsWith("arbtrace_replay"))
+    return method.startsWith("arbtrace_") && !slug.startsWith("arbitrum-") ? onlyOn("arbitrum") : { ok: true, tier: 4 };
   if (EVM_ADVANCED.has(method) || method.startsWith("trace_") || method.startsWith("debug_")) return { ok: true, tier: 2 };
   if (method.startsWith("arbtrace_")) return slug.startsWith("arbitrum-") ? { ok: true, tier: 2 } : onlyOn("arbitrum");
   if (EVM_STANDARD.has(method)) return { ok: true, tier: 1 };
   for (const extension of EVM_EXTENSIONS) {
-    if (method.startsWith(extension.prefix)) return extension.slug.test(slug) ? { ok: true, tier: 1 } : { ok: false, reason: `${extension.prefix}* methods belong to another chain` };
+    if (method.startsWith(extension.prefix))
+      return extension.slug.test(slug) ? { ok: true, tier: 1 } : { ok: false, reason: `${extension.prefix}* methods belong to another chain` };
   }
   if (method.startsWith("starknet_") || isSolanaName(method)) return { ok: false, reason: `not an EVM method (${slug} is an EVM network)` };
   return { ok: false, reason: "method not supported" };

@@ -41,7 +41,11 @@ export const videoApi = defineApiGroup({
           content: { "application/json": schemas.VideoStatusResponse, "video/mp4": binary("The finished video") },
         },
       },
-      errors: { 403: INFERENCE_ERRORS[403], 404: "No such job for this caller and model", 500: "The generation failed (`code` VIDEO_GENERATION_FAILED, `status` FAILED, `credits_refunded`)" },
+      errors: {
+        403: INFERENCE_ERRORS[403],
+        404: "No such job for this caller and model",
+        500: "The generation failed (`code` VIDEO_GENERATION_FAILED, `status` FAILED, `credits_refunded`)",
+      },
     },
     {
       method: "post",

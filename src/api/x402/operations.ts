@@ -14,7 +14,8 @@ export const x402Api = defineApiGroup({
       path: "/x402/top-up",
       operationId: "topUpWallet",
       summary: "Top up a wallet's credit",
-      description: "Without a PAYMENT-SIGNATURE header: 402 with the payment requirements (also in the PAYMENT-REQUIRED header). With one: verifies and settles the payment and credits the paying wallet.",
+      description:
+        "Without a PAYMENT-SIGNATURE header: 402 with the payment requirements (also in the PAYMENT-REQUIRED header). With one: verifies and settles the payment and credits the paying wallet.",
       access: "public",
       headers: { "PAYMENT-SIGNATURE": { description: "The x402 payment payload, base64 JSON (X-PAYMENT is accepted too)" } },
       responses: {
@@ -24,7 +25,11 @@ export const x402Api = defineApiGroup({
             "The payment does not verify (`error` X402_INVALID_PAYMENT), the transfer fails on chain (`error` PAYMENT_VERIFICATION_FAILED), or the same payment is still being settled (`error` X402_SETTLEMENT_IN_PROGRESS); with `message` and `details.reason`",
           content: { "application/json": z.looseObject({ error: z.string() }) },
         },
-        402: { description: "The payment requirements", headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" }, content: { "application/json": schemas.PaymentRequiredResponse } },
+        402: {
+          description: "The payment requirements",
+          headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" },
+          content: { "application/json": schemas.PaymentRequiredResponse },
+        },
       },
       errors: {
         500: "The transfer is not confirmed yet (`error` X402_SETTLEMENT_PENDING; send the same payment again for the result), or the chain node could not be asked (`error` PAYMENT_VERIFICATION_FAILED, `details.reason` settlement_node_unavailable)",

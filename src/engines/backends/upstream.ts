@@ -23,8 +23,7 @@ export const upstreamBackend: BackendDescriptor = {
   // What its configuration says: GET /models never calls the upstream.
   probeChatFeatures: async (entry) => (await chatEngine()).upstreamChatFeatures(entry.upstream),
   // The upstream's window: learned when the engine loaded, else configured, else the default.
-  contextSize: async (entry, loaded) =>
-    loaded?.kind === "chat" ? loaded.contextSize : (entry.upstream?.contextSize ?? (await chatEngine()).UPSTREAM_DEFAULT_CONTEXT_SIZE),
+  contextSize: async (entry, loaded) => (loaded?.kind === "chat" ? loaded.contextSize : (entry.upstream?.contextSize ?? (await chatEngine()).UPSTREAM_DEFAULT_CONTEXT_SIZE)),
   // An upstream has no voice files: the registry lists its voices, and it speaks the standard's names itself.
   listVoices: (entry) => entry.speech.voices ?? [],
   standardVoiceMap: () => ({}),

@@ -137,11 +137,13 @@ export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine 
         const event = raw as DiffusionEvent;
         if (event.type === "progress") options.onProgress?.(event.done / event.total);
         else
-          chain = chain.then(async () => {
-            if (failure === undefined) await options.onFrame(event.rgb, event.index);
-          }).catch((error: unknown) => {
-            failure ??= error;
-          });
+          chain = chain
+            .then(async () => {
+              if (failure === undefined) await options.onFrame(event.rgb, event.index);
+            })
+            .catch((error: unknown) => {
+              failure ??= error;
+            });
       },
     });
     await chain;

@@ -126,7 +126,10 @@ export class StableDiffusionPipeline {
 
     const tokenizerDir = join(dir, "tokenizer");
     const { tokenizerJson, tokenizerConfig } = existsSync(join(tokenizerDir, "tokenizer.json"))
-      ? { tokenizerJson: readJson<object>(join(tokenizerDir, "tokenizer.json"), {}), tokenizerConfig: readJson<Record<string, unknown>>(join(tokenizerDir, "tokenizer_config.json"), {}) }
+      ? {
+          tokenizerJson: readJson<object>(join(tokenizerDir, "tokenizer.json"), {}),
+          tokenizerConfig: readJson<Record<string, unknown>>(join(tokenizerDir, "tokenizer_config.json"), {}),
+        }
       : await convertClipTokenizer(tokenizerDir);
     const tokenizer = new CLIPTokenizer(tokenizerJson, tokenizerConfig);
     const maxTokens = Math.min(Number(tokenizerConfig.model_max_length ?? 77) || 77, 77);
@@ -254,9 +257,7 @@ export class StableDiffusionPipeline {
       hidden = lastHidden.dims[2]!;
       states.push(Float32Array.from(readFloat32(lastHidden)));
     }
-    return guidance
-      ? { uncond: states[0]!, cond: states[1]!, dims: [1, this.maxTokens, hidden] }
-      : { uncond: null, cond: states[0]!, dims: [1, this.maxTokens, hidden] };
+    return guidance ? { uncond: states[0]!, cond: states[1]!, dims: [1, this.maxTokens, hidden] } : { uncond: null, cond: states[0]!, dims: [1, this.maxTokens, hidden] };
   }
 
   private timestepTensor(t: number, batch: number): ort.Tensor {
@@ -357,7 +358,12 @@ export class StableDiffusionPipeline {
     const checker = this.safetyChecker!;
     const clipInput = clipPreprocess(rgb, width, height);
     const feeds: Record<string, ort.Tensor> = { clip_input: tensorOf(inputInfo(checker, "clip_input").type, clipInput, [1, 3, CLIP_SIZE, CLIP_SIZE]) };
-    if (hasInput(checker, "images")) feeds.images = tensorOf(inputInfo(checker, "images").type, Float32Array.from(rgb, (v) => v / 255), [1, height, width, 3]);
+    if (hasInput(checker, "images"))
+      feeds.images = tensorOf(
+        inputInfo(checker, "images").type,
+        Float32Array.from(rgb, (v) => v / 255),
+        [1, height, width, 3],
+      );
     const output = await checker.run(feeds);
     const verdict = output.has_nsfw_concepts ?? Object.values(output).find((t) => t.type === "bool");
     if (!verdict) throw new Error(`the safety checker has no boolean output (outputs: ${checker.outputNames.join(", ")})`);
@@ -399,4 +405,3 @@ export function clipPreprocess(rgb: Uint8Array, width: number, height: number): 
   }
   return out;
 }
-

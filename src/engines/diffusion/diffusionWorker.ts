@@ -11,13 +11,9 @@ export interface DiffusionWorkerData {
   options: DiffusionPipelineOptions;
 }
 
-export type DiffusionTask =
-  | { type: "image"; options: Omit<TextToImageOptions, "seed">; seeds: number[] }
-  | { type: "video"; options: VideoFramesOptions };
+export type DiffusionTask = { type: "image"; options: Omit<TextToImageOptions, "seed">; seeds: number[] } | { type: "video"; options: VideoFramesOptions };
 
-export type DiffusionEvent =
-  | { type: "progress"; done: number; total: number }
-  | { type: "frame"; index: number; rgb: Uint8Array };
+export type DiffusionEvent = { type: "progress"; done: number; total: number } | { type: "frame"; index: number; rgb: Uint8Array };
 
 export interface DiffusionImageResult {
   images: { rgb: Uint8Array; width: number; height: number; nsfw: boolean | null; seed: number }[];
@@ -46,21 +42,17 @@ serveWorker<StableDiffusionPipeline, DiffusionTask>({
       const result: DiffusionImageResult = { images: [], preprocessMs: 0, inferenceMs: 0 };
       const total = task.seeds.length * task.options.steps;
       for (const [i, seed] of task.seeds.entries()) {
-        const image = await pipeline.textToImage(
-          { ...task.options, seed },
-          { checkpoint: io.checkpoint, onProgress: (done) => progress(i * task.options.steps + done, total) },
-        );
+        const image = await pipeline.textToImage({ ...task.options, seed }, { checkpoint: io.checkpoint, onProgress: (done) => progress(i * task.options.steps + done, total) });
         result.images.push({ rgb: image.rgb, width: image.width, height: image.height, nsfw: image.nsfw, seed });
         result.preprocessMs += image.timing.preprocessMs;
         result.inferenceMs += image.timing.inferenceMs;
       }
       return { result, transfer: result.images.map((image) => image.rgb.buffer as ArrayBuffer) };
     }
-    await pipeline.generateFrames(
-      task.options,
-      (rgb, index) => io.emit({ type: "frame", index, rgb } satisfies DiffusionEvent, [rgb.buffer as ArrayBuffer]),
-      { checkpoint: io.checkpoint, onProgress: progress },
-    );
+    await pipeline.generateFrames(task.options, (rgb, index) => io.emit({ type: "frame", index, rgb } satisfies DiffusionEvent, [rgb.buffer as ArrayBuffer]), {
+      checkpoint: io.checkpoint,
+      onProgress: progress,
+    });
     return { result: { frames: task.options.frames } };
   },
 });

@@ -190,11 +190,7 @@ class EulerScheduler implements Scheduler {
     const vScale = -sigma / Math.sqrt(sigma * sigma + 1);
     const vSample = 1 / (sigma * sigma + 1);
     const original = (i: number) =>
-      this.prediction === "epsilon"
-        ? sample[i]! - sigma * modelOutput[i]!
-        : this.prediction === "v_prediction"
-          ? modelOutput[i]! * vScale + sample[i]! * vSample
-          : modelOutput[i]!;
+      this.prediction === "epsilon" ? sample[i]! - sigma * modelOutput[i]! : this.prediction === "v_prediction" ? modelOutput[i]! * vScale + sample[i]! * vSample : modelOutput[i]!;
     if (this.name === "euler") {
       const dt = next - sigma;
       for (let i = 0; i < out.length; i++) out[i] = sample[i]! + ((sample[i]! - original(i)) / sigma) * dt;

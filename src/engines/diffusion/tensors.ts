@@ -32,9 +32,17 @@ export function tensorOf(type: SessionInputType, values: ArrayLike<number>, dims
     case "float16":
       return new ort.Tensor("float16", toFloat16(values), dims);
     case "int32":
-      return new ort.Tensor("int32", Int32Array.from(values, (v) => Math.round(v)), dims);
+      return new ort.Tensor(
+        "int32",
+        Int32Array.from(values, (v) => Math.round(v)),
+        dims,
+      );
     case "int64":
-      return new ort.Tensor("int64", BigInt64Array.from(Array.from(values), (v) => BigInt(Math.round(v))), dims);
+      return new ort.Tensor(
+        "int64",
+        BigInt64Array.from(Array.from(values), (v) => BigInt(Math.round(v))),
+        dims,
+      );
   }
 }
 

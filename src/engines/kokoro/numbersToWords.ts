@@ -3,7 +3,28 @@
  * grapheme-to-phoneme conversion (the fallback phonemizer reads letters only).
  */
 
-const ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"];
+const ONES = [
+  "zero",
+  "one",
+  "two",
+  "three",
+  "four",
+  "five",
+  "six",
+  "seven",
+  "eight",
+  "nine",
+  "ten",
+  "eleven",
+  "twelve",
+  "thirteen",
+  "fourteen",
+  "fifteen",
+  "sixteen",
+  "seventeen",
+  "eighteen",
+  "nineteen",
+];
 const TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 const SCALES: [number, string][] = [
   [1e9, "billion"],
@@ -25,7 +46,11 @@ function belowThousand(n: number): string {
 
 /** Integers from 0 to 999,999,999,999 as words ("one hundred twenty-three"); larger ones digit by digit. */
 export function integerToWords(n: number): string {
-  if (!Number.isSafeInteger(n) || n < 0 || n >= 1e12) return String(n).split("").map((d) => ONES[Number(d)] ?? "").join(" ");
+  if (!Number.isSafeInteger(n) || n < 0 || n >= 1e12)
+    return String(n)
+      .split("")
+      .map((d) => ONES[Number(d)] ?? "")
+      .join(" ");
   if (n < 1000) return belowThousand(n);
   const parts: string[] = [];
   let rest = n;
@@ -86,13 +111,22 @@ export function normalizeEnglishText(text: string): string {
     .replace(/(\d+(?:\.\d+)?)\s?%/g, "$1 percent")
     .replace(/\b(\d+)(st|nd|rd|th)\b/gi, (_m, digits: string) => ordinalToWords(Number(digits)))
     .replace(/\b\d{1,3}(?:,\d{3})+\b/g, (m) => m.replaceAll(",", ""))
-    .replace(/\b(\d+)\.(\d+)\b/g, (_m, whole: string, fraction: string) =>
-      `${integerToWords(Number(whole))} point ${fraction.split("").map((d) => ONES[Number(d)]).join(" ")}`,
+    .replace(
+      /\b(\d+)\.(\d+)\b/g,
+      (_m, whole: string, fraction: string) =>
+        `${integerToWords(Number(whole))} point ${fraction
+          .split("")
+          .map((d) => ONES[Number(d)])
+          .join(" ")}`,
     )
     .replace(/\b\d+\b/g, (digits) => {
       const n = Number(digits);
       if (digits.length === 4 && ((n >= 1100 && n < 2000) || (n >= 2000 && n < 2100))) return yearToWords(n);
-      if (digits.length > 1 && digits.startsWith("0")) return digits.split("").map((d) => ONES[Number(d)]).join(" ");
+      if (digits.length > 1 && digits.startsWith("0"))
+        return digits
+          .split("")
+          .map((d) => ONES[Number(d)])
+          .join(" ");
       return integerToWords(n);
     });
   return out;

@@ -35,9 +35,29 @@ export function languageFromHint(hint: string | undefined): KokoroLanguage | und
   if (!hint) return undefined;
   const h = hint.trim().toLowerCase();
   const table: Record<string, KokoroLanguage> = {
-    en: "a", "en-us": "a", english: "a", "american english": "a", "en-gb": "b", "british english": "b",
-    es: "e", spanish: "e", fr: "f", "fr-fr": "f", french: "f", hi: "h", hindi: "h", it: "i", italian: "i",
-    ja: "j", japanese: "j", pt: "p", "pt-br": "p", portuguese: "p", zh: "z", chinese: "z", mandarin: "z",
+    en: "a",
+    "en-us": "a",
+    english: "a",
+    "american english": "a",
+    "en-gb": "b",
+    "british english": "b",
+    es: "e",
+    spanish: "e",
+    fr: "f",
+    "fr-fr": "f",
+    french: "f",
+    hi: "h",
+    hindi: "h",
+    it: "i",
+    italian: "i",
+    ja: "j",
+    japanese: "j",
+    pt: "p",
+    "pt-br": "p",
+    portuguese: "p",
+    zh: "z",
+    chinese: "z",
+    mandarin: "z",
   };
   return table[h];
 }

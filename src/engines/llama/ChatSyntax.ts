@@ -17,12 +17,20 @@ import {
 } from "node-llama-cpp";
 
 /** Wrappers for formats that were never trained on tool calls (node-llama-cpp gives them a generic syntax). */
-const WITHOUT_TOOL_TRAINING = [GeneralChatWrapper, ChatMLChatWrapper, AlpacaChatWrapper, FalconChatWrapper, Llama2ChatWrapper, Llama3ChatWrapper, GemmaChatWrapper, EmptyChatWrapper];
+const WITHOUT_TOOL_TRAINING = [
+  GeneralChatWrapper,
+  ChatMLChatWrapper,
+  AlpacaChatWrapper,
+  FalconChatWrapper,
+  Llama2ChatWrapper,
+  Llama3ChatWrapper,
+  GemmaChatWrapper,
+  EmptyChatWrapper,
+];
 
 /** What a chat template can do, read without loading the model (GET /models) or from a loaded one. */
 export function describeTemplate(wrapper: ChatWrapper, template: string | undefined) {
-  const functionCalling =
-    wrapper instanceof JinjaTemplateChatWrapper ? wrapper.usingJinjaFunctionCallTemplate : !WITHOUT_TOOL_TRAINING.some((type) => wrapper instanceof type);
+  const functionCalling = wrapper instanceof JinjaTemplateChatWrapper ? wrapper.usingJinjaFunctionCallTemplate : !WITHOUT_TOOL_TRAINING.some((type) => wrapper instanceof type);
   const thought = wrapper.settings.segments?.thought;
   const reasoning = thought !== undefined;
   // Qwen3-style templates close the thought block up front when enable_thinking is false.
@@ -75,8 +83,7 @@ export class ChatSyntax {
     if (features.functionCalling && prefixTokens.length > 0) {
       const first = prefixTokens[0]!;
       const tagLike = model.isSpecialToken(first) || model.detokenize([first], true).trim().length >= 3;
-      const named = (text: LlamaText, name: string) =>
-        LlamaText(text.values.map((value) => (typeof value === "string" ? value.replaceAll("{{functionName}}", name) : value)));
+      const named = (text: LlamaText, name: string) => LlamaText(text.values.map((value) => (typeof value === "string" ? value.replaceAll("{{functionName}}", name) : value)));
       toolCall = {
         prefixTokens,
         trigger: tagLike ? first : null,

@@ -1,12 +1,5 @@
 import { randomInt } from "node:crypto";
-import {
-  LlamaGrammarEvaluationState,
-  type LlamaContextSequence,
-  type LlamaGrammar,
-  type LlamaModel,
-  type SequenceEvaluateOptions,
-  type Token,
-} from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type SequenceEvaluateOptions, type Token } from "node-llama-cpp";
 import { InferenceError } from "../../errors.js";
 import type { ChatChoiceResult, ChatDelta, FinishReason, SamplingOptions, TokenLogprob, ToolCall } from "../types.js";
 import type { ThoughtSyntax, ToolCallSyntax } from "./ChatSyntax.js";

@@ -293,9 +293,7 @@ export class LlamaChatEngine implements ChatEngine {
         onEcho(echoed);
       }
       call.onStart?.();
-      settled = await Promise.allSettled(
-        sequences.map((sequence, index) => new ChoiceGeneration(runtime, plan, index, call.onDelta).run(sequence, call.signal)),
-      );
+      settled = await Promise.allSettled(sequences.map((sequence, index) => new ChoiceGeneration(runtime, plan, index, call.onDelta).run(sequence, call.signal)));
     } finally {
       for (const sequence of sequences) this.pool.release(sequence, { cacheKey: call.cacheKey, pinnedTokens: call.pinnedTokens });
     }

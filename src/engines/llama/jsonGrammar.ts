@@ -23,13 +23,10 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
   const defName = (name: string) => `def-${name.replace(/[^A-Za-z0-9]/g, "-")}`;
 
   const anyJson = (depth: number): string => {
-    const leaf = "(string | number | \"true\" | \"false\" | \"null\")";
+    const leaf = '(string | number | "true" | "false" | "null")';
     if (depth >= MAX_FREE_DEPTH) return leaf;
     const inner = anyJson(depth + 1);
-    return define(
-      "any",
-      `${leaf} | "[" (${inner} ("," ${inner})*)? "]" | "{" (string ":" ${inner} ("," string ":" ${inner})*)? "}"`,
-    );
+    return define("any", `${leaf} | "[" (${inner} ("," ${inner})*)? "]" | "{" (string ":" ${inner} ("," string ":" ${inner})*)? "}"`);
   };
 
   const shapeRule = (shape: JsonShape): string => {

@@ -93,17 +93,28 @@ class HeaderCursor {
     if (size === undefined) throw new Error(`unknown GGUF value type ${type}`);
     const bytes = await this.bytes(size);
     switch (type) {
-      case 0: return bytes.readUInt8(0);
-      case 1: return bytes.readInt8(0);
-      case 2: return bytes.readUInt16LE(0);
-      case 3: return bytes.readInt16LE(0);
-      case 4: return bytes.readUInt32LE(0);
-      case 5: return bytes.readInt32LE(0);
-      case 6: return bytes.readFloatLE(0);
-      case 7: return bytes.readUInt8(0) !== 0;
-      case 10: return safeNumber(bytes.readBigUInt64LE(0));
-      case 11: return safeNumber(bytes.readBigInt64LE(0));
-      default: return bytes.readDoubleLE(0);
+      case 0:
+        return bytes.readUInt8(0);
+      case 1:
+        return bytes.readInt8(0);
+      case 2:
+        return bytes.readUInt16LE(0);
+      case 3:
+        return bytes.readInt16LE(0);
+      case 4:
+        return bytes.readUInt32LE(0);
+      case 5:
+        return bytes.readInt32LE(0);
+      case 6:
+        return bytes.readFloatLE(0);
+      case 7:
+        return bytes.readUInt8(0) !== 0;
+      case 10:
+        return safeNumber(bytes.readBigUInt64LE(0));
+      case 11:
+        return safeNumber(bytes.readBigInt64LE(0));
+      default:
+        return bytes.readDoubleLE(0);
     }
   }
 

@@ -24,7 +24,9 @@ export function onnxRuntimeBinaryDir(): string | undefined {
   const bin = join(packageDir, "bin");
   if (!existsSync(bin)) return undefined;
   const napiVersion = (name: string) => Number(name.slice("napi-v".length));
-  const napiVersions = readdirSync(bin).filter((name) => /^napi-v\d+$/.test(name)).sort((a, b) => napiVersion(b) - napiVersion(a));
+  const napiVersions = readdirSync(bin)
+    .filter((name) => /^napi-v\d+$/.test(name))
+    .sort((a, b) => napiVersion(b) - napiVersion(a));
   return napiVersions.map((napi) => join(bin, napi, process.platform, process.arch)).find((dir) => existsSync(join(dir, "onnxruntime_binding.node")));
 }
 
@@ -67,7 +69,11 @@ async function runProbeSession(provider: string): Promise<void> {
 const DISPLAY_NAMES: Readonly<Record<string, string>> = { cuda: "CUDA", tensorrt: "TensorRT", webgpu: "WebGPU", dml: "DirectML", coreml: "CoreML" };
 const displayName = (provider: string) => DISPLAY_NAMES[provider] ?? provider;
 
-const firstLine = (error: unknown) => String((error as Error)?.message ?? error).trim().split("\n")[0]!.slice(0, 300);
+const firstLine = (error: unknown) =>
+  String((error as Error)?.message ?? error)
+    .trim()
+    .split("\n")[0]!
+    .slice(0, 300);
 
 async function detect(provider: string): Promise<ProviderAvailability> {
   if (provider === "cpu") return { available: true };
@@ -83,7 +89,11 @@ async function detect(provider: string): Promise<ProviderAvailability> {
     const missing = dir ? missingProviderLibraries(provider, dir) : [providerLibraryFileName(provider)];
     if (missing.length > 0) {
       const hint = provider === "cuda" ? `; ${INSTALL_CUDA_HINT}` : "";
-      return { available: false, installed: false, reason: `the ${displayName(provider)} provider library is not installed (${missing.join(", ")} missing from ${dir ?? "onnxruntime-node's bin folder"}${hint})` };
+      return {
+        available: false,
+        installed: false,
+        reason: `the ${displayName(provider)} provider library is not installed (${missing.join(", ")} missing from ${dir ?? "onnxruntime-node's bin folder"}${hint})`,
+      };
     }
   }
   try {
@@ -107,7 +117,9 @@ export function providerAvailability(provider: string): Promise<ProviderAvailabi
   let availability = detected.get(provider);
   if (!availability) {
     // Detection never fails a load by itself: whatever goes wrong makes the provider unavailable, with the cause.
-    availability = detect(provider).catch((error: unknown): ProviderAvailability => ({ available: false, installed: false, reason: `could not check the ${displayName(provider)} provider: ${firstLine(error)}` }));
+    availability = detect(provider).catch(
+      (error: unknown): ProviderAvailability => ({ available: false, installed: false, reason: `could not check the ${displayName(provider)} provider: ${firstLine(error)}` }),
+    );
     detected.set(provider, availability);
   }
   return availability;

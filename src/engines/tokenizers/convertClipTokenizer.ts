@@ -23,9 +23,7 @@ export const END_OF_WORD = "</w>";
  */
 export async function convertClipTokenizer(tokenizerDir: string): Promise<{ tokenizerJson: object; tokenizerConfig: Record<string, unknown> }> {
   const vocab = JSON.parse(await readFile(join(tokenizerDir, "vocab.json"), "utf8")) as Record<string, number>;
-  const merges = (await readFile(join(tokenizerDir, "merges.txt"), "utf8"))
-    .split("\n")
-    .filter((line) => line.length > 0 && !line.startsWith("#version"));
+  const merges = (await readFile(join(tokenizerDir, "merges.txt"), "utf8")).split("\n").filter((line) => line.length > 0 && !line.startsWith("#version"));
   const tokenizerConfig = JSON.parse(await readFile(join(tokenizerDir, "tokenizer_config.json"), "utf8")) as Record<string, unknown>;
   const id = (token: string) => {
     const value = vocab[token];

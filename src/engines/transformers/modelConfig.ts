@@ -25,4 +25,3 @@ export function inputLimit(dir: string, configured: number | undefined): number 
   const candidates = [tokenizerMax, positions].filter((n) => Number.isFinite(n) && n > 0 && n < 1e7);
   return candidates.length ? Math.min(...candidates) : 512;
 }
-

@@ -104,7 +104,14 @@ export class UpstreamChatEngine implements ChatEngine {
           echoed?.forEach((echo, p) => call.onEcho?.(p, echo));
           call.onStart?.();
         };
-        const result: CompleteResult = await this.relay("/completions", body, count, completionPromptEstimate(options), { signal: call.signal, onStart, onDelta }, fromCompletionChunk);
+        const result: CompleteResult = await this.relay(
+          "/completions",
+          body,
+          count,
+          completionPromptEstimate(options),
+          { signal: call.signal, onStart, onDelta },
+          fromCompletionChunk,
+        );
         if (echoed) result.echoed = echoed;
         return result;
       },
@@ -401,7 +408,6 @@ async function fetchContextSize(settings: ResolvedSettings, model: string): Prom
     return undefined;
   }
 }
-
 
 /** The message of an error body in any of the usual shapes: Hearth's {error}, the standard's {error: {message}}, FastAPI's {detail}. */
 function errorMessage(body: unknown): string | undefined {

@@ -7,7 +7,6 @@ import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { vitsVoices } from "./vitsVoices.js";
 
-
 /**
  * VITS-family models (MMS-TTS and other Xenova/onnx-community exports) through transformers.js'
  * `text-to-audio` pipeline: config.json (model_type "vits", sampling_rate), a character-level

@@ -151,7 +151,9 @@ export class WhisperEngine implements TranscriptionEngine {
         (chunks ?? []).map((c) => ({ word: c.text.trim(), start: c.timestamp[0], end: c.timestamp[1] ?? duration })).filter((w) => w.word);
       const alignWords = async () => {
         const long = duration > this.settings.chunkLengthSeconds;
-        const chunking = long ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) } : {};
+        const chunking = long
+          ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) }
+          : {};
         return this.run(options.audio, { ...base, ...chunking, return_timestamps: "word" });
       };
       // Word timestamps alone: one pass with token-level alignment gives the text too.
@@ -186,7 +188,7 @@ export class WhisperEngine implements TranscriptionEngine {
     while (seek < totalFrames) {
       options.signal?.throwIfAborted();
       const windowFrames = Math.min(WINDOW_FRAMES, totalFrames - seek);
-      const offset = seek * HOP_SAMPLES / this.sampleRate;
+      const offset = (seek * HOP_SAMPLES) / this.sampleRate;
       const window = await this.decodeWindow(audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES), base);
       const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
       const isTimestamp = tokens.map((t) => t >= timestampBegin);
@@ -201,7 +203,12 @@ export class WhisperEngine implements TranscriptionEngine {
       };
       const time = (token: number) => offset + (token - timestampBegin) * TIMESTAMP_SECONDS;
       const add = (sliced: number[], start: number, end: number) => {
-        const text = this.tokenizer.decode(sliced.filter((t) => t < timestampBegin), { skip_special_tokens: true }).trim();
+        const text = this.tokenizer
+          .decode(
+            sliced.filter((t) => t < timestampBegin),
+            { skip_special_tokens: true },
+          )
+          .trim();
         if (!text) return;
         const segment = { start, end: Math.min(Math.max(end, start), duration), text, tokens: sliced, ...stats };
         segments.push(segment);

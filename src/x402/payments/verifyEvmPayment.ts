@@ -44,10 +44,14 @@ const invalid = (reason: string, message: string) => new X402Error(400, "X402_IN
  */
 export async function verifyEvmPayment(payload: unknown, rail: EvmRail, limits: PaymentLimits, nowMs: number): Promise<VerifiedPayment> {
   const parsed = EvmExactPayload.safeParse(payload);
-  if (!parsed.success) throw invalid("invalid_payload", "Invalid payment header: payload must be { signature, authorization: { from, to, value, validAfter, validBefore, nonce } }");
+  if (!parsed.success)
+    throw invalid("invalid_payload", "Invalid payment header: payload must be { signature, authorization: { from, to, value, validAfter, validBefore, nonce } }");
   const { signature, authorization: a } = parsed.data;
   if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) {
-    throw invalid("invalid_exact_evm_signature", "Invalid payment header: the signature must be a 65-byte EOA signature (smart-contract wallet signatures cannot be verified here)");
+    throw invalid(
+      "invalid_exact_evm_signature",
+      "Invalid payment header: the signature must be a 65-byte EOA signature (smart-contract wallet signatures cannot be verified here)",
+    );
   }
   if (a.to.toLowerCase() !== rail.payTo.toLowerCase()) throw invalid("invalid_exact_evm_recipient_mismatch", `Invalid payment header: the transfer must go to ${rail.payTo}`);
   const authorization: Eip3009Authorization = {
@@ -65,8 +69,10 @@ export async function verifyEvmPayment(payload: unknown, rail: EvmRail, limits: 
     throw invalid("invalid_exact_evm_authorization_value", `Invalid payment header: the maximum top-up is ${limits.maxMicros / 1e6} USD`);
   }
   const now = BigInt(Math.floor(nowMs / 1000));
-  if (authorization.validAfter > now) throw invalid("invalid_exact_evm_payload_authorization_valid_after", "Invalid payment header: the authorization is not valid yet (validAfter)");
-  if (authorization.validBefore < now + VALID_BEFORE_BUFFER_S) throw invalid("invalid_exact_evm_payload_authorization_valid_before", "Invalid payment header: the authorization has expired (validBefore)");
+  if (authorization.validAfter > now)
+    throw invalid("invalid_exact_evm_payload_authorization_valid_after", "Invalid payment header: the authorization is not valid yet (validAfter)");
+  if (authorization.validBefore < now + VALID_BEFORE_BUFFER_S)
+    throw invalid("invalid_exact_evm_payload_authorization_valid_before", "Invalid payment header: the authorization has expired (validBefore)");
   if (authorization.validBefore - now > BigInt(limits.maxTimeoutSeconds) + WINDOW_SLACK_S) {
     throw invalid("invalid_exact_evm_payload_authorization_valid_before", `Invalid payment header: validBefore may be at most ${limits.maxTimeoutSeconds} s ahead`);
   }
@@ -97,7 +103,9 @@ export async function verifyEvmPayment(payload: unknown, rail: EvmRail, limits: 
     payer,
     amountMicros: Number(authorization.value),
     idempotencyKey: `${rail.network}:${rail.asset.toLowerCase()}:${payer}:${authorization.nonce.toLowerCase()}`,
-    payloadHash: createHash("sha256").update(JSON.stringify({ ...a, signature: signature.toLowerCase() })).digest("hex"),
+    payloadHash: createHash("sha256")
+      .update(JSON.stringify({ ...a, signature: signature.toLowerCase() }))
+      .digest("hex"),
     validBefore: Number(authorization.validBefore) * 1000,
     settle: { kind: "evm", authorization, signature: signature as `0x${string}` },
   };

@@ -20,7 +20,12 @@ const TRANSFER_CHECKED = 12;
 const SET_COMPUTE_UNIT_LIMIT = 2;
 const SET_COMPUTE_UNIT_PRICE = 3;
 
-const SvmExactPayload = z.object({ transaction: z.string().min(1).max(4 * MAX_TRANSACTION_BYTES) });
+const SvmExactPayload = z.object({
+  transaction: z
+    .string()
+    .min(1)
+    .max(4 * MAX_TRANSACTION_BYTES),
+});
 
 const invalid = (reason: string, message: string) => new X402Error(400, "X402_INVALID_PAYMENT", message, reason);
 
@@ -67,7 +72,10 @@ export async function verifySolanaPayment(payload: unknown, rail: SolanaRail, li
     };
   });
   if (instructions.length < 3 || instructions.length > 6) {
-    throw invalid("invalid_exact_svm_payload_transaction_instructions_length", "Invalid payment header: expected compute-unit limit, compute-unit price, TransferChecked and at most 3 memo/Lighthouse instructions");
+    throw invalid(
+      "invalid_exact_svm_payload_transaction_instructions_length",
+      "Invalid payment header: expected compute-unit limit, compute-unit price, TransferChecked and at most 3 memo/Lighthouse instructions",
+    );
   }
   const [limitIx, priceIx, transferIx, ...rest] = instructions as [DecodedInstruction, DecodedInstruction, DecodedInstruction, ...DecodedInstruction[]];
   if (limitIx.program !== COMPUTE_BUDGET_PROGRAM || limitIx.data[0] !== SET_COMPUTE_UNIT_LIMIT || limitIx.data.length !== 5) {
@@ -107,8 +115,10 @@ export async function verifySolanaPayment(payload: unknown, rail: SolanaRail, li
   if (destination !== expectedDestination) {
     throw invalid("invalid_exact_svm_payload_transaction_recipient_mismatch", `Invalid payment header: the transfer must go to ${rail.payTo}'s token account`);
   }
-  if (amount < BigInt(limits.minMicros)) throw invalid("invalid_exact_svm_payload_transaction_amount", `Invalid payment header: the minimum top-up is ${limits.minMicros / 1e6} USD`);
-  if (amount > BigInt(limits.maxMicros)) throw invalid("invalid_exact_svm_payload_transaction_amount", `Invalid payment header: the maximum top-up is ${limits.maxMicros / 1e6} USD`);
+  if (amount < BigInt(limits.minMicros))
+    throw invalid("invalid_exact_svm_payload_transaction_amount", `Invalid payment header: the minimum top-up is ${limits.minMicros / 1e6} USD`);
+  if (amount > BigInt(limits.maxMicros))
+    throw invalid("invalid_exact_svm_payload_transaction_amount", `Invalid payment header: the maximum top-up is ${limits.maxMicros / 1e6} USD`);
 
   const authorityIndex = transferIx.accountIndices[3]!;
   if (authority === rail.feePayer || authorityIndex >= message.header.numSignerAccounts) {

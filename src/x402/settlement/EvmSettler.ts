@@ -1,14 +1,4 @@
-import {
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  http,
-  parseEventLogs,
-  parseSignature,
-  type Hex,
-} from "viem";
+import { BaseError, ContractFunctionRevertedError, createPublicClient, createWalletClient, defineChain, http, parseEventLogs, parseSignature, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { EvmRail } from "../../config/walletConfig.js";
 import type { Eip3009Authorization } from "../payments/types.js";

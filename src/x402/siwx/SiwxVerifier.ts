@@ -129,7 +129,8 @@ export class SiwxVerifier {
     if (issuedAt > now + skewMs) throw new SiwxError("not_yet_valid", "Issued At is in the future");
     if (now - issuedAt > maxAgeMs) throw new SiwxError("expired", `the sign-in was issued more than ${maxAgeMs / 1000} s ago; sign a fresh one`);
     if (message.expirationTime !== undefined && parseTime(message.expirationTime, "Expiration Time") <= now) throw new SiwxError("expired", "the sign-in has expired");
-    if (message.notBefore !== undefined && parseTime(message.notBefore, "Not Before") > now + skewMs) throw new SiwxError("not_yet_valid", "the sign-in is not valid yet (Not Before)");
+    if (message.notBefore !== undefined && parseTime(message.notBefore, "Not Before") > now + skewMs)
+      throw new SiwxError("not_yet_valid", "the sign-in is not valid yet (Not Before)");
 
     const valid = family === "evm" ? await verifyEvm(text, payload.signature, address) : verifySolana(text, payload.signature, message.address);
     if (!valid) throw new SiwxError("invalid_signature", "the signature does not match the message and address");

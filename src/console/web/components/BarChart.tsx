@@ -41,9 +41,11 @@ export function BarChart({ labels, series, format = String, id }: { labels: stri
               {series.map((s, j) => {
                 const v = s.values[i] ?? 0;
                 if (v <= 0) return null;
-                const rect = <rect key={s.name} x={x} y={y(base + v)} width={barW} height={y(base) - y(base + v)} fill={colorOf(j)} class="bar" data-value={v}>
-                  <title>{`${label} · ${s.name}: ${format(v)}`}</title>
-                </rect>;
+                const rect = (
+                  <rect key={s.name} x={x} y={y(base + v)} width={barW} height={y(base) - y(base + v)} fill={colorOf(j)} class="bar" data-value={v}>
+                    <title>{`${label} · ${s.name}: ${format(v)}`}</title>
+                  </rect>
+                );
                 base += v;
                 return rect;
               })}

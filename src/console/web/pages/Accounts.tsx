@@ -82,7 +82,11 @@ export function AccountsPage() {
         </form>
         {notice && <p class="ok">{notice}</p>}
       </section>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       <section>
         {!accounts ? (
           <p class="muted">Loading…</p>
@@ -107,7 +111,9 @@ export function AccountsPage() {
                   <td>{a.name}</td>
                   <td>{a.kind}</td>
                   <td class="mono">{a.id.slice(0, 8)}</td>
-                  <td class="num" data-usd>{amount(a.balances.USD)}</td>
+                  <td class="num" data-usd>
+                    {amount(a.balances.USD)}
+                  </td>
                   <td class="num">{amount(a.balances.BUNDLED_CREDITS)}</td>
                   <td class="num">{amount(a.balances.DIEM)}</td>
                   <td class="num">{amount(a.stakedDiem)}</td>

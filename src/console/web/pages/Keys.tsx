@@ -18,7 +18,10 @@ interface ApiKey {
 const typeText = (k: ApiKey) => (k.isOperator ? "operator" : k.apiKeyType === "ADMIN" ? "admin" : "inference");
 
 const limitText = (k: ApiKey) => {
-  const parts = [k.consumptionLimits?.usd != null ? `$${amount(k.consumptionLimits.usd)}` : "", k.consumptionLimits?.diem != null ? `${amount(k.consumptionLimits.diem)} DIEM` : ""].filter(Boolean);
+  const parts = [
+    k.consumptionLimits?.usd != null ? `$${amount(k.consumptionLimits.usd)}` : "",
+    k.consumptionLimits?.diem != null ? `${amount(k.consumptionLimits.diem)} DIEM` : "",
+  ].filter(Boolean);
   return parts.length ? `${parts.join(" + ")} / ${k.limitPeriod?.toLowerCase() ?? "epoch"}` : "none";
 };
 
@@ -128,7 +131,11 @@ export function KeysPage({ operator }: PageProps) {
           </div>
         )}
       </section>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       <section>
         {!keys ? (
           <p class="muted">Loading…</p>

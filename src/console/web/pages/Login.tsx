@@ -27,13 +27,18 @@ export function LoginPage({ onLogin }: { onLogin: (key: string) => void }) {
       <form class="card" onSubmit={submit}>
         <h1>Hearth console</h1>
         <p class="muted">
-          Paste an admin API key: the operator key (<code>npx hearth keys create --name me --operator</code>) sees the whole node; an account admin key manages its own account's keys. It is kept in this tab only.
+          Paste an admin API key: the operator key (<code>npx hearth keys create --name me --operator</code>) sees the whole node; an account admin key manages its own account's
+          keys. It is kept in this tab only.
         </p>
         <label>
           Admin API key
           <input type="password" name="key" autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} placeholder="hth_…" autoFocus />
         </label>
-        {error && <p class="error" role="alert">{error}</p>}
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
         <button type="submit" disabled={busy || !key.trim()}>
           {busy ? "Checking…" : "Log in"}
         </button>

@@ -115,7 +115,11 @@ function Chat() {
           {stats.totalMs !== null ? ` · done in ${stats.totalMs} ms` : ""}
         </p>
       )}
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       <form class="row" onSubmit={send} id="chat-form">
         <input class="grow" name="prompt" value={input} onInput={(e) => setInput(e.currentTarget.value)} placeholder="Say something…" autoComplete="off" />
         {busy ? (
@@ -185,7 +189,11 @@ function Speech() {
           {busy ? "Synthesising…" : "Speak"}
         </button>
       </div>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       {audio && <audio id="speech-audio" controls src={audio} />}
     </form>
   );
@@ -232,7 +240,11 @@ function Images() {
           {busy ? "Generating…" : "Generate"}
         </button>
       </div>
-      {error && <p class="error" role="alert">{error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       {image && <img id="generated-image" class="generated" src={image} alt={prompt} />}
     </form>
   );

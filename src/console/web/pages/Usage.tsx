@@ -35,11 +35,22 @@ export function UsagePage() {
       .then(setUsage)
       .catch((e) => setError(errorText(e)));
   }, [days]);
-  if (error) return <p class="error" role="alert">{error}</p>;
+  if (error)
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
   if (!usage) return <p class="muted">Loading…</p>;
   const totals = usage.models.map((model) => {
     const rows = usage.data.filter((r) => r.model === model);
-    return { model, requests: rows.reduce((s, r) => s + r.requests, 0), tokens: rows.reduce((s, r) => s + r.tokens, 0), usd: rows.reduce((s, r) => s + r.spendUsd, 0), diem: rows.reduce((s, r) => s + r.spendDiem, 0) };
+    return {
+      model,
+      requests: rows.reduce((s, r) => s + r.requests, 0),
+      tokens: rows.reduce((s, r) => s + r.tokens, 0),
+      usd: rows.reduce((s, r) => s + r.spendUsd, 0),
+      diem: rows.reduce((s, r) => s + r.spendDiem, 0),
+    };
   });
   return (
     <>
