@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Credits } from "../billing/credits.js";
 import { microsToUnits, unitsToMicros } from "../billing/money.js";
-import { ApiError, AuthenticationError, PaymentRequiredError, WalletSignInError, X402PaymentRequiredError } from "../errors.js";
+import { type ApiError, AuthenticationError, PaymentRequiredError, WalletSignInError, X402PaymentRequiredError } from "../errors.js";
 import type { WalletAuthContext } from "../http/requestContext.js";
 import type { Db } from "../store/Store.js";
 import { ensureWalletAccount, findWallet } from "../store/wallets.js";

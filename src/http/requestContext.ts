@@ -66,7 +66,7 @@ export function formatServiceVersion(date: Date): string {
 const HOST_NAME = hostname();
 
 /** A client's X-Request-Id is echoed only when it is a short printable token (it goes into headers and logs). */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:\/+=-]{1,128}$/;
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
 
 /**
  * First middleware: request id (echoed as CF-RAY, and as x-request-id unless the client sent its

@@ -1,4 +1,5 @@
-import OpenAI, { toFile } from "openai";
+import type OpenAI from "openai";
+import { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeAudio } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";

@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";

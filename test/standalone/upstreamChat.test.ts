@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 import { CheckedModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
-import { ApiError } from "../../src/errors.js";
+import type { ApiError } from "../../src/errors.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import { PlanRefusalError } from "../../src/engines/PlanRefusal.js";
 import type { ChatDelta, ChatGenerateOptions } from "../../src/engines/types.js";
