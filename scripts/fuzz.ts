@@ -39,6 +39,7 @@ const CONCURRENCY = Number(args.concurrency);
 const random = mulberry32(Number(args.seed));
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
+// biome-ignore lint/suspicious/noExplicitAny: walking an arbitrary OpenAPI document
 type JsonSchema = Record<string, any>;
 interface Operation {
   method: string;
@@ -125,6 +126,7 @@ function resolveRef(document: JsonSchema, schema: JsonSchema | undefined): JsonS
   let current = schema;
   for (let hops = 0; current?.$ref && hops < 20; hops++) {
     const path = String(current.$ref).replace(/^#\//, "").split("/");
+    // biome-ignore lint/suspicious/noExplicitAny: walking an arbitrary OpenAPI document
     current = path.reduce<any>((node, key) => node?.[key], document);
   }
   return current;

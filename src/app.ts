@@ -1,4 +1,4 @@
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
 import type { AppDeps } from "./appDeps.js";
 import { billingRouter } from "./api/billing/route.js";
 import { adminRouter } from "./api/admin/route.js";

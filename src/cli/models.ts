@@ -122,6 +122,7 @@ async function listRunning(url: string, key: string | undefined, json: boolean):
   if (!key) throw new Error("--url needs the operator's API key: --key or HEARTH_ADMIN_KEY");
   const base = url.replace(/\/+$/, "");
   const response = await fetch(`${base}/admin/models`, { headers: { authorization: `Bearer ${key}` } });
+  // biome-ignore lint/suspicious/noExplicitAny: a server's JSON answer, printed as it comes
   const body = (await response.json().catch(() => ({}))) as Record<string, any>;
   if (!response.ok) throw new Error(`${base}/admin/models answered ${response.status}: ${body.error ?? response.statusText}`);
   if (json) {
@@ -132,6 +133,7 @@ async function listRunning(url: string, key: string | undefined, json: boolean):
   process.stdout.write(`Server: ${base}\nRAM: ${limit(body.budget.ram)}; VRAM: ${limit(body.budget.vram)}\n`);
   printTable(
     ["ID", "TYPE", "BACKEND", "STATE", "RAM", "VRAM", "IN FLIGHT", "QUEUE", "KEEP-ALIVE"],
+    // biome-ignore lint/suspicious/noExplicitAny: a server's JSON answer, printed as it comes
     (body.data as any[]).map((m) => [
       m.id,
       m.type,

@@ -114,5 +114,5 @@ async function preloadModels(running: RunningServer, requested: readonly string[
     progress.update(index + 1, ids.length, id);
   }
   progress.stop();
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(`${lines.join("\n")}\n`);
 }

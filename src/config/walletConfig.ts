@@ -178,15 +178,18 @@ export const SECRET_ENV_DESCRIPTIONS: Record<keyof typeof SECRET_ENV, string> = 
 
 /** The wallet config file (if any), with the settlement override and the secrets from the environment. */
 export function loadWalletConfig(path: string, settlement: string, env: Record<string, string | undefined> = process.env): WalletConfig {
+  // biome-ignore lint/suspicious/noExplicitAny: the file's JSON before zod validates it
   let json: Record<string, any> = {};
   if (path) {
     try {
+      // biome-ignore lint/suspicious/noExplicitAny: the file's JSON before zod validates it
       json = JSON.parse(readFileSync(resolve(path), "utf8")) as Record<string, any>;
     } catch (error) {
       throw new ConfigError(`${path}: ${(error as Error).message}`);
     }
     if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ConfigError(`${path}: expected a JSON object`);
   }
+  // biome-ignore lint/suspicious/noExplicitAny: the file's JSON before zod validates it
   const x402 = { ...(json.x402 as Record<string, any> | undefined) };
   if (settlement) {
     const mode = SettlementMode.safeParse(settlement);

@@ -56,7 +56,7 @@ export interface DocumentHints {
 }
 
 export function detectDocumentType(data: Uint8Array, hints: DocumentHints = {}): DocumentType | undefined {
-  const mime = hints.mimeType?.split(";")[0]!.trim().toLowerCase();
+  const mime = hints.mimeType ? hints.mimeType.split(";")[0]!.trim().toLowerCase() : undefined;
   if (mime && MIME_TYPES[mime]) return MIME_TYPES[mime];
   // Any other text/* (text/x-python, text/javascript...) is read as text.
   if (mime?.startsWith("text/")) return "text";

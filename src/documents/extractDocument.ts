@@ -94,7 +94,7 @@ function utf8(data: Buffer): string {
 function tidy(text: string): string {
   return text
     .replace(/\r\n?/g, "\n")
-    .replace(/\u0000/g, "")
+    .replaceAll("\u0000", "")
     .replace(/[ \t\u00a0]+$/gm, "")
     .replace(/\n{3,}/g, "\n\n")
     .trim();

@@ -53,7 +53,7 @@ export interface BackendDescriptor {
   /** Loads one entry's engine. */
   load(entry: ModelEntry, options: EngineFactoryOptions): Promise<Engine>;
   /** Set when entries on the same files share one loaded model (then `load` is not used). */
-  readonly shared?: SharedEngineLoader<any>;
+  readonly shared?: SharedEngineLoader<unknown>;
   /** Memory a model will need once loaded, without loading it. */
   estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
   /** Text backends: the chat features of a model without loading it. */

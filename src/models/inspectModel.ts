@@ -29,7 +29,7 @@ export async function inspectModel(path: string): Promise<ModelInspection> {
 
 async function inspectGguf(path: string): Promise<ModelInspection> {
   const { readGgufFileInfo, GgufInsights, GgmlType } = await import("node-llama-cpp");
-  let info;
+  let info: Awaited<ReturnType<typeof readGgufFileInfo>>;
   try {
     info = await readGgufFileInfo(path);
   } catch (error) {

@@ -145,12 +145,21 @@ beforeAll(async () => {
   server = await startTestServer({ models: [tinyChatEntry({ pricing: { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } } })], now: () => clock });
   legacy = callerCreatedAt(OLD, "legacy key");
   grantCredits(server.db, legacy.accountId, "USD", toMicros(1), "test", clock);
-  for (let i = 0; i < 2; i++) requestTimes.push((await chat(legacy), clock));
+  for (let i = 0; i < 2; i++) {
+    await chat(legacy);
+    requestTimes.push(clock);
+  }
   server.credits.stake(legacy.accountId, toMicros(5));
-  for (let i = 0; i < 2; i++) requestTimes.push((await chat(legacy), clock));
+  for (let i = 0; i < 2; i++) {
+    await chat(legacy);
+    requestTimes.push(clock);
+  }
   server.credits.stake(legacy.accountId, 0);
   server.credits.grant(legacy.accountId, "BUNDLED_CREDITS", toMicros(1), "test");
-  for (let i = 0; i < 2; i++) requestTimes.push((await chat(legacy), clock));
+  for (let i = 0; i < 2; i++) {
+    await chat(legacy);
+    requestTimes.push(clock);
+  }
 });
 afterAll(() => server.stop());
 

@@ -14,7 +14,11 @@ const tempDir = () => {
   dirs.push(dir);
   return dir;
 };
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+afterAll(() =>
+  dirs.forEach((d) => {
+    rmSync(d, { recursive: true, force: true });
+  }),
+);
 
 /** `hearth keys create` in `dataDir`; returns the ids it prints and the secret. */
 async function createKey(dataDir: string, name: string) {

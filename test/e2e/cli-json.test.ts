@@ -7,7 +7,7 @@ import { hearth } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
 
 /** Any ANSI escape sequence (colours, cursor moves a progress bar would use). */
-const ANSI = /\u001b\[/;
+const ANSI = "\u001b[";
 
 let dataDir: string;
 let registry: string;

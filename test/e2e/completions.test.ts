@@ -201,7 +201,9 @@ describe("POST /completions on the llama engine", () => {
     const prompts = ["The quick brown fox", "Hello there, how are you"];
     const completion = await server.openai(key).completions.create({ model: "tiny-chat", prompt: prompts, n: 2, max_tokens: 8, echo: true, temperature: 1, seed: 3 });
     expect(completion.choices.map((c) => c.index)).toEqual([0, 1, 2, 3]);
-    completion.choices.forEach((choice) => expect(choice.text.startsWith(prompts[Math.floor(choice.index / 2)]!)).toBe(true));
+    completion.choices.forEach((choice) => {
+      expect(choice.text.startsWith(prompts[Math.floor(choice.index / 2)]!)).toBe(true);
+    });
     // Choice j samples with seed + j: the two choices of one prompt differ.
     expect(completion.choices[0]!.text).not.toBe(completion.choices[1]!.text);
     expect(completion.usage!.completion_tokens).toBe(32);

@@ -41,7 +41,9 @@ describe("POST /embeddings with the official client", () => {
     // Truncate-then-renormalise: the same direction as the first 16 components of the full vector.
     const head = full.data[0]!.embedding.slice(0, 16);
     const scale = norm(head);
-    head.forEach((x, i) => expect(reduced.data[0]!.embedding[i]).toBeCloseTo(x / scale, 5));
+    head.forEach((x, i) => {
+      expect(reduced.data[0]!.embedding[i]).toBeCloseTo(x / scale, 5);
+    });
   });
 
   it("base64: the client's default encoding decodes to the same vectors", async () => {
@@ -51,7 +53,9 @@ describe("POST /embeddings with the official client", () => {
     expect(typeof raw.data[0].embedding).toBe("string");
     const vector = decode(raw.data[0].embedding);
     expect(vector).toHaveLength(8);
-    vector.forEach((x, i) => expect(viaClient.data[0]!.embedding[i]).toBeCloseTo(x, 6));
+    vector.forEach((x, i) => {
+      expect(viaClient.data[0]!.embedding[i]).toBeCloseTo(x, 6);
+    });
   });
 
   it("a batch runs together and gives each input the vector it gets alone (padding is masked)", async () => {
@@ -59,7 +63,9 @@ describe("POST /embeddings with the official client", () => {
     const batch = await server.openai().embeddings.create({ model: "tiny-embedding", input: inputs, encoding_format: "float" });
     expect(batch.data).toHaveLength(40);
     const alone = await server.openai().embeddings.create({ model: "tiny-embedding", input: inputs[17]!, encoding_format: "float" });
-    alone.data[0]!.embedding.forEach((x, i) => expect(batch.data[17]!.embedding[i]).toBeCloseTo(x, 4));
+    alone.data[0]!.embedding.forEach((x, i) => {
+      expect(batch.data[17]!.embedding[i]).toBeCloseTo(x, 4);
+    });
     expect(batch.data[0]!.embedding).not.toEqual(batch.data[1]!.embedding);
   });
 

@@ -223,7 +223,7 @@ describe("models and voices", () => {
 describe("billing", () => {
   it("charges per character, with cost and balance headers on the audio response", async () => {
     const { key, accountId } = server.createKey({ usd: 1 });
-    const input = "x".repeat(50) + ". " + "y".repeat(48);
+    const input = `${"x".repeat(50)}. ${"y".repeat(48)}`;
     const response = await speak(server.openai(key), { input, response_format: "wav" });
     await response.arrayBuffer();
     expect(response.headers.get("x-service-balance-usd")).toBe("1.000000");

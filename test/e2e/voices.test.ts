@@ -23,15 +23,13 @@ beforeAll(async () => {
   });
   owner = server.createKey({ usd: 1 });
   stranger = server.createKey({ usd: 1 });
-  const speech = await server
-    .openai()
-    .audio.speech.create({
-      model: "tts-kokoro",
-      voice: "bm_george",
-      input: "This is my voice. I am reading a sample for cloning, slowly.",
-      response_format: "wav",
-      speed: 0.6,
-    } as never);
+  const speech = await server.openai().audio.speech.create({
+    model: "tts-kokoro",
+    voice: "bm_george",
+    input: "This is my voice. I am reading a sample for cloning, slowly.",
+    response_format: "wav",
+    speed: 0.6,
+  } as never);
   sample = Buffer.from(await speech.arrayBuffer());
 });
 afterAll(() => server.stop());

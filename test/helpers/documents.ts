@@ -9,7 +9,9 @@ export async function makePdf(lines: string[]): Promise<Buffer> {
   const pdf = await PDFDocument.create();
   const font = await pdf.embedFont(StandardFonts.Helvetica);
   const page = pdf.addPage([400, 400]);
-  lines.forEach((line, i) => page.drawText(line, { x: 20, y: 360 - i * 20, size: 12, font }));
+  lines.forEach((line, i) => {
+    page.drawText(line, { x: 20, y: 360 - i * 20, size: 12, font });
+  });
   return Buffer.from(await pdf.save());
 }
 

@@ -22,8 +22,7 @@ serveWorker<{ greeting: string }, Task>({
         }
         return { result: "spun" };
       case "crash":
-        process.exit(3);
-      // eslint-disable-next-line no-fallthrough
+        return process.exit(3);
       case "throw":
         throw new Error("the model said no");
     }

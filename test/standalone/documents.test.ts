@@ -48,7 +48,7 @@ describe("document extraction: real files made by the libraries people make them
   });
 
   it("HTML (linkedom + Readability): the readable text, blocks on their own lines, no scripts or menus", async () => {
-    const article = "<p>" + "Hearth serves language models on a small machine. ".repeat(6) + "</p>";
+    const article = `<p>${"Hearth serves language models on a small machine. ".repeat(6)}</p>`;
     const html = `<!doctype html><html><head><title>Hearth notes</title><script>var secret = 1;</script></head>
       <body><nav><a href="/">Home</a> <a href="/x">Menu entry</a></nav>
       <article><h1>Running Hearth</h1>${article}<p>The pelican paragraph.</p></article>

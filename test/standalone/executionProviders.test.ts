@@ -110,7 +110,11 @@ describe("the setting", () => {
 
 describe("provider libraries", () => {
   const dirs: string[] = [];
-  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  afterAll(() =>
+    dirs.forEach((dir) => {
+      rmSync(dir, { recursive: true, force: true });
+    }),
+  );
   const folder = (...files: string[]) => {
     const dir = mkdtempSync(join(tmpdir(), "hearth-ort-bin-"));
     dirs.push(dir);

@@ -38,7 +38,7 @@ describe("the chat features of known templates", () => {
   it.each(cases)("$template on $architecture: the full analysis agrees whatever the model is named", ({ text, architecture }) => {
     const known = KNOWN_CHAT_TEMPLATES.find((entry) => entry.sha256 === sha256(text))!.byArchitecture[architecture]!;
     const expectedWrapper = known.wrapper === "jinjaTemplate" ? chatWrappers.jinjaTemplate : chatWrappers[known.wrapper];
-    const othersFirst = specializedChatWrapperTypeNames.filter((name) => name !== known.wrapper).join("-") + ".gguf";
+    const othersFirst = `${specializedChatWrapperTypeNames.filter((name) => name !== known.wrapper).join("-")}.gguf`;
     // The expected wrapper's own name must not appear, or it would be ranked among the others.
     expect(othersFirst.toLowerCase()).not.toContain(known.wrapper.toLowerCase());
     for (const general of LINEAGES) {

@@ -96,7 +96,7 @@ describe("reading a GGUF header without its arrays", () => {
 });
 
 describe("probing a chat model's features", () => {
-  it.each(Object.entries(files))("%s: as the full analysis", async (name, file) => {
+  it.each(Object.entries(files))("%s: as the full analysis", async (_name, file) => {
     expect(await probeChatFeatures(file)).toEqual(await fullAnalysis(file));
   });
 

@@ -65,7 +65,6 @@ export interface ResolvedChat {
   request: ChatCompletionRequest;
   entry: ModelEntry;
   params: AppliedServiceParameters;
-  explicit: ChatCompletionRequest["service_parameters"];
   character: Character | undefined;
   webMode: ReturnType<WebAugmenter["mode"]>;
   requestedTools: ReturnType<typeof toToolOptions>;
@@ -110,12 +109,12 @@ export class ChatService {
     const requestedFormat = toResponseFormat(request);
     const loaded = this.models.loadedEngine(entry.id);
     if (loaded?.kind === "chat") checkPromptLength(request, loaded, entry.id);
-    return { request, entry, params, explicit, character, webMode, requestedTools, requestedFormat };
+    return { request, entry, params, character, webMode, requestedTools, requestedFormat };
   }
 
   /** The paid, slow part: web search, content parts, the lease, the engine options. */
   async prepare(resolved: ResolvedChat, call: ChatCall): Promise<PreparedChat> {
-    const { request, entry, params, explicit, character, webMode, requestedTools, requestedFormat } = resolved;
+    const { request, entry, params, character, webMode, requestedTools, requestedFormat } = resolved;
     const { requestId } = call.ctx;
     const { signal } = call;
     const meterFor = (model: ModelEntry) => call.meterFor(model.id);

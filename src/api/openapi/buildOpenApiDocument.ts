@@ -111,11 +111,11 @@ function operationObject(op: Operation, group: ApiGroup, emitter: SchemaEmitter)
   const errors: Record<number, string> = { ...ACCESS_ERRORS[op.access] };
   // Path parameters are validated by some routes only: those list their 400 in `errors`.
   if (op.body || op.query) errors[400] = "Invalid request: `error` and `details` name the offending field";
-  if (op.body && op.body.content["application/json"]) {
+  if (op.body?.content["application/json"]) {
     errors[415] = "The body is not application/json";
     errors[413] = "The body is larger than this route accepts (`code` PAYLOAD_TOO_LARGE; the message names the limit)";
   }
-  if (op.body && op.body.content["multipart/form-data"]) errors[413] = "The upload is larger than the node's limit (`code` PAYLOAD_TOO_LARGE)";
+  if (op.body?.content["multipart/form-data"]) errors[413] = "The upload is larger than the node's limit (`code` PAYLOAD_TOO_LARGE)";
   Object.assign(errors, op.errors);
 
   const responses: Record<string, Json> = {};

@@ -91,7 +91,7 @@ function ConsoleShell({ apiKey, operator, onLogout }: { apiKey: string; operator
             account admin
           </span>
         )}
-        <button class="link" onClick={onLogout}>
+        <button type="button" class="link" onClick={onLogout}>
           Log out
         </button>
       </header>

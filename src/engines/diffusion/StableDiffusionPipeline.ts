@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLIPTokenizer } from "@huggingface/transformers";
 import * as ort from "onnxruntime-node";

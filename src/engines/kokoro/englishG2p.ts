@@ -260,6 +260,7 @@ const LEXICON: Readonly<Record<string, string>> = Object.freeze({
   the: "ðə",
   their: "ðɛɹ",
   them: "ðɛm",
+  // biome-ignore lint/suspicious/noThenProperty: the word "then" in a pronunciation table, not a thenable
   then: "ðɛn",
   there: "ðɛɹ",
   these: "ðiz",

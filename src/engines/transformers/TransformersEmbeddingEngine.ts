@@ -1,6 +1,5 @@
 import { AutoTokenizer, env, type PreTrainedTokenizer } from "@huggingface/transformers";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import type { Pooling } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { WorkerPool } from "../worker/WorkerPool.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";

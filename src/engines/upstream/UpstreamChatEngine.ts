@@ -101,7 +101,7 @@ export class UpstreamChatEngine implements ChatEngine {
         const echoed = options.echo ? options.prompts.map((prompt) => ({ text: prompt as string, tokens: null })) : undefined;
         const onDelta = call.onDelta as GenerationCall["onDelta"];
         const onStart = () => {
-          echoed?.forEach((echo, p) => call.onEcho?.(p, echo));
+          for (const [p, echo] of echoed?.entries() ?? []) call.onEcho?.(p, echo);
           call.onStart?.();
         };
         const result: CompleteResult = await this.relay(

@@ -143,7 +143,7 @@ export class EvmSettler {
 
   /** Waits (up to receiptTimeoutMs) for the transfer to be mined and confirmed, and checks it paid. */
   async confirm(hash: Hex, authorization: Eip3009Authorization): Promise<bigint> {
-    let receipt;
+    let receipt: Awaited<ReturnType<typeof this.publicClient.waitForTransactionReceipt>>;
     try {
       receipt = await this.publicClient.waitForTransactionReceipt({
         hash,

@@ -122,10 +122,10 @@ export function KeysPage({ operator }: PageProps) {
               <strong>Copy the secret now:</strong> it is not shown again.
             </p>
             <code>{created.secret}</code>
-            <button class="small" onClick={() => void navigator.clipboard?.writeText(created.secret)}>
+            <button type="button" class="small" onClick={() => void navigator.clipboard?.writeText(created.secret)}>
               Copy
             </button>
-            <button class="small link" onClick={() => setCreated(null)}>
+            <button type="button" class="small link" onClick={() => setCreated(null)}>
               Done
             </button>
           </div>
@@ -171,15 +171,15 @@ export function KeysPage({ operator }: PageProps) {
                       <span class="muted small">the operator's</span>
                     ) : confirming === k.id ? (
                       <>
-                        <button class="small danger" onClick={() => void revoke(k.id)}>
+                        <button type="button" class="small danger" onClick={() => void revoke(k.id)}>
                           Confirm revoke
                         </button>
-                        <button class="small link" onClick={() => setConfirming(null)}>
+                        <button type="button" class="small link" onClick={() => setConfirming(null)}>
                           Cancel
                         </button>
                       </>
                     ) : (
-                      <button class="small" onClick={() => setConfirming(k.id)}>
+                      <button type="button" class="small" onClick={() => setConfirming(k.id)}>
                         Revoke
                       </button>
                     )}

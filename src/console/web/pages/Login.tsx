@@ -32,6 +32,7 @@ export function LoginPage({ onLogin }: { onLogin: (key: string) => void }) {
         </p>
         <label>
           Admin API key
+          {/* biome-ignore lint/a11y/noAutofocus: the login page has one field, and typing the key is all there is to do */}
           <input type="password" name="key" autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} placeholder="hth_…" autoFocus />
         </label>
         {error && (

@@ -69,11 +69,11 @@ export function ModelsPage({ live }: PageProps) {
                 <td>{when(m.lastUsedAt)}</td>
                 <td class="actions">
                   {m.state === "loaded" ? (
-                    <button class="small" disabled={pending === m.id || (m.inFlight ?? 0) > 0} onClick={() => void act(m.id, "unload")}>
+                    <button type="button" class="small" disabled={pending === m.id || (m.inFlight ?? 0) > 0} onClick={() => void act(m.id, "unload")}>
                       Unload
                     </button>
                   ) : (
-                    <button class="small" disabled={pending === m.id || m.state === "loading"} onClick={() => void act(m.id, "load")}>
+                    <button type="button" class="small" disabled={pending === m.id || m.state === "loading"} onClick={() => void act(m.id, "load")}>
                       Load
                     </button>
                   )}

@@ -98,7 +98,7 @@ function Chat() {
     <div class="chat">
       <div class="row">
         <ModelSelect models={models} value={model} onChange={setModel} />
-        <button class="small link" onClick={() => setMessages([])} disabled={busy}>
+        <button type="button" class="small link" onClick={() => setMessages([])} disabled={busy}>
           Clear
         </button>
       </div>
@@ -194,6 +194,7 @@ function Speech() {
           {error}
         </p>
       )}
+      {/* biome-ignore lint/a11y/useMediaCaption: the audio speaks the text typed just above it, which is its caption */}
       {audio && <audio id="speech-audio" controls src={audio} />}
     </form>
   );
@@ -259,7 +260,7 @@ export function PlaygroundPage() {
     <>
       <div class="tabs" role="tablist">
         {(Object.keys(TABS) as (keyof typeof TABS)[]).map((name) => (
-          <button key={name} role="tab" aria-selected={name === tab} class={name === tab ? "active" : ""} onClick={() => setTab(name)} data-tab={name}>
+          <button type="button" key={name} role="tab" aria-selected={name === tab} class={name === tab ? "active" : ""} onClick={() => setTab(name)} data-tab={name}>
             {TABS[name].title}
           </button>
         ))}
