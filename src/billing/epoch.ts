@@ -1,9 +1,9 @@
+import { DAY_MS, HOUR_MS } from "../time.js";
+
 /**
  * Billing epochs: a UTC day that starts at the configured reset hour. DIEM allocations refill
  * at each epoch start and per-key EPOCH limits reset then.
  */
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
 
 export type LimitPeriod = "EPOCH" | "MONTH" | "LIFETIME";
 

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from "express";
+import { CLIENT_CLOSED_REQUEST } from "../http/clientClosedRequest.js";
 
 /** One finished API request as the live view shows it. Never the key, the body or the query string. */
 export interface RequestLogEntry {
@@ -50,7 +51,7 @@ export class RequestLog {
         const body = req.body as { model?: unknown } | undefined;
         const model = body && typeof body === "object" && typeof body.model === "string" ? body.model.slice(0, 200) : null;
         // 499 (client closed request) for a response the client abandoned.
-        const status = res.writableFinished ? res.statusCode : 499;
+        const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST;
         this.add({ at: startedAt, method: req.method, path: path.slice(0, 200), status, durationMs: this.now() - startedAt, model });
       });
       next();

@@ -1,8 +1,7 @@
 import { unitsToMicros } from "./micros.js";
 import type { Db } from "./Store.js";
+import { DAY_MS } from "../time.js";
 
-// A literal in the SQL, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
-const DAY_MS = 86_400_000;
 
 /** Whole units (USD or DIEM) to integer micros. */
 export const toMicros = unitsToMicros;
@@ -158,6 +157,7 @@ export function usdHistory(db: Db, accountId: string, limit: number, offset: num
     .all(accountId, limit, offset) as UsdHistoryEntry[];
 }
 
+// DAY_MS goes into the SQL as a literal, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
 /** Node-wide spend (charges less refunds) per UTC day and model since `since`, in micros; a null model is reported as `noModel`. */
 export function dailySpendByModel(db: Db, since: number, noModel: string): { day: number; model: string; usd: number; diem: number }[] {
   return db

@@ -14,6 +14,7 @@ import type { Db } from "../../store/Store.js";
 import { PCM_SAMPLE_RATE, SPEECH_CONTENT_TYPES, type SpeechRequest } from "./schema.js";
 import { isSpeakable, splitSentences } from "./splitSentences.js";
 import { withDeadline } from "../../http/withDeadline.js";
+import { DAY_MS } from "../../time.js";
 
 export interface PreparedSpeech {
   entry: ModelEntry;
@@ -163,7 +164,7 @@ export class SpeechService {
     const alreadySettled = speech.meter.settledCost !== undefined;
     const cost = speech.meter.settle(speechCost(speech.entry, outcome.characters));
     if (!alreadySettled && outcome.completed && speech.voice.kind === "cloned") {
-      touchClonedVoice(this.db, speech.voice.id, this.now(), speech.entry.voiceCloning!.retentionDays * 86_400_000);
+      touchClonedVoice(this.db, speech.voice.id, this.now(), speech.entry.voiceCloning!.retentionDays * DAY_MS);
     }
     return cost;
   }

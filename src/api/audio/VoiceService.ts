@@ -9,6 +9,7 @@ import type { ModelManager } from "../../models/ModelManager.js";
 import { deleteClonedVoice, deleteExpiredClonedVoices, insertClonedVoice, listClonedVoices, type ClonedVoice } from "../../store/clonedVoices.js";
 import type { Db } from "../../store/Store.js";
 import type { CreateVoiceRequest, VoiceRecord } from "./schema.js";
+import { DAY_MS } from "../../time.js";
 
 /** ffmpeg demuxer names -> the container names models advertise in voice_cloning.accepted_formats. */
 const CONTAINERS: Record<string, string> = {
@@ -103,7 +104,7 @@ export class VoiceService {
         sampleSeconds: seconds,
         createdAt: now,
         lastUsedAt: now,
-        expiresAt: now + settings.retentionDays * 86_400_000,
+        expiresAt: now + settings.retentionDays * DAY_MS,
       };
       mkdirSync(this.dir, { recursive: true });
       writeFileSync(join(this.dir, voice.sampleFile), file.data);

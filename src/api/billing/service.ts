@@ -22,8 +22,7 @@ import {
   type BillingUsageQuery,
   type BillingUsageResponse,
 } from "./schema.js";
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from "../../time.js";
 
 // The balance record and the usage entries' JSON and CSV forms are billing/'s (the CLI prints them too).
 export { compactTimestamp, usageCsv } from "../../billing/usageReport.js";

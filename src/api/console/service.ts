@@ -6,8 +6,8 @@ import { dailySpendByModel } from "../../store/ledger.js";
 import type { Db } from "../../store/Store.js";
 import { dailyRequestsByModel } from "../../store/usage.js";
 import type { AdminAccount, AdminAccountsResponse, AdminUsageResponse, GrantCreditsRequest } from "./schema.js";
+import { DAY_MS } from "../../time.js";
 
-const DAY_MS = 86_400_000;
 const NO_MODEL = "(none)";
 
 /** Node-wide account and usage views for admins (the per-account views are the billing endpoints). */

@@ -34,8 +34,8 @@ import type {
   UpdateApiKeyRequest,
   UpdateApiKeyResponse,
 } from "./schema.js";
+import { DAY_MS } from "../../time.js";
 
-const DAY_MS = 86_400_000;
 /** The reference's cap on active keys per account. */
 export const MAX_ACTIVE_KEYS = 500;
 /** GET /api_keys/rate_limits/log: the last this many refusals. */
