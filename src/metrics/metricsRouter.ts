@@ -14,7 +14,9 @@ export function metricsHandler(metrics: Metrics) {
 }
 
 /** `GET /metrics` on the API port: the operator's API keys only (the optional metrics port serves it without auth). */
-export function metricsRouter(deps: AppDeps): Router {
+export type MetricsRouterDeps = Pick<AppDeps, "db" | "metrics" | "authenticateKey">;
+
+export function metricsRouter(deps: MetricsRouterDeps): Router {
   const router = Router();
   const operatorOnly = requireOperator(deps.db);
   router.get("/metrics", deps.authenticateKey, operatorOnly, metricsHandler(deps.metrics));

@@ -11,7 +11,9 @@ const toRecord = (status: ModelStatus): ModelStatusRecord => ({ object: "model.s
  * Node administration (the operator's keys only): what each model is doing (loaded, memory, queue,
  * in-flight requests), and loading or unloading one by hand.
  */
-export function adminRouter(deps: AppDeps): Router {
+export type AdminRouterDeps = Pick<AppDeps, "models" | "db" | "authenticateKey">;
+
+export function adminRouter(deps: AdminRouterDeps): Router {
   const router = Router();
   const { models } = deps;
   const operatorOnly = requireOperator(deps.db);

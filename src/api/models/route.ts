@@ -175,7 +175,9 @@ function speechSpec(entry: ModelEntry, voices: readonly string[]): Partial<Model
   };
 }
 
-export function modelsRouter(deps: AppDeps): Router {
+export type ModelsRouterDeps = Pick<AppDeps, "models" | "config" | "startedAt">;
+
+export function modelsRouter(deps: ModelsRouterDeps): Router {
   const router = Router();
   const extrasOf = async (entry: ModelEntry) => ({
     voices: deps.models.voices(entry),

@@ -10,7 +10,9 @@ import { IdempotencyStore } from "./IdempotencyStore.js";
 import { RPC_CREDIT_SKU, RpcProxy } from "./RpcProxy.js";
 import { IdempotencyKey, JsonRpcBody, type JsonRpcResponseItem, type RpcNetworksResponse } from "./schema.js";
 
-export function rpcRouter(deps: AppDeps): Router {
+export type RpcRouterDeps = Pick<AppDeps, "config" | "db" | "now" | "credits" | "limits" | "authenticate" | "jsonBody">;
+
+export function rpcRouter(deps: RpcRouterDeps): Router {
   const config = deps.config.wallet.rpc;
   const proxy = new RpcProxy(config);
   const idempotency = new IdempotencyStore(deps.db, config.idempotencyTtlHours * 3_600_000, deps.now);
@@ -77,6 +79,6 @@ export function rpcRouter(deps: AppDeps): Router {
 }
 
 /** Credits an account was charged on the proxy since `since` (one count per request). */
-function rpcCreditsSince(deps: AppDeps, accountId: string, since: number): number {
+function rpcCreditsSince(deps: Pick<AppDeps, "db">, accountId: string, since: number): number {
   return creditsChargedSince(deps.db, accountId, RPC_CREDIT_SKU, since);
 }
