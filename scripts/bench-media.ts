@@ -18,6 +18,7 @@ import { createLogger } from "../src/logger.js";
 import { startServer } from "../src/server.js";
 import { createAccount } from "../src/store/accounts.js";
 import { createApiKey } from "../src/store/apiKeys.js";
+import { getJob } from "../src/store/jobs.js";
 
 const { values } = parseArgs({
   options: {
@@ -79,7 +80,7 @@ try {
     const { queue_id } = (await (await call("/video/queue", { model: entry.id, prompt: "waves crashing on a beach", duration, seed: 3 })).json()) as { queue_id: string };
     const mp4 = await poll(queue_id);
     const wall = performance.now() - t0;
-    const job = server.db.prepare("SELECT started_at AS startedAt, finished_at AS finishedAt FROM jobs WHERE id = ?").get(queue_id) as { startedAt: number; finishedAt: number };
+    const job = getJob(server.db, queue_id) as { startedAt: number; finishedAt: number };
     const run = job.finishedAt - job.startedAt;
     const frames = videoSeconds * entry.video.fps;
     results[entry.id] = {
