@@ -75,6 +75,8 @@ describe("onchain settlement", () => {
 
     const response = topUp(server, (await pay(payer, 8_000_000n)).header);
     await until(async () => (await pendingTransactions()) === 1, "the transfer to reach the mempool");
+    // The node records the hash once the send returns, which can be just after the mempool has the transfer.
+    await until(() => listPayments(server.db)[0]?.settlement === "submitted", "the payment to be recorded as submitted");
     // Submitted, not mined: nothing credited yet.
     expect(credited(server, payer.address)).toBe(0);
     expect(listPayments(server.db)[0]).toMatchObject({ settlement: "submitted", credited: 0 });
