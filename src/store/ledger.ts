@@ -2,7 +2,6 @@ import { unitsToMicros } from "./micros.js";
 import type { Db } from "./Store.js";
 import { DAY_MS } from "../time.js";
 
-
 /** Whole units (USD or DIEM) to integer micros. */
 export const toMicros = unitsToMicros;
 

@@ -68,7 +68,6 @@ export function listUsage(db: Db, accountId?: string): UsageRow[] {
   return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
 }
 
-
 // DAY_MS goes into the SQL as a literal, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
 /** Node-wide requests and tokens per UTC day and model since `since`; a null model is reported as `noModel`. */
 export function dailyRequestsByModel(db: Db, since: number, noModel: string): { day: number; model: string; requests: number; tokens: number | null }[] {
