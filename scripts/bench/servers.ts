@@ -31,6 +31,8 @@ export interface RunningServer {
   endpoint: HttpEndpoint;
   /** Resident memory of the server process now, in bytes (Linux /proc). */
   rssBytes(): number | null;
+  /** Hearth only: how its engine batched decode steps so far (GET /admin/models, `decode`). */
+  decodeStats?(): Promise<unknown>;
   stop(): Promise<void>;
 }
 
@@ -60,12 +62,28 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   grantCredits(db, account.id, "USD", toMicros(1_000_000), "bench");
   const unlimited: LimitOverrides = { "*": { rpm: Number.MAX_SAFE_INTEGER, tpm: Number.MAX_SAFE_INTEGER } };
   const { secret } = createApiKey(db, { accountId: account.id, description: "bench", keyType: "INFERENCE", rateLimitOverrides: JSON.stringify(unlimited) });
+  // The operator's key reads GET /admin/models: how the engine batched its decode steps.
+  const { secret: operatorKey } = createApiKey(db, { accountId: account.id, description: "bench operator", keyType: "ADMIN", operator: true });
   db.close();
 
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [join(PACKAGE_ROOT, "bin", "hearth.js"), "serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir, "--config", configPath, "--log-level", "warn"],
+    [
+      ...(process.env.HEARTH_BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.HEARTH_BENCH_CPU_PROF] : []),
+      join(PACKAGE_ROOT, "bin", "hearth.js"),
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--data-dir",
+      dataDir,
+      "--config",
+      configPath,
+      "--log-level",
+      "warn",
+    ],
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
   );
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/api/v1`, key: secret, model: "bench" };
@@ -74,6 +92,11 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
     name: "Hearth",
     endpoint,
     rssBytes: () => rssOf(child.pid),
+    decodeStats: async () => {
+      const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
+      const body = (await response.json()) as { data: { id: string; decode?: unknown }[] };
+      return body.data.find((m) => m.id === "bench")?.decode;
+    },
     stop: async () => {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });

@@ -191,6 +191,9 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       const last = memory.at(-1)!;
       last.hearthRssBytes = servers[0].rssBytes();
       last.llamaServerRssBytes = servers[1].rssBytes();
+      // How Hearth's engine batched its decode steps over these scenarios (one batch per step is the goal).
+      const decode = await servers[0].decodeStats?.();
+      if (decode) log(`Hearth decode batches (${settings.sequences} sequences): ${JSON.stringify(decode)}`);
     } finally {
       for (const server of servers) await server.stop();
     }
