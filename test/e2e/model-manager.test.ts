@@ -18,7 +18,7 @@ import { tinyImageEntry, tinyVideoEntry } from "../helpers/mediaModels.js";
 import { fixturesDir, post, startTestServer, tinyChatEntry, tinyChatPath, tinyKokoroEntry, tinyReasoningEntry, type TestServer } from "../helpers/testServer.js";
 
 const chat = (server: TestServer, model: string, content = "Hello", key?: string) =>
-  server.openai(key).chat.completions.create({ model, messages: [{ role: "user", content }], max_tokens: 4 });
+  server.openai(key).chat.completions.create({ model, messages: [{ role: "user", content }], max_tokens: 4, temperature: 0 });
 
 async function adminModels(server: TestServer, key = server.adminKey) {
   const res = await fetch(`${server.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${key}` } });
