@@ -326,8 +326,9 @@ export class ModelLifecycle {
     const vram = this.options.vramBudgetBytes ?? Infinity;
     if (need.ramBytes > ram) throw new ModelUnavailableError(id, `it needs about ${formatBytes(need.ramBytes)} of RAM and the RAM budget is ${formatBytes(ram)}`);
     if (need.vramBytes > vram) throw new ModelUnavailableError(id, `it needs about ${formatBytes(need.vramBytes)} of GPU memory and the VRAM budget is ${formatBytes(vram)}`);
-    // On the injected clock, like keep-alive and lastUsedAt (the wait itself is a real timer).
-    const deadline = this.now() + (this.options.loadWaitMs ?? 30_000);
+    // A real wait on a real timer, so its deadline is on the monotonic clock: the injected clock
+    // orders eviction and keep-alive, and a frozen one in a test must not make this wait forever.
+    const deadline = performance.now() + (this.options.loadWaitMs ?? 30_000);
     for (;;) {
       const used = this.usage(slot);
       if (used.ramBytes + need.ramBytes <= ram && used.vramBytes + need.vramBytes <= vram) return;
@@ -338,7 +339,7 @@ export class ModelLifecycle {
         await this.unloadSlot(victim, "evicted");
         continue;
       }
-      const left = deadline - this.now();
+      const left = deadline - performance.now();
       if (left <= 0) {
         const busy = [...new Set(this.slots.values())].filter((s) => s !== slot && (s.state === "loaded" || s.state === "loading"));
         const names = busy.map((s) => s.entries.map((e) => e.id).join("+")).join(", ");
