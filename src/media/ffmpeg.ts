@@ -1,5 +1,6 @@
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
 import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { PassThrough, Readable } from "node:stream";
 import ffmpeg from "fluent-ffmpeg";
 
@@ -31,6 +32,16 @@ function command(input: Buffer | Readable) {
   return ffmpeg(source).setFfmpegPath(ffmpegPath());
 }
 
+/**
+ * Where ffmpeg's stdout goes. It never emits "close": fluent-ffmpeg treats a closed output as
+ * "kill ffmpeg in 20 ms and fail with 'Output stream closed'" unless the process has exited by
+ * then, which under load (a busy 2-core machine) it often has not, though it succeeded. Without
+ * "close", success or failure comes from the process's own exit status.
+ */
+function ffmpegOutput(): PassThrough {
+  return new PassThrough({ emitClose: false });
+}
+
 /** Runs a prepared command to completion, collecting its stdout. */
 function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -39,9 +50,12 @@ function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffe
       reject(new FfmpegError("aborted before ffmpeg started", ""));
       return;
     }
-    const out = new PassThrough();
+    const out = ffmpegOutput();
     const chunks: Buffer[] = [];
     out.on("data", (chunk: Buffer) => chunks.push(chunk));
+    // The process can exit before its last stdout bytes are read: resolve once both happened.
+    const outputEnded = once(out, "end");
+    outputEnded.catch(() => undefined); // an output error also fails the command, reported below
     const onAbort = () => cmd.kill("SIGKILL");
     signal?.addEventListener("abort", onAbort, { once: true });
     cmd
@@ -51,7 +65,7 @@ function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffe
       })
       .on("end", () => {
         signal?.removeEventListener("abort", onAbort);
-        resolve(Buffer.concat(chunks));
+        outputEnded.then(() => resolve(Buffer.concat(chunks)), reject);
       })
       .pipe(out, { end: true });
   });
@@ -121,7 +135,7 @@ export interface AudioEncoderStream {
 export function createAudioEncoderStream(sampleRate: number, format: AudioFormat, options: { outputSampleRate?: number } = {}): AudioEncoderStream {
   const spec = AUDIO_FORMATS[format];
   const input = new PassThrough();
-  const output = new PassThrough();
+  const output = ffmpegOutput();
   const cmd = ffmpeg(input)
     .setFfmpegPath(ffmpegPath())
     .inputFormat("f32le")

@@ -1,5 +1,19 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { AUDIO_FORMATS, countVideoFrames, decodeAudio, encodeAudio, encodeVideo, probeMedia, type AudioFormat } from "../../src/media/ffmpeg.js";
+import {
+  AUDIO_FORMATS,
+  configureFfmpeg,
+  createAudioEncoderStream,
+  countVideoFrames,
+  decodeAudio,
+  encodeAudio,
+  encodeVideo,
+  ffmpegPath,
+  probeMedia,
+  type AudioFormat,
+} from "../../src/media/ffmpeg.js";
 
 const tone = (seconds: number, rate: number) => Float32Array.from({ length: seconds * rate }, (_, i) => 0.5 * Math.sin((2 * Math.PI * 440 * i) / rate));
 
@@ -27,6 +41,32 @@ describe("ffmpeg (the real binary)", () => {
     expect(info.container).toContain("mp4");
     expect(info.streams[0]).toMatchObject({ kind: "video", codec: "h264", width: 64, height: 48 });
     expect(countVideoFrames(mp4)).toBe(12);
+  });
+
+  it("succeeds when ffmpeg closes its output well before its process exits (as it can on a loaded machine)", async () => {
+    // The real ffmpeg, run by a shell that keeps the process alive 300 ms after stdout is closed.
+    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-exit-"));
+    const wrapper = join(dir, "ffmpeg");
+    writeFileSync(wrapper, `#!/bin/sh\n"${ffmpegPath()}" "$@"\nstatus=$?\nexec 1>&-\nsleep 0.3\nexit $status\n`);
+    chmodSync(wrapper, 0o755);
+    const real = ffmpegPath();
+    configureFfmpeg(wrapper);
+    try {
+      const frames = Array.from({ length: 6 }, (_, f) => Buffer.alloc(32 * 32 * 3, f * 40));
+      expect(countVideoFrames(await encodeVideo(frames, 32, 32, 12))).toBe(6);
+      const encoded = await encodeAudio(tone(1, 24000), 24000, "mp3");
+      expect(probeMedia(encoded).durationSeconds).toBeGreaterThan(0.9);
+      const stream = createAudioEncoderStream(24000, "mp3");
+      const chunks: Buffer[] = [];
+      stream.output.on("data", (chunk: Buffer) => chunks.push(chunk));
+      await stream.write(tone(1, 24000));
+      stream.end();
+      await stream.done;
+      expect(probeMedia(Buffer.concat(chunks)).durationSeconds).toBeGreaterThan(0.9);
+    } finally {
+      configureFfmpeg(real);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("rejects input it cannot decode", async () => {
