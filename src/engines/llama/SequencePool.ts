@@ -17,6 +17,8 @@ export interface SequenceRelease {
 }
 
 interface Slot {
+  /** The sequence's place in the context (its id). */
+  index: number;
   sequence: LlamaContextSequence;
   cacheKey: string | undefined;
   pinnedTokens: number;
@@ -50,8 +52,12 @@ function isWorthReusing(slot: Slot, shared: number): boolean {
  * holds is the prompt cache, so choosing a sequence is choosing what to reuse and what to
  * overwrite: a request goes to the sequence its prompt_cache_key used last, else to the
  * one sharing the longest prefix with its prompt; when nothing useful is shared it
- * overwrites the least valuable cache: an empty one, else one no key owns, with the
- * fewest pinned tokens, used longest ago.
+ * overwrites the least valuable cache: one no key owns, with the fewest pinned tokens, an
+ * empty one first, else one next to a busy sequence, else the one used longest ago.
+ *
+ * Why next to a busy one: each sequence has its own KV cache stream, and llama.cpp decodes a
+ * batch as one pass over the weights per run of consecutive sequence ids; busy sequences
+ * 0-3 decode in one pass, busy sequences 0, 2, 5 and 9 in four.
  */
 export class SequencePool {
   private readonly slots: Slot[] = [];
@@ -66,7 +72,7 @@ export class SequencePool {
     private readonly maxWaiting: number,
   ) {
     for (let i = 0; i < context.totalSequences; i++) {
-      const slot: Slot = { sequence: context.getSequence(), cacheKey: undefined, pinnedTokens: 0, lastUsedAt: 0 };
+      const slot: Slot = { index: i, sequence: context.getSequence(), cacheKey: undefined, pinnedTokens: 0, lastUsedAt: 0 };
       this.slots.push(slot);
       this.free.add(slot);
       this.bySequence.set(slot.sequence, slot);
@@ -142,13 +148,19 @@ export class SequencePool {
         const shared = slot.sequence.compareContextTokens(request.prompt as Token[]).firstDifferentIndex;
         const useful = isWorthReusing(slot, shared) ? shared : 0;
         const ownedByOther = slot.cacheKey !== undefined && slot.cacheKey !== request.cacheKey ? 1 : 0;
+        const empty = slot.sequence.nextTokenIndex === 0 ? 1 : 0;
         // Higher is better, compared element by element.
-        const score = [useful, -ownedByOther, -slot.pinnedTokens, -slot.lastUsedAt];
+        const score = [useful, -ownedByOther, -slot.pinnedTokens, empty, this.nextToBusy(slot) ? 1 : 0, -slot.lastUsedAt];
         if (!best || isBetter(score, best.score)) best = { slot, shared, score };
       }
       taken.push(this.claim(best!.slot, request, best!.shared));
     }
     return taken;
+  }
+
+  private nextToBusy(slot: Slot): boolean {
+    const busy = (index: number) => index >= 0 && index < this.slots.length && !this.free.has(this.slots[index]!);
+    return busy(slot.index - 1) || busy(slot.index + 1);
   }
 
   private claim(slot: Slot, request: SequenceRequest, shared: number): LlamaContextSequence {
