@@ -27,7 +27,7 @@ beforeAll(async () => {
     models: [
       tinyKokoroEntry({ pricing: TTS_PRICE }),
       // A second speech model that claims tts-1-hd and maps alloy to a male voice.
-      tinyKokoroEntry({ id: "tts-kokoro-hd", aliases: ["tts-1-hd"], speech: { voiceAliases: { alloy: "am_adam" } } }),
+      tinyKokoroEntry({ id: "tts-kokoro-hd", aliases: ["tts-1-hd"], traits: ["highest_quality"], speech: { voiceAliases: { alloy: "am_adam" } } }),
       tinyWhisperEntry({ pricing: ASR_PRICE }),
     ],
   });
@@ -85,6 +85,26 @@ describe("standard model and voice names", () => {
     expect(response.headers.get("x-service-model-id")).toBe("tts-kokoro-hd");
     const audio = Buffer.from(await data.arrayBuffer());
     expect(audio.equals(await speakBytes({ model: "tts-kokoro-hd", voice: "am_adam", input: "Hello world." }))).toBe(true);
+  });
+
+  it("GET /models/traits and /models/compatibility_mapping list, per type, each trait's model and every other name a request may use", async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`${server.baseUrl}${path}`);
+      expect(res.status).toBe(200);
+      return (await res.json()) as { object: string; type: string; data: Record<string, string> };
+    };
+    expect(await get("/models/traits?type=tts")).toEqual({ object: "list", type: "tts", data: { highest_quality: "tts-kokoro-hd" } });
+    // The provider's default type is text: this node serves no text model, so the lists are empty, not a 404.
+    expect(await get("/models/traits")).toEqual({ object: "list", type: "text", data: {} });
+    expect(await get("/models/compatibility_mapping?type=tts")).toEqual({
+      object: "list",
+      type: "tts",
+      data: { "tts-1-hd": "tts-kokoro-hd", "tts-1": "tts-kokoro", "gpt-4o-mini-tts": "tts-kokoro" },
+    });
+    expect((await get("/models/compatibility_mapping?type=asr")).data).toEqual({ "whisper-1": "tiny-whisper", "gpt-4o-transcribe": "tiny-whisper", "gpt-4o-mini-transcribe": "tiny-whisper" });
+    const bad = await fetch(`${server.baseUrl}/models/traits?type=poetry`);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("type");
   });
 
   it("GET /models shows each model's aliases and voice map", async () => {

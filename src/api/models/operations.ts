@@ -18,6 +18,30 @@ export const modelsApi = defineApiGroup({
     },
     {
       method: "get",
+      path: "/models/traits",
+      operationId: "listModelTraits",
+      summary: "Model traits",
+      description:
+        "Each trait (`default`, `fastest`, ... as the registry's `traits` give them) and the model of the type that has it; " +
+        "when several models share a trait, the first in the registry.",
+      access: "public",
+      query: schemas.ModelNamesQuery,
+      responses: { 200: { description: "Trait -> model id", content: { "application/json": schemas.ModelTraitList } } },
+    },
+    {
+      method: "get",
+      path: "/models/compatibility_mapping",
+      operationId: "listModelCompatibilityMapping",
+      summary: "Model compatibility mapping",
+      description:
+        "Other model names requests may use and the local model each resolves to: the registry's `aliases` (e.g. another provider's " +
+        "model names) and the standard's names (`tts-1`, `whisper-1`, ...) that fall to the default model of their type.",
+      access: "public",
+      query: schemas.ModelNamesQuery,
+      responses: { 200: { description: "Name -> model id", content: { "application/json": schemas.ModelCompatibilityList } } },
+    },
+    {
+      method: "get",
       path: "/models/{id}",
       operationId: "getModel",
       summary: "Get one model",

@@ -6,7 +6,7 @@ import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
-import { ListModelsQuery, type ModelRecord } from "./schema.js";
+import { ListModelsQuery, ModelNamesQuery, type ModelRecord } from "./schema.js";
 
 /** Whether an image model has a safety classifier (safe mode is only claimed with one). */
 export function hasSafetyChecker(entry: ModelEntry): boolean {
@@ -192,6 +192,24 @@ export function modelsRouter(deps: ModelsRouterDeps): Router {
     const { type } = parse(ListModelsQuery, req.query);
     const entries = deps.models.list().filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type));
     const data = await Promise.all(entries.map(async (m) => toModelRecord(m, deps.startedAt, await extrasOf(m))));
+    res.json({ object: "list", type, data });
+  });
+  router.get("/models/traits", (req, res) => {
+    const { type } = parse(ModelNamesQuery, req.query);
+    const data: Record<string, string> = {};
+    for (const entry of deps.models.list().filter((m) => m.type === type)) {
+      for (const trait of entry.traits) data[trait] ??= entry.id;
+    }
+    res.json({ object: "list", type, data });
+  });
+  router.get("/models/compatibility_mapping", (req, res) => {
+    const { type } = parse(ModelNamesQuery, req.query);
+    const data = Object.fromEntries(
+      deps.models
+        .compatibilityMapping()
+        .filter((name) => name.type === type)
+        .map((name) => [name.name, name.model]),
+    );
     res.json({ object: "list", type, data });
   });
   // Ids may hold '/' (openai/whisper-large-v3): the rest of the path is the id.

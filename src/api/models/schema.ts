@@ -7,6 +7,25 @@ export const ListModelsQuery = z.looseObject({
   type: z.enum([...MODEL_TYPES, "all", "code"]).default("all"),
 });
 
+/** The provider's filter for traits and compatibility mappings: one model type, text when omitted. */
+export const ModelNamesQuery = z.looseObject({
+  type: z.enum(MODEL_TYPES).default("text"),
+});
+
+/** Trait -> the model that has it (`default`, `fastest`, ...), from each model's `traits` in the registry. */
+export const ModelTraitList = z.object({
+  object: z.literal("list"),
+  type: z.enum(MODEL_TYPES),
+  data: z.record(z.string(), z.string()),
+});
+
+/** Another name -> the local model it resolves to: configured `aliases`, and the standard's names (tts-1, whisper-1, ...) a default model answers. */
+export const ModelCompatibilityList = z.object({
+  object: z.literal("list"),
+  type: z.enum(MODEL_TYPES),
+  data: z.record(z.string(), z.string()),
+});
+
 export const ModelRecord = z.object({
   id: z.string(),
   object: z.literal("model"),
