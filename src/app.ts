@@ -7,6 +7,7 @@ import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { completionsRouter } from "./api/completions/route.js";
 import { consoleRouter } from "./api/console/route.js";
+import { augmentRouter } from "./api/augment/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
 import { imagesRouter } from "./api/images/route.js";
 import { keysRouter } from "./api/keys/route.js";
@@ -48,6 +49,7 @@ const ROUTERS = [
   keysRouter,
   x402Router,
   rpcRouter,
+  augmentRouter,
   consoleRouter,
   adminRouter,
   openapiRouter,

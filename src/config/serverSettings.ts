@@ -117,26 +117,32 @@ export const SERVER_SETTINGS = {
     flag: "--search-url <url>",
     env: "HEARTH_SEARCH_URL",
     default: "",
-    description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search; empty: web search off",
+    description: "base URL of a SearxNG instance (its JSON API, format=json enabled) used for chat web search and POST /augment/search; empty: web search off",
     see: "api.md#web-search-scraping-and-citations",
   },
   searchPriceUsd: {
     flag: "--search-price <usd>",
     env: "HEARTH_SEARCH_PRICE",
     default: "0.01",
-    description: "charge per web search a chat request runs (USD, or the same amount of DIEM)",
+    description: "charge per web search, run for a chat request or by POST /augment/search (USD, or the same amount of DIEM)",
   },
   webScraping: {
     flag: "--web-scraping <on|off>",
     env: "HEARTH_WEB_SCRAPING",
     default: "off",
-    description: "let chat requests ask the node to fetch URLs from the user's message (enable_web_scraping); the node fetches any address it can reach, LAN included",
+    description: "let callers make the node fetch URLs (chat's enable_web_scraping, POST /augment/scrape); the node fetches any address it can reach, LAN included",
   },
   scrapePriceUsd: {
     flag: "--scrape-price <usd>",
     env: "HEARTH_SCRAPE_PRICE",
     default: "0.01",
-    description: "charge per web page scraped successfully for a chat request (USD, or the same amount of DIEM)",
+    description: "charge per web page scraped successfully, for a chat request or POST /augment/scrape (USD, or the same amount of DIEM)",
+  },
+  textParserPriceUsd: {
+    flag: "--text-parser-price <usd>",
+    env: "HEARTH_TEXT_PARSER_PRICE",
+    default: "0.001",
+    description: "charge per document POST /augment/text-parser turns into text (USD, or the same amount of DIEM)",
   },
   errorFormat: {
     flag: "--error-format <format>",
@@ -206,6 +212,7 @@ export const ServerConfig = z.object({
   /** Per web search and per successfully scraped page, in whole USD (DIEM at the same amount). */
   searchPriceUsd: z.coerce.number().nonnegative().default(0.01),
   scrapePriceUsd: z.coerce.number().nonnegative().default(0.01),
+  textParserPriceUsd: z.coerce.number().nonnegative().default(0.001),
   /** The shape of error bodies: the reference API's `{error: "<message>"}`, or the chat-completions standard's nested object. */
   errorFormat: z.enum(["provider", "standard"]).default("provider"),
   /** Whether enable_web_scraping is allowed (off: it is a 400 naming the field). */

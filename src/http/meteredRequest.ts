@@ -39,7 +39,7 @@ export interface MeteredOptions {
  * `metered(...)` and asks this object for what the work needs, in the order the endpoint wants:
  *
  * - `admit(entry, kind)`: the key's model privacy and rate limit (403 / 429), with the
- *   x-ratelimit-* and balance headers;
+ *   x-ratelimit-* and balance headers (`admitEndpoint` for an endpoint that runs no model);
  * - `meterFor(model)`: a credit meter (reserve before inference, settle once after);
  * - `hold(lease)`: a model lease, released whatever happens;
  * - `countTokens(entry)` / `reserveTokens(count)`: the key's tokens per minute (text models);
@@ -82,6 +82,12 @@ export class MeteredRequest {
   admit(entry: ModelEntry, kind: CallKind, options: { showBalance?: boolean } = {}): void {
     this.res.set(this.deps.limits.admit(this.ctx, entry, kind));
     if (options.showBalance !== false) this.showBalance();
+  }
+
+  /** The key's rate limit on an endpoint that runs no model (429), with the x-ratelimit-* and balance headers. */
+  admitEndpoint(scope: string, limitClass: "augment"): void {
+    this.res.set(this.deps.limits.admitEndpoint(this.ctx, scope, limitClass));
+    this.showBalance();
   }
 
   /** The x-service-balance-* headers: the caller's balances before this request. */

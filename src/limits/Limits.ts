@@ -41,6 +41,19 @@ export class Limits {
     return decision.headers;
   }
 
+  /** Admits a call to a paid endpoint that runs no model (`scope`: the endpoint) by the key's tier table; throws 429. */
+  admitEndpoint(ctx: RequestContext, scope: string, limitClass: "augment"): Record<string, string> {
+    const auth = ctx.auth;
+    if (!auth) return {};
+    const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
+    const decision = this.limiter.admit(subject(authSubject(auth), scope, limitClass), limit);
+    if (!decision.allowed) {
+      this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${limitClass}`, decision.exceeded!);
+      throw new RateLimitError(`Rate limit exceeded: this key may make ${limit.rpm} requests per minute to ${scope}. Retry after x-ratelimit-reset-requests.`, decision.headers);
+    }
+    return decision.headers;
+  }
+
   /**
    * A per-caller request cap outside the model tiers (the crypto RPC proxy's 100 per minute).
    * Throws 429 with X-RateLimit-Limit/-Remaining/-Reset (the proxy's header names).

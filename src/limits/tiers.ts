@@ -10,7 +10,7 @@ export interface Limit {
   tpm?: number;
 }
 
-export type LimitClass = "text:XS" | "text:S" | "text:M" | "text:L" | "image" | "audio" | "embedding" | "video_queue" | "video_retrieve";
+export type LimitClass = "text:XS" | "text:S" | "text:M" | "text:L" | "image" | "audio" | "embedding" | "video_queue" | "video_retrieve" | "augment";
 export type RateLimitTier = "standard" | "partner";
 
 export const RATE_LIMIT_TABLES = Object.freeze({
@@ -24,6 +24,8 @@ export const RATE_LIMIT_TABLES = Object.freeze({
     embedding: { rpm: 500 },
     video_queue: { rpm: 40 },
     video_retrieve: { rpm: 120 },
+    // The brief gives none for web search, scraping and text parsing: the audio tier's.
+    augment: { rpm: 60 },
   },
   // The brief gives no partner video limits: partners keep the standard ones there.
   partner: {
@@ -36,6 +38,7 @@ export const RATE_LIMIT_TABLES = Object.freeze({
     embedding: { rpm: 500 },
     video_queue: { rpm: 40 },
     video_retrieve: { rpm: 120 },
+    augment: { rpm: 120 },
   },
 } as const satisfies Record<RateLimitTier, Record<LimitClass, Limit>>);
 

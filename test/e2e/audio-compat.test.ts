@@ -101,7 +101,11 @@ describe("standard model and voice names", () => {
       type: "tts",
       data: { "tts-1-hd": "tts-kokoro-hd", "tts-1": "tts-kokoro", "gpt-4o-mini-tts": "tts-kokoro" },
     });
-    expect((await get("/models/compatibility_mapping?type=asr")).data).toEqual({ "whisper-1": "tiny-whisper", "gpt-4o-transcribe": "tiny-whisper", "gpt-4o-mini-transcribe": "tiny-whisper" });
+    expect((await get("/models/compatibility_mapping?type=asr")).data).toEqual({
+      "whisper-1": "tiny-whisper",
+      "gpt-4o-transcribe": "tiny-whisper",
+      "gpt-4o-mini-transcribe": "tiny-whisper",
+    });
     const bad = await fetch(`${server.baseUrl}/models/traits?type=poetry`);
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("type");

@@ -34,7 +34,7 @@ export const ExpiresAt = z.union([
 ]);
 
 /** Hearth extension: limits per class (`text:XS`..`text:L`, `image`, `audio`, `embedding`, `video_queue`, `video_retrieve`) or `*`. */
-export const LimitClassName = z.enum(["*", "text:XS", "text:S", "text:M", "text:L", "image", "audio", "embedding", "video_queue", "video_retrieve"]);
+export const LimitClassName = z.enum(["*", "text:XS", "text:S", "text:M", "text:L", "image", "audio", "embedding", "video_queue", "video_retrieve", "augment"]);
 export const RateLimitOverrides = z.partialRecord(LimitClassName, z.strictObject({ rpm: z.number().int().positive().optional(), tpm: z.number().int().positive().optional() }));
 
 const SettingFields = {

@@ -1,4 +1,5 @@
 import { audioApi } from "../audio/operations.js";
+import { augmentApi } from "../augment/operations.js";
 import { billingApi } from "../billing/operations.js";
 import { adminApi } from "../admin/operations.js";
 import { consoleApi } from "../console/operations.js";
@@ -33,6 +34,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   keysApi,
   x402Api,
   rpcApi,
+  augmentApi,
   adminApi,
   consoleApi,
   openapiApi,
