@@ -41,6 +41,38 @@ export const audioApi = defineApiGroup({
     },
     {
       method: "post",
+      path: "/video/transcriptions",
+      operationId: "createVideoTranscription",
+      summary: "Transcribe a video's audio",
+      description:
+        "JSON `{ url }` (the provider's form): the node fetches the file at the URL, a direct link to a video or audio file (it does not download " +
+        "from video sites' web pages), only when the operator allows fetching (--web-scraping on; any address the node reaches, LAN included), " +
+        "up to --max-upload-mb. This node also takes the file itself as multipart/form-data (`file`, `response_format`, `model`, `language`). " +
+        "ffmpeg takes the audio track; the node's default speech-to-text model (or `model`) transcribes it, billed per audio second.",
+      access: "paid",
+      body: {
+        content: {
+          "application/json": schemas.VideoTranscriptionRequest,
+          "multipart/form-data": { fields: schemas.VideoTranscriptionFields, files: { file: "The video or audio file (any format ffmpeg decodes)" } },
+        },
+      },
+      responses: {
+        200: {
+          description: "The transcript",
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
+          content: { "application/json": schemas.VideoTranscriptionResponse, "text/plain": text("response_format text: the transcript") },
+        },
+      },
+      errors: {
+        ...INFERENCE_ERRORS,
+        413: "The file is larger than --max-upload-mb",
+        415: "The file has no audio ffmpeg can decode",
+        422: "The URL could not be fetched (the reason is in the message)",
+        503: "Fetching by URL is not enabled on this node (--web-scraping on), or the model is at capacity",
+      },
+    },
+    {
+      method: "post",
       path: "/audio/transcriptions",
       operationId: "createTranscription",
       summary: "Transcribe audio",

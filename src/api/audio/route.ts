@@ -5,7 +5,10 @@ import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
 import type { SseStream } from "../../http/sse.js";
-import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest, TranslationRequest } from "./schema.js";
+import { ApiError, PayloadTooLargeError } from "../../errors.js";
+import type { MultipartPart } from "../../http/multipart.js";
+import { fetchFile } from "../../search/fetchFile.js";
+import { CreateVoiceRequest, SpeechRequest, TranscriptionRequest, TranslationRequest, VideoTranscriptionFields, VideoTranscriptionRequest } from "./schema.js";
 import { SpeechService, type PreparedSpeech } from "./SpeechService.js";
 import { streamUsage, TranscriptionService } from "./TranscriptionService.js";
 import { toVoiceRecord, VoiceService } from "./VoiceService.js";
@@ -109,6 +112,53 @@ export function audioRouter(deps: AudioRouterDeps): Router {
     });
   router.post("/audio/transcriptions", deps.authenticate, multipartBody, transcribe("/audio/transcriptions"));
   router.post("/audio/translations", deps.authenticate, multipartBody, transcribe("/audio/translations"));
+
+  /**
+   * The audio of a video: at a URL (JSON, the provider's form; fetched under --web-scraping on)
+   * or uploaded (multipart, this node's extension). ffmpeg takes the audio track, the default
+   * speech-to-text model transcribes it; billed per audio second as a transcription.
+   */
+  router.post("/video/transcriptions", deps.authenticate, deps.jsonBody, multipartBody, (req, res) =>
+    metered(deps, res, { endpoint: "/video/transcriptions" }, async (paid) => {
+      const source = await videoSource(req, paid.signal);
+      const job = await transcription.prepare(TranscriptionRequest.parse({ model: source.model, language: source.language, response_format: "json" }), source.file, meterFor(paid));
+      paid.hold(job.lease);
+      paid.serve(job.entry, job.engine.router);
+      paid.admit(job.entry, "audio");
+      paid.record(job.entry.id);
+      paid.onExit(({ status }) => {
+        if (status === 200) transcription.settle(job);
+        paid.usage = { audioSeconds: job.audioSeconds };
+      });
+      const { cost, engineResult } = await transcription.run(job, paid.signal);
+      res.set(costHeaders(cost));
+      if (source.format === "text") res.type("text/plain").send(engineResult.text);
+      else res.json({ transcript: engineResult.text, ...(engineResult.language ? { lang: engineResult.language } : {}) });
+    }),
+  );
+
+  /** The video of a /video/transcriptions request, from its URL or its upload. */
+  const videoSource = async (req: express.Request, signal: AbortSignal) => {
+    if (req.is("multipart/form-data")) {
+      const form = readMultipart(req);
+      const fields = parse(VideoTranscriptionFields, form.textFields());
+      return { ...fields, format: fields.response_format, file: form.file("file") };
+    }
+    requireJson(req);
+    const body = parse(VideoTranscriptionRequest, req.body);
+    if (deps.config.webScraping !== "on") {
+      throw new ApiError(503, "fetching a video by URL is not enabled on this node (an operator starts it with --web-scraping on); upload the file as multipart instead", {
+        code: "URL_FETCH_DISABLED",
+      });
+    }
+    const fetched = await fetchFile(body.url, { maxBytes: maxUploadBytes, timeoutMs: deps.config.requestTimeoutMs }, signal);
+    if (!fetched.ok) {
+      if (fetched.tooLarge) throw new PayloadTooLargeError(`Could not fetch ${body.url}: ${fetched.reason} (--max-upload-mb)`);
+      throw new ApiError(422, `Could not fetch ${body.url}: ${fetched.reason}`, { code: "FETCH_FAILED" });
+    }
+    const file: MultipartPart = { name: "file", data: fetched.file.data, contentType: fetched.file.contentType };
+    return { model: body.model, language: body.language, format: body.response_format, file };
+  };
 
   // Voice cloning is not metered in credits, but is rate-limited and recorded as paid calls are.
   router.post("/audio/voices", deps.authenticate, multipartBody, (req, res) =>

@@ -104,6 +104,28 @@ export const TranslationRequest = z.preprocess(
   TranscriptionFields.extend({ stream: FormBoolean.pipe(z.literal(false, "streaming is available for transcriptions; omit stream")).optional() }),
 );
 
+/** POST /video/transcriptions (JSON): the audio of a video at a URL the node fetches (under --web-scraping on). */
+export const VideoTranscriptionRequest = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "url must be an absolute http(s) URL of a video or audio file" }),
+  response_format: z.enum(["json", "text"]).default("json"),
+  /** This node's extension: the speech-to-text model (default: the node's default asr model). */
+  model: z.string().min(1).optional(),
+  language: z.string().min(2).max(32).optional(),
+});
+export type VideoTranscriptionRequest = z.infer<typeof VideoTranscriptionRequest>;
+
+/** The same, uploaded as multipart/form-data (`file`): this node's extension for videos not on the web. */
+export const VideoTranscriptionFields = z.looseObject({
+  response_format: z.enum(["json", "text"]).default("json"),
+  model: z.string().min(1).optional(),
+  language: z.string().min(2).max(32).optional(),
+});
+
+export const VideoTranscriptionResponse = z.object({
+  transcript: z.string(),
+  lang: z.string().optional().describe("The spoken language, when the model knows it"),
+});
+
 export const CreateVoiceRequest = z.looseObject({
   model: z.string().min(1).optional(),
   /** A label for the caller's own listing. */
