@@ -331,4 +331,22 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
     `,
   },
+  {
+    version: 610,
+    name: "character_reviews: one star rating (and an optional message) per account and character",
+    sql: `
+      -- Reviews are kept by slug: a character of characters.json has no row of its own in SQLite.
+      CREATE TABLE character_reviews (
+        id              TEXT PRIMARY KEY,
+        character_slug  TEXT NOT NULL,
+        account_id      TEXT NOT NULL REFERENCES accounts(id),
+        rating          INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
+        message         TEXT,
+        locale          TEXT,
+        created_at      INTEGER NOT NULL,
+        UNIQUE (character_slug, account_id)
+      );
+      CREATE INDEX character_reviews_by_character ON character_reviews (character_slug, created_at);
+    `,
+  },
 ];

@@ -124,6 +124,76 @@ describe("GET /characters", () => {
   });
 });
 
+describe("character reviews", () => {
+  const send = (method: string, path: string, key: string, body?: unknown) =>
+    fetch(`${server.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  it("one review per account, listed newest first in the provider's shape with paging, isOwner for the caller", async () => {
+    const alice = server.createKey();
+    const bob = server.createKey();
+    const first = await send("POST", "/characters/tutor/reviews", alice.key, { rating: 5, message: "Patient and clear.", locale: "en" });
+    expect(first.status).toBe(201);
+    const written = (await first.json()) as { id: string; characterId: string };
+    expect((await send("POST", "/characters/tutor/reviews", alice.key, { rating: 1 })).status).toBe(409);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await send("POST", "/characters/tutor/reviews", bob.key, { rating: 3 })).status).toBe(201);
+
+    const page = await get("/characters/tutor/reviews?pageSize=1", alice.key);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("x-pagination-total")).toBe("2");
+    expect(page.headers.get("x-pagination-total-pages")).toBe("2");
+    expect(page.body.object).toBe("list");
+    expect(page.body.pagination).toEqual({ page: 1, pageSize: 1, total: 2, totalPages: 2 });
+    expect(page.body.data).toEqual([expect.objectContaining({ rating: 3, message: null, isOwner: false, username: "test account", userAvatarUrl: null })]);
+    const second = await get("/characters/tutor/reviews?pageSize=1&page=2", alice.key);
+    expect(second.body.data).toEqual([
+      {
+        characterId: written.characterId,
+        createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        id: written.id,
+        isOwner: true,
+        locale: "en",
+        message: "Patient and clear.",
+        rating: 5,
+        userAvatarUrl: null,
+        username: "test account",
+      },
+    ]);
+    expect((await get("/characters/tutor/reviews")).body.data.every((r: { isOwner: boolean }) => !r.isOwner)).toBe(true);
+
+    // The reviews are the catalog's ratings: stats (the caller's own rating included) and the rating orders.
+    const one = await get("/characters/tutor", alice.key);
+    expect(one.body.data.stats).toEqual({ averageRating: 4, imports: 0, ratingCount: 2, ratingSum: 8, userRating: 5 });
+    expect((await get("/characters/tutor", bob.key)).body.data.stats.userRating).toBe(3);
+    expect(slugs((await get("/characters?sortBy=highestRating")).body)[0]).toBe("tutor");
+    expect(slugs((await get("/characters?sortBy=ratingCount&sortOrder=asc")).body).at(-1)).toBe("tutor");
+  });
+
+  it("bad ratings and unknown characters are refused; only the author or the operator deletes", async () => {
+    const carol = server.createKey();
+    const dave = server.createKey();
+    for (const body of [{ rating: 0 }, { rating: 6 }, { rating: 2.5 }, {}, { rating: 4, extra: 1 }]) {
+      const res = await send("POST", "/characters/chef/reviews", carol.key, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await send("POST", "/characters/nobody/reviews", carol.key, { rating: 4 })).status).toBe(404);
+    expect((await get("/characters/nobody/reviews")).status).toBe(404);
+    expect((await get("/characters/chef/reviews?pageSize=101")).status).toBe(400);
+
+    const mine = (await (await send("POST", "/characters/chef/reviews", carol.key, { rating: 4 })).json()) as { id: string };
+    const theirs = (await (await send("POST", "/characters/chef/reviews", dave.key, { rating: 2 })).json()) as { id: string };
+    expect((await send("DELETE", `/characters/chef/reviews/${theirs.id}`, carol.key)).status).toBe(403);
+    expect((await send("DELETE", `/characters/pirate/reviews/${mine.id}`, carol.key)).status).toBe(404);
+    expect((await send("DELETE", `/characters/chef/reviews/${mine.id}`, carol.key)).status).toBe(200);
+    expect((await send("DELETE", `/characters/chef/reviews/${theirs.id}`, server.adminKey)).status).toBe(200);
+    expect((await get("/characters/chef/reviews")).body.pagination.total).toBe(0);
+  });
+});
+
 describe("a character applied to a chat request", () => {
   const user = [{ role: "user", content: "What is the weather?" }];
 

@@ -58,3 +58,36 @@ export type CharacterRecord = z.infer<typeof CharacterRecord>;
 
 export const CharacterList = z.object({ object: z.literal("list"), data: z.array(CharacterRecord) });
 export const CharacterResponse = z.object({ object: z.literal("character"), data: CharacterRecord });
+
+/** GET /characters/{slug}/reviews (the provider's getCharacterReviews). */
+export const CharacterReviewsQuery = z.looseObject({
+  page: z.coerce.number().int().positive().default(1),
+  pageSize: z.coerce.number().int().positive().max(100).default(20),
+});
+
+export const CharacterReview = z.object({
+  characterId: z.string(),
+  createdAt: z.string(),
+  id: z.string(),
+  isOwner: z.boolean().describe("Whether the caller's account wrote this review"),
+  locale: z.string().nullable(),
+  message: z.string().nullable(),
+  rating: z.number().int().min(1).max(5),
+  userAvatarUrl: z.string().nullable(),
+  username: z.string().describe("The reviewer's account name"),
+});
+
+export const CharacterReviewList = z.object({
+  object: z.literal("list"),
+  data: z.array(CharacterReview),
+  pagination: z.object({ page: z.number().int(), pageSize: z.number().int(), total: z.number().int(), totalPages: z.number().int() }),
+});
+
+/** POST /characters/{slug}/reviews: this node's extension; one review per account and character. */
+export const CreateCharacterReviewRequest = z.strictObject({
+  rating: z.number().int().min(1).max(5),
+  message: z.string().trim().min(1).max(2000).optional(),
+  locale: z.string().min(2).max(35).optional(),
+});
+
+export const DeletedCharacterReview = z.object({ id: z.string(), object: z.literal("review"), deleted: z.literal(true) });

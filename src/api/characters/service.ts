@@ -1,10 +1,15 @@
 import { anonymizedAuthor, type Character } from "../../characters/Character.js";
 import type { CharacterCatalog } from "../../characters/CharacterCatalog.js";
 import { NotFoundError } from "../../errors.js";
+import type { CharacterRating } from "../../store/characterReviews.js";
 import type { CharacterRecord, ListCharactersQuery } from "./schema.js";
 
+const NO_RATINGS: CharacterRating = { count: 0, sum: 0, viewerRating: null };
+/** "Highly rated": an average of at least this many stars. */
+const HIGHLY_RATED = 4;
+
 /** The public record: personas (system prompts, examples) stay on the server. */
-export function toCharacterRecord(character: Character): CharacterRecord {
+export function toCharacterRecord(character: Character, rating: CharacterRating = NO_RATINGS): CharacterRecord {
   return {
     adult: character.adult,
     author: anonymizedAuthor(character.author),
@@ -16,8 +21,14 @@ export function toCharacterRecord(character: Character): CharacterRecord {
     shareUrl: null,
     photoUrl: character.photoUrl,
     slug: character.slug,
-    // A private node has no public ratings or imports.
-    stats: { averageRating: 0, imports: 0, ratingCount: 0, ratingSum: 0, userRating: null },
+    // Ratings are this node's reviews; a private node has no imports.
+    stats: {
+      averageRating: rating.count ? rating.sum / rating.count : 0,
+      imports: 0,
+      ratingCount: rating.count,
+      ratingSum: rating.sum,
+      userRating: rating.viewerRating,
+    },
     tags: character.tags,
     updatedAt: new Date(character.updatedAt).toISOString(),
     webEnabled: character.webEnabled,
@@ -26,9 +37,13 @@ export function toCharacterRecord(character: Character): CharacterRecord {
 }
 
 export class CharacterService {
-  constructor(private readonly catalog: CharacterCatalog) {}
+  constructor(
+    private readonly catalog: CharacterCatalog,
+    /** Ratings per slug from the reviews, with the viewer's own. */
+    private readonly ratings: (viewerAccountId?: string) => Map<string, CharacterRating>,
+  ) {}
 
-  list(query: ListCharactersQuery): { records: CharacterRecord[]; total: number } {
+  list(query: ListCharactersQuery, viewerAccountId?: string): { records: CharacterRecord[]; total: number } {
     const lower = (values?: string[]) => values?.map((v) => v.toLowerCase());
     const categories = lower(query.categories);
     const tags = lower(query.tags);
@@ -50,15 +65,28 @@ export class CharacterService {
       return true;
     });
     const direction = query.sortOrder === "asc" ? 1 : -1;
+    const ratings = this.ratings(viewerAccountId);
+    const ratingOf = (c: Character) => ratings.get(c.slug) ?? NO_RATINGS;
+    const average = (c: Character) => (ratingOf(c).count ? ratingOf(c).sum / ratingOf(c).count : 0);
     const byRecency = (a: Character, b: Character) => (a.createdAt - b.createdAt) * direction || a.slug.localeCompare(b.slug);
-    // Without ratings or imports, rating-based orders fall back to featured, then recency.
-    const sorted = [...matches].sort((a, b) => (query.sortBy === "mostRecent" ? byRecency(a, b) : (Number(a.featured) - Number(b.featured)) * direction || byRecency(a, b)));
-    return { records: sorted.slice(query.offset, query.offset + query.limit).map(toCharacterRecord), total: matches.length };
+    const byFeatured = (a: Character, b: Character) => (Number(a.featured) - Number(b.featured)) * direction || byRecency(a, b);
+    const orders: Record<NonNullable<ListCharactersQuery["sortBy"]>, (a: Character, b: Character) => number> = {
+      mostRecent: byRecency,
+      featured: byFeatured,
+      highestRating: (a, b) => (average(a) - average(b)) * direction || (ratingOf(a).count - ratingOf(b).count) * direction || byRecency(a, b),
+      ratingCount: (a, b) => (ratingOf(a).count - ratingOf(b).count) * direction || byRecency(a, b),
+      highlyRated: (a, b) => (Number(average(a) >= HIGHLY_RATED) - Number(average(b) >= HIGHLY_RATED)) * direction || orders.ratingCount(a, b),
+      highlyRatedAndRecent: (a, b) => (Number(average(a) >= HIGHLY_RATED) - Number(average(b) >= HIGHLY_RATED)) * direction || byRecency(a, b),
+      // No imports on a self-hosted node: every count is 0, so featured, then recency.
+      imports: byFeatured,
+    };
+    const sorted = [...matches].sort(orders[query.sortBy ?? "featured"]);
+    return { records: sorted.slice(query.offset, query.offset + query.limit).map((c) => toCharacterRecord(c, ratingOf(c))), total: matches.length };
   }
 
-  get(slug: string): CharacterRecord {
+  get(slug: string, viewerAccountId?: string): CharacterRecord {
     const character = this.catalog.get(slug);
     if (!character) throw new NotFoundError(`Character not found: no character with slug "${slug}"`);
-    return toCharacterRecord(character);
+    return toCharacterRecord(character, this.ratings(viewerAccountId).get(slug));
   }
 }
