@@ -70,6 +70,23 @@ export function findStoredResponse(db: Db, accountId: string, id: string, now: n
   return row ? toStoredResponse(row) : undefined;
 }
 
+/** An item (input or output) of one of the account's unexpired responses, by its id; the most recent wins. */
+export function findStoredItem(db: Db, accountId: string, itemId: string, now: number): unknown {
+  const found = db
+    .prepare(
+      `SELECT item FROM (
+         SELECT item.value AS item, responses.created_at AS at FROM responses, json_each(responses.response, '$.output') AS item
+           WHERE responses.account_id = @accountId AND responses.expires_at > @now AND json_extract(item.value, '$.id') = @itemId
+         UNION ALL
+         SELECT item.value AS item, responses.created_at AS at FROM responses, json_each(responses.input_items) AS item
+           WHERE responses.account_id = @accountId AND responses.expires_at > @now AND json_extract(item.value, '$.id') = @itemId
+       ) ORDER BY at DESC LIMIT 1`,
+    )
+    .pluck()
+    .get({ accountId, itemId, now }) as string | undefined;
+  return found === undefined ? undefined : JSON.parse(found);
+}
+
 /** Deletes the account's response; false when it has none with this id (or it expired). */
 export function deleteStoredResponse(db: Db, accountId: string, id: string, now: number): boolean {
   return db.prepare("DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?").run(id, accountId, now).changes > 0;

@@ -54,6 +54,35 @@ describe("the Vercel AI SDK", () => {
     expect(result.finishReason).toBe("tool-calls");
   });
 
+  it("continues a conversation: the tool call and its result passed back, an earlier answer by item_reference", async () => {
+    const requests: unknown[] = [];
+    const model = createOpenAI({
+      baseURL: server.baseUrl,
+      apiKey: server.adminKey,
+      fetch: async (url, init) => {
+        requests.push(JSON.parse(String(init?.body)));
+        return fetch(url, init);
+      },
+    })("tiny-chat");
+    const question = { role: "user" as const, content: "What is the weather in Paris?" };
+    const getWeather = tool({ description: "The weather in a city", inputSchema: City, execute: async ({ city }) => ({ city, celsius: 21 }) });
+    const first = await generateText({ model, messages: [question], tools: { get_weather: getWeather }, toolChoice: "required", maxOutputTokens: 200 });
+    expect(first.toolResults).toHaveLength(1);
+    const second = await generateText({ model, messages: [question, ...first.response.messages], tools: { get_weather: getWeather }, toolChoice: "none", maxOutputTokens: 4 });
+    expect(second.text.length).toBeGreaterThan(0);
+    const sentTypes = (requests[1] as { input: { type?: string }[] }).input.map((item) => item.type);
+    expect(sentTypes).toEqual(expect.arrayContaining(["function_call", "function_call_output"]));
+
+    // The SDK refers to its earlier answer (a stored item) by id; the node finds it.
+    const third = await generateText({
+      model,
+      messages: [question, ...first.response.messages, ...second.response.messages, { role: "user", content: "And Rome?" }],
+      maxOutputTokens: 4,
+    });
+    expect(JSON.stringify(requests.at(-1))).toContain('"item_reference"');
+    expect(third.text.length).toBeGreaterThan(0);
+  });
+
   it("generateObject with a zod schema", async () => {
     const Weather = z.object({ city: z.enum(["Paris", "Rome"]), celsius: z.number().int().min(-40).max(50) });
     const { object } = await generateObject({ model: provider()("tiny-chat"), schema: Weather, prompt: "Weather?", maxOutputTokens: 200 });

@@ -272,6 +272,7 @@ describe("bad requests name the field", () => {
     await expectParam({ input: [{ type: "telepathy", content: "hi" }] }, 400, "input.0.type");
     await expectParam({ input: [{ type: "function_call_output", call_id: "call_nowhere", output: "42" }] }, 400, "input.0.call_id");
     await expectParam({ input: "Hi", previous_response_id: "resp_unknown" }, 404, "previous_response_id");
+    await expectParam({ input: [{ type: "item_reference", id: "msg_unknown" }] }, 400, "input.0.id");
     await expectParam({ input: "Hi", max_tokens: 5 }, 400, "max_tokens");
     await expectParam({ input: "Hi", tools: [{ type: "web_search" }] }, 400, "tools.0");
     await expectParam({ input: "Hi", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] }, 400, "tools.0.type");

@@ -23,7 +23,14 @@ export interface TranslatedRequest {
 
 export type StoredItem = ResponseInputItem & { id: string };
 
-const ID_PREFIX: Record<ResponseInputItem["type"], string> = { message: "msg", function_call: "fc", function_call_output: "fco", reasoning: "rs", web_search_call: "ws" };
+const ID_PREFIX: Record<ResponseInputItem["type"], string> = {
+  message: "msg",
+  function_call: "fc",
+  function_call_output: "fco",
+  reasoning: "rs",
+  web_search_call: "ws",
+  item_reference: "ref",
+};
 
 export interface TranslationOptions {
   /** Items of the stored conversation this request continues (earlier inputs and outputs, in order). */
@@ -116,6 +123,9 @@ class ConversationBuilder {
       case "web_search_call":
         // Its sources were in that turn's context and answer; the search itself is not a message.
         return;
+      case "item_reference":
+        // The service replaces references by the items they name before translating.
+        throw new Error("an item_reference reached the translation");
     }
   }
 

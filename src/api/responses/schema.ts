@@ -69,7 +69,10 @@ const ReasoningItem = z.looseObject({
 /** A search this node ran for an earlier turn, passed back: its sources were already in that turn's answer. */
 const WebSearchCallItem = z.looseObject({ type: z.literal("web_search_call"), id: z.string().optional(), status: z.string().optional() });
 
-const InputItemFields = z.discriminatedUnion("type", [MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, WebSearchCallItem]);
+/** An item of one of the caller's stored responses, by id (the Vercel AI SDK sends earlier output items so). */
+const ItemReference = z.looseObject({ type: z.literal("item_reference"), id: z.string().min(1) });
+
+const InputItemFields = z.discriminatedUnion("type", [MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, WebSearchCallItem, ItemReference]);
 /** The clients send messages without `type` ("easy input messages"): role and content make them messages. */
 export const ResponseInputItem = z.preprocess(
   (item) => (item && typeof item === "object" && !Array.isArray(item) && !("type" in item) && "role" in item ? { ...item, type: "message" } : item),

@@ -3,7 +3,7 @@ import type { ChatGenerateResult } from "../../engines/types.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import { firstErrorPath } from "../../http/errorFormat.js";
 import { DAY_MS } from "../../time.js";
-import { deleteStoredResponse, findStoredResponse, insertStoredResponse, purgeExpiredResponses, type StoredResponse } from "../../store/responses.js";
+import { deleteStoredResponse, findStoredItem, findStoredResponse, insertStoredResponse, purgeExpiredResponses, type StoredResponse } from "../../store/responses.js";
 import type { Db } from "../../store/Store.js";
 import type { ChatCall, ChatService, PreparedChat, ResolvedChat } from "../chat/service.js";
 import { fromResponsesRequest, toResponsesPath, type MessageOrigin, type TranslatedRequest } from "./fromResponsesRequest.js";
@@ -56,7 +56,8 @@ export class ResponsesService {
   /** Every check that needs only the request and the store: the route admits (rate limits) between this and `prepare`. */
   resolve(request: ResponseRequest, accountId: string): ResolvedResponse {
     const context = request.previous_response_id ? this.conversationOf(accountId, request.previous_response_id) : [];
-    const translated = fromResponsesRequest(request, { context, searchAvailable: this.options.searchAvailable });
+    const input = request.input.map((item, index) => (item.type === "item_reference" ? this.referencedItem(accountId, item.id, index) : item));
+    const translated = fromResponsesRequest({ ...request, input }, { context, searchAvailable: this.options.searchAvailable });
     const chat = withResponsesPaths(translated.origins, () => this.chat.resolve(translated.chat));
     return { request, accountId, translated, context, chat };
   }
@@ -163,6 +164,18 @@ export class ResponsesService {
     const stored = findStoredResponse(this.options.db, accountId, id, this.options.now());
     if (!stored) throw responseNotFound(id, path);
     return stored;
+  }
+
+  /** The stored item an `item_reference` names (400 naming it when the caller has none with that id). */
+  private referencedItem(accountId: string, id: string, index: number): ResponseInputItem {
+    const item = ResponseInputItem.safeParse(findStoredItem(this.options.db, accountId, id, this.options.now()));
+    if (!item.success || item.data.type === "item_reference") {
+      throw InvalidRequestError.forField(
+        ["input", index, "id"],
+        `no stored item with id "${id}" (its response was deleted, expired, created with store: false, or belongs to another account)`,
+      );
+    }
+    return item.data;
   }
 
   /** The items a continuation starts from: the stored response's context, its input and its output. */
