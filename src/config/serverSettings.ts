@@ -118,7 +118,7 @@ export const SERVER_SETTINGS = {
     env: "HEARTH_RESPONSES_RETENTION_DAYS",
     default: "30",
     description: "days a stored response (POST /responses with store, the default) stays readable and continuable with previous_response_id before it is deleted",
-    see: "api.md#responses",
+    see: "api.md#responses-post-responses",
   },
   searchUrl: {
     flag: "--search-url <url>",
