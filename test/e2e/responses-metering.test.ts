@@ -57,6 +57,11 @@ describe("the paid path", () => {
     expect((await post(server, "/responses", ask(500, { stream: true }), { key: poor.key })).status).toBe(402);
     expect(getBalances(server.db, poor.accountId).USD).toBe(100);
     expect(countReservations(server.db)).toBe(0);
+
+    // No credentials at all: the x402 discovery answer, as on chat.
+    const anonymous = await post(server, "/responses", ask(5), { key: null });
+    expect(anonymous.status).toBe(402);
+    expect(((await anonymous.json()) as { x402Version?: number }).x402Version).toBeDefined();
   });
 
   it("answers 429 past the key's requests per minute", async () => {

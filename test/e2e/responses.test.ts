@@ -92,6 +92,34 @@ describe("POST /responses: text", () => {
   });
 });
 
+describe("POST /responses: files", () => {
+  it("reads an input_file part as chat reads a file part, and refuses file_url naming it", async () => {
+    const notes = `data:text/plain;base64,${Buffer.from("The meeting moved to Thursday at noon. ".repeat(20)).toString("base64")}`;
+    const plain = await client.responses.create({ model: "tiny-chat", input: "Summarize.", max_output_tokens: 1 });
+    const withFile = await client.responses.create({
+      model: "tiny-chat",
+      input: [
+        {
+          role: "user",
+          content: [
+            { type: "input_text", text: "Summarize." },
+            { type: "input_file", filename: "notes.txt", file_data: notes },
+          ],
+        },
+      ],
+      max_output_tokens: 1,
+    });
+    expect(withFile.usage!.input_tokens).toBeGreaterThan(plain.usage!.input_tokens + 100);
+    const byUrl = await post(server, "/responses", {
+      model: "tiny-chat",
+      input: [{ role: "user", content: [{ type: "input_file", file_url: "https://example.com/notes.txt" }] }],
+      max_output_tokens: 1,
+    });
+    expect(byUrl.status).toBe(400);
+    expect(JSON.stringify(await byUrl.json())).toContain("file_url");
+  });
+});
+
 describe("POST /responses: stream", () => {
   it("sends the standard's events in order, sequence numbers increasing, the terminal event last", async () => {
     const stream = client.responses.stream({ model: "tiny-chat", input: "Hello", max_output_tokens: 6, temperature: 0 });

@@ -74,10 +74,9 @@ const ItemReference = z.looseObject({ type: z.literal("item_reference"), id: z.s
 
 const InputItemFields = z.discriminatedUnion("type", [MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, WebSearchCallItem, ItemReference]);
 /** The clients send messages without `type` ("easy input messages"): role and content make them messages. */
-export const ResponseInputItem = z.preprocess(
-  (item) => (item && typeof item === "object" && !Array.isArray(item) && !("type" in item) && "role" in item ? { ...item, type: "message" } : item),
-  InputItemFields,
-);
+export const ResponseInputItem = z
+  .preprocess((item) => (item && typeof item === "object" && !Array.isArray(item) && !("type" in item) && "role" in item ? { ...item, type: "message" } : item), InputItemFields)
+  .describe("An input item; a message may leave out `type` (its role and content make it one).");
 export type ResponseInputItem = z.infer<typeof InputItemFields>;
 
 const FunctionTool = z.looseObject({
@@ -130,10 +129,9 @@ const Includable = z.enum([
 const RequestFields = {
   model: z.string().min(1),
   /** A string is the standard's shorthand for one user message (and is stored and listed as that item). */
-  input: z.preprocess(
-    (input) => (typeof input === "string" ? [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }] : input),
-    z.array(ResponseInputItem),
-  ),
+  input: z
+    .preprocess((input) => (typeof input === "string" ? [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }] : input), z.array(ResponseInputItem))
+    .describe("A list of items, or a string: the shorthand for one user message (stored and listed as that message item)."),
   instructions: z.string().nullish(),
   max_output_tokens: z.number().int().positive().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
