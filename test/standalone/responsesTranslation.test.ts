@@ -160,6 +160,12 @@ describe("ResponseEvents", () => {
     expect(events.at(-1)!.type).toBe("response.incomplete");
     expect(response).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output: [{ type: "message", status: "incomplete" }] });
 
+    // A thought and nothing else still answers with an (empty) message, as the whole response does.
+    const silent = new ResponseEvents(skeleton(), { logprobs: false, summary: false });
+    silent.start();
+    silent.fromChunk(chunk({ reasoning_content: "hm" }));
+    expect(silent.finish(result("stop"), { usd: 0, diem: 0 }).response.output.map((item) => item.type)).toEqual(["reasoning", "message"]);
+
     const failing = new ResponseEvents(skeleton(), { logprobs: false, summary: false });
     failing.start();
     const failed = failing.failed(new InvalidRequestError("the model broke"));

@@ -61,7 +61,10 @@ export class ResponseEvents {
   /** Closes the open item and answers the terminal event with the whole response. */
   finish(result: ChatGenerateResult, cost: ResponseObject["cost"]): { events: ResponseStreamEvent[]; response: ResponseObject } {
     const incomplete = result.finishReason === "length";
-    const events = this.close(incomplete ? "incomplete" : "completed");
+    // An answer with neither text nor calls is still a message, as the whole response has it (see toOutputItems).
+    const answered = this.open?.kind === "message" || this.open?.kind === "call" || this.output.some((item) => item.type === "message" || item.type === "function_call");
+    const events = answered ? [] : this.openMessage();
+    events.push(...this.close(incomplete ? "incomplete" : "completed"));
     const response = finishResponse(this.skeleton, this.output, result, cost);
     events.push(this.event(incomplete ? "response.incomplete" : "response.completed", { response }));
     return { events, response };
@@ -111,20 +114,21 @@ export class ResponseEvents {
   }
 
   private text(delta: string, logprobs: OutputLogprob[]): ResponseStreamEvent[] {
-    const events: ResponseStreamEvent[] = [];
-    if (this.open?.kind !== "message") {
-      events.push(...this.close("completed"));
-      const open: OpenItem = { kind: "message", index: this.reserve(), id: itemId("msg"), text: "", logprobs: [] };
-      this.open = open;
-      events.push(
-        this.event("response.output_item.added", { output_index: open.index, item: { type: "message", id: open.id, status: "in_progress", role: "assistant", content: [] } }),
-      );
-      events.push(this.event("response.content_part.added", { item_id: open.id, output_index: open.index, content_index: 0, part: this.textPart("", []) }));
-    }
+    const events = this.open?.kind === "message" ? [] : this.openMessage();
     const open = this.open as Extract<OpenItem, { kind: "message" }>;
     open.text += delta;
     open.logprobs.push(...logprobs);
     events.push(this.event("response.output_text.delta", { item_id: open.id, output_index: open.index, content_index: 0, delta, logprobs }));
+    return events;
+  }
+
+  private openMessage(): ResponseStreamEvent[] {
+    const events = this.close("completed");
+    const open: OpenItem = { kind: "message", index: this.reserve(), id: itemId("msg"), text: "", logprobs: [] };
+    this.open = open;
+    const item = { type: "message", id: open.id, status: "in_progress", role: "assistant", content: [] };
+    events.push(this.event("response.output_item.added", { output_index: open.index, item }));
+    events.push(this.event("response.content_part.added", { item_id: open.id, output_index: open.index, content_index: 0, part: this.textPart("", []) }));
     return events;
   }
 
