@@ -259,10 +259,15 @@ describe("stored responses", () => {
     const rest = await client.responses.inputItems.list(created.id, { order: "asc", after: page.data[0]!.id });
     expect(rest.data.map((item) => item.id)).toEqual([items.data[1]!.id]);
 
-    const deleted = await fetch(`${server.baseUrl}/responses/${created.id}`, { method: "DELETE", headers: { authorization: `Bearer ${server.adminKey}` } });
-    expect(await deleted.json()).toEqual({ id: created.id, object: "response", deleted: true });
+    await client.responses.delete(created.id);
     await expect(client.responses.retrieve(created.id)).rejects.toMatchObject({ status: 404 });
+    await expect(client.responses.inputItems.list(created.id)).rejects.toMatchObject({ status: 404 });
     await expect(client.responses.delete(created.id)).rejects.toMatchObject({ status: 404 });
+
+    // The body the standard's clients expect of a delete.
+    const other = await client.responses.create({ model: "tiny-chat", input: "Three", max_output_tokens: 1 });
+    const deleted = await fetch(`${server.baseUrl}/responses/${other.id}`, { method: "DELETE", headers: { authorization: `Bearer ${server.adminKey}` } });
+    expect(await deleted.json()).toEqual({ id: other.id, object: "response", deleted: true });
   });
 
   it("keeps nothing with store: false", async () => {
