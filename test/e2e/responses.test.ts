@@ -224,6 +224,16 @@ describe("POST /responses: structured output and reasoning", () => {
     });
     expect(response.output[1]).toMatchObject({ type: "message" });
     expect(response.usage!.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
+    // The stored reasoning item goes back with its turn when the conversation continues.
+    const next = await client.responses.create({
+      model: "tiny-reasoning",
+      previous_response_id: response.id,
+      input: "And at night?",
+      max_output_tokens: 4,
+      reasoning: { effort: "none" },
+    });
+    expect(next.usage!.input_tokens).toBeGreaterThan(response.usage!.input_tokens);
+    expect(next.output.map((item) => item.type)).toEqual(["message"]);
 
     const stream = client.responses.stream({ model: "tiny-reasoning", input: "Why?", reasoning: { effort: "low", summary: "auto" }, max_output_tokens: 40 });
     const types: string[] = [];
