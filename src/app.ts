@@ -6,6 +6,7 @@ import { audioRouter } from "./api/audio/route.js";
 import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
 import { completionsRouter } from "./api/completions/route.js";
+import { responsesRouter } from "./api/responses/route.js";
 import { consoleRouter } from "./api/console/route.js";
 import { augmentRouter } from "./api/augment/route.js";
 import { embeddingsRouter } from "./api/embeddings/route.js";
@@ -40,6 +41,7 @@ const ROUTERS = [
   modelsRouter,
   chatRouter,
   completionsRouter,
+  responsesRouter,
   charactersRouter,
   audioRouter,
   imagesRouter,

@@ -27,6 +27,7 @@ export function registerServeCommand(program: Command): void {
     "keepAlive",
     "ramBudget",
     "vramBudget",
+    "responsesRetentionDays",
   ] as const)
     addSettingOption(serve, name);
   for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);

@@ -113,6 +113,13 @@ export const SERVER_SETTINGS = {
     description:
       "top-up settlement: onchain (credit once the transfer is mined), deferred (credit on the signature, submit before expiry) or off (development only); overrides the wallet config's x402.settlement",
   },
+  responsesRetentionDays: {
+    flag: "--responses-retention-days <days>",
+    env: "HEARTH_RESPONSES_RETENTION_DAYS",
+    default: "30",
+    description: "days a stored response (POST /responses with store, the default) stays readable and continuable with previous_response_id before it is deleted",
+    see: "api.md#responses-post-responses",
+  },
   searchUrl: {
     flag: "--search-url <url>",
     env: "HEARTH_SEARCH_URL",
@@ -207,6 +214,8 @@ export const ServerConfig = z.object({
     .default(24 * 3600_000),
   /** A job interrupted by this many restarts fails (and is refunded) instead of starting again. */
   jobMaxAttempts: z.number().int().min(1).default(3),
+  /** Days a stored response is kept (GET /responses/{id}, previous_response_id). */
+  responsesRetentionDays: z.coerce.number().positive().default(30),
   /** SearxNG base URL for chat web search; unset: no search provider. */
   searchUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** Per web search and per successfully scraped page, in whole USD (DIEM at the same amount). */

@@ -10,6 +10,7 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
   const uploads = Math.max(25e6, Math.ceil((config.maxUploadMb * 4e6) / 3) + 1e6);
   const limits: Record<string, number> = {
     "POST /chat/completions": uploads,
+    "POST /responses": uploads,
     "POST /image/generate": uploads,
     "POST /images/generations": uploads,
     // Up to 2,048 inputs of an embedding model's context each: 8 MB holds 2,048 inputs of ~4,000 characters, or a few inputs of a long-context model.

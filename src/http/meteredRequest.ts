@@ -10,7 +10,7 @@ import { recordRequestUsage, type UsageRow } from "../store/usage.js";
 import { CLIENT_CLOSED_REQUEST } from "./clientClosedRequest.js";
 import { setModelHeaders } from "./modelHeaders.js";
 import type { RequestContext } from "./requestContext.js";
-import { SseStream } from "./sse.js";
+import { type SseFraming, SseStream } from "./sse.js";
 
 /** What the metered path needs of the app. */
 export type MeteredDeps = Pick<AppDeps, "credits" | "limits" | "db">;
@@ -133,9 +133,9 @@ export class MeteredRequest {
     setModelHeaders(this.res, entry, router);
   }
 
-  /** The response as server-sent events (opened by its first event). */
-  sse(): SseStream {
-    this.stream ??= new SseStream(this.res);
+  /** The response as server-sent events (opened by its first event); the first call's framing holds. */
+  sse(framing?: SseFraming): SseStream {
+    this.stream ??= new SseStream(this.res, framing);
     return this.stream;
   }
 

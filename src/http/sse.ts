@@ -2,15 +2,28 @@ import type { Response } from "express";
 import { toErrorResponse } from "../errors.js";
 import { formatErrorBody } from "./errorFormat.js";
 
+/** How a stream frames its events, where it differs from the chat-completions framing. */
+export interface SseFraming {
+  /** The `event:` line of an event (the Responses standard names each event by its type); none by default. */
+  eventName?: (data: unknown) => string | undefined;
+  /** Whether the stream ends with `data: [DONE]` (default true; the Responses standard ends with its terminal event). */
+  done?: boolean;
+  /** The event an error after the first byte becomes (default: the error body in the node's error format). */
+  errorEvent?: (error: unknown) => unknown;
+}
+
 /**
- * Server-sent events in the chat-completions framing: `data: <json>` events, ending with
- * `data: [DONE]`. An error before the first byte is a real status code (the caller throws);
+ * Server-sent events in the chat-completions framing by default: `data: <json>` events, ending
+ * with `data: [DONE]`. An error before the first byte is a real status code (the caller throws);
  * an error after it goes into the stream, followed by [DONE].
  */
 export class SseStream {
   private opened = false;
 
-  constructor(private readonly res: Response) {}
+  constructor(
+    private readonly res: Response,
+    private readonly framing: SseFraming = {},
+  ) {}
 
   get started(): boolean {
     return this.opened;
@@ -20,8 +33,9 @@ export class SseStream {
     if (this.res.writableEnded) return;
     if (!this.opened) this.open();
     if (typeof data !== "string") {
+      const name = this.framing.eventName?.(data);
       // JSON escapes line breaks, so a serialized event is always one data line (the per-token path).
-      this.res.write(`data: ${JSON.stringify(data)}\n\n`);
+      this.res.write(`${name ? `event: ${name}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
       return;
     }
     this.res.write(
@@ -33,6 +47,11 @@ export class SseStream {
   }
 
   fail(error: unknown): void {
+    if (this.framing.errorEvent) {
+      this.send(this.framing.errorEvent(error));
+      this.end();
+      return;
+    }
     const { status, body } = toErrorResponse(error);
     const format = this.res.locals.ctx?.errorFormat ?? "provider";
     // The provider's shape wraps its body in `error`; the standard's body is already `{error: {...}}`.
@@ -43,7 +62,7 @@ export class SseStream {
   end(): void {
     if (this.res.writableEnded) return;
     if (!this.opened) this.open();
-    this.res.write("data: [DONE]\n\n");
+    if (this.framing.done !== false) this.res.write("data: [DONE]\n\n");
     this.res.end();
   }
 

@@ -349,4 +349,26 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX character_reviews_by_character ON character_reviews (character_slug, created_at);
     `,
   },
+  {
+    version: 700,
+    name: "responses: stored Responses API answers (input items, output) for retrieval and previous_response_id",
+    sql: `
+      -- A response kept with store (the default): the items earlier turns contributed
+      -- (context_items: the previous response's context, input and output), this request's own
+      -- input items, and the response as answered. Only its account reads it; rows past
+      -- expires_at are never served and are purged.
+      CREATE TABLE responses (
+        id                    TEXT PRIMARY KEY,
+        account_id            TEXT NOT NULL,
+        model                 TEXT NOT NULL,
+        previous_response_id  TEXT,
+        context_items         TEXT NOT NULL,
+        input_items           TEXT NOT NULL,
+        response              TEXT NOT NULL,
+        created_at            INTEGER NOT NULL,
+        expires_at            INTEGER NOT NULL
+      );
+      CREATE INDEX responses_expiry ON responses(expires_at);
+    `,
+  },
 ];

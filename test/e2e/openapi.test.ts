@@ -241,6 +241,29 @@ describe("real responses match their documented schemas", () => {
     for (const chunk of chunks) expectMatches("post", "/chat/completions", 200, chunk, pointer("components", "schemas", "ChatCompletionChunk"));
   });
 
+  it("responses, whole, streamed, stored and listed", async () => {
+    const body = await expectConforms(
+      await post(server, "/responses", { model: "tiny-chat", input: "Hi", max_output_tokens: 4, include: ["message.output_text.logprobs"], top_logprobs: 2 }),
+      "post",
+      "/responses",
+      200,
+    );
+    expect(body.object).toBe("response");
+    const auth = { headers: { authorization: `Bearer ${server.adminKey}` } };
+    await expectConforms(await fetch(`${server.baseUrl}/responses/${body.id}`, auth), "get", "/responses/{id}", 200);
+    await expectConforms(await fetch(`${server.baseUrl}/responses/${body.id}/input_items`, auth), "get", "/responses/{id}/input_items", 200);
+    await expectConforms(await fetch(`${server.baseUrl}/responses/${body.id}`, { ...auth, method: "DELETE" }), "delete", "/responses/{id}", 200);
+
+    const stream = await post(server, "/responses", { model: "tiny-chat", input: "Hi", max_output_tokens: 4, stream: true });
+    expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = (await stream.text())
+      .trim()
+      .split("\n\n")
+      .map((e) => JSON.parse(e.split("\n")[1]!.slice("data: ".length)));
+    for (const event of events) expectMatches("post", "/responses", 200, event, pointer("components", "schemas", "ResponseStreamEvent"));
+    expectMatches("post", "/responses", 200, events.at(-1).response, pointer("components", "schemas", "ResponseObject"));
+  });
+
   it("legacy completions, whole (with logprobs and echo) and streamed", async () => {
     const body = await expectConforms(
       await post(server, "/completions", { model: "tiny-chat", prompt: ["Hi", "Ho"], max_tokens: 4, logprobs: 2, echo: true }),

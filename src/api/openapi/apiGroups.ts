@@ -6,6 +6,7 @@ import { consoleApi } from "../console/operations.js";
 import { charactersApi } from "../characters/operations.js";
 import { chatApi } from "../chat/operations.js";
 import { completionsApi } from "../completions/operations.js";
+import { responsesApi } from "../responses/operations.js";
 import { embeddingsApi } from "../embeddings/operations.js";
 import { imagesApi } from "../images/operations.js";
 import { keysApi } from "../keys/operations.js";
@@ -25,6 +26,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   modelsApi,
   chatApi,
   completionsApi,
+  responsesApi,
   charactersApi,
   audioApi,
   imagesApi,
