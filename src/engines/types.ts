@@ -1,3 +1,4 @@
+import type { ReplicaStatus } from "./upstream/ReplicaPool.js";
 import type { JsonSchemaSubset } from "./jsonSchemaSubset.js";
 import type { ExecutionProviderChoice } from "./onnx/resolveExecutionProviders.js";
 
@@ -238,7 +239,16 @@ export interface EngineBase {
   readonly router: string;
   /** ONNX engines: where onnxruntime runs the model, and why (GET /admin/models shows it). */
   readonly executionProvider?: ExecutionProviderChoice;
+  /** Relayed models: the upstream replicas and their state (GET /admin/models, the console, the metrics). */
+  readonly replicaPool?: ReplicaPoolView;
   dispose(): Promise<void>;
+}
+
+/** What the rest of the node reads of an upstream pool. */
+export interface ReplicaPoolView {
+  status(): ReplicaStatus[];
+  /** Each replica's answer latencies (seconds) since the last call. */
+  takeLatencies(): { replica: string; seconds: number[] }[];
 }
 
 /**
