@@ -206,17 +206,15 @@ describe("a gateway Hearth in front of a pool of three Hearth nodes", () => {
   it("ends a stream cut by a dying replica with an error event, billed for what was sent", async () => {
     const { key: callerKey, accountId } = gateway.createKey({ usd: 1 });
     const [key] = keysOwnedBy(2, 1, "cut-");
-    const stream = await gateway
-      .openai(callerKey)
-      .chat.completions.create({
-        model: POOL,
-        messages: [{ role: "user", content: "Tell me a very long story" }],
-        max_tokens: 300,
-        temperature: 1,
-        seed: 3,
-        prompt_cache_key: key,
-        stream: true,
-      });
+    const stream = await gateway.openai(callerKey).chat.completions.create({
+      model: POOL,
+      messages: [{ role: "user", content: "Tell me a very long story" }],
+      max_tokens: 300,
+      temperature: 1,
+      seed: 3,
+      prompt_cache_key: key,
+      stream: true,
+    });
     let pieces = 0;
     let failure: unknown;
     try {

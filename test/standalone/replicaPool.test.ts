@@ -98,7 +98,7 @@ describe("ReplicaPool", () => {
   });
 
   it("ejects a failing replica with a doubling back-off and re-admits it when a check succeeds after it", async () => {
-    let now = 1_000_000;
+    const now = 1_000_000;
     let answering = false;
     const checks: number[] = [];
     const pool = new ReplicaPool([replica(1), replica(2)], {
