@@ -502,6 +502,11 @@ export interface EmbeddingEngine extends EngineBase {
   countTokens(texts: readonly string[], options?: { stopAbove?: number }): Promise<number[]>;
   /** Embeds all inputs; batches of inputs run through the model together. */
   embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<EmbedResult>;
+  /**
+   * countTokens gives upper bounds, not counts (a relay without the upstream's tokenizer): the
+   * hold is taken on them and the charge on the tokens `embed` reports.
+   */
+  readonly countsAreBounds?: boolean;
 }
 
 /**

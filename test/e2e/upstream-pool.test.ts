@@ -11,6 +11,7 @@ import { getBalances } from "../../src/store/ledger.js";
 import { countReservations } from "../../src/store/reservations.js";
 import { listUsage } from "../../src/store/usage.js";
 import { TcpRelay } from "../helpers/tcpRelay.js";
+import { tinyEmbeddingEntry } from "../helpers/mediaModels.js";
 import { startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
@@ -36,6 +37,7 @@ let dir: string | undefined;
 /** $1 per million prompt tokens and $1000 per million completion tokens: a completion token is 1,000 micro-dollars. */
 const PRICED = { input: { usd: 1, diem: 1 }, output: { usd: 1000, diem: 1000 } };
 const POOL = "pool-chat";
+const EMBED_POOL = "pool-embed";
 const topic = (name: string) => `This is a long document about ${name}. `.repeat(25);
 const served = () => nodes.map((node) => listUsage(node.server.db, node.accountId).length);
 const delta = (before: number[]) => served().map((count, i) => count - before[i]!);
@@ -53,10 +55,10 @@ const keysOwnedBy = (index: number, count: number, prefix: string) => {
   return found;
 };
 
-async function replicaStates(): Promise<NonNullable<AdminModelsResponse["data"][number]["replicas"]>> {
+async function replicaStates(model = POOL): Promise<NonNullable<AdminModelsResponse["data"][number]["replicas"]>> {
   const res = await fetch(`${gateway.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${gateway.adminKey}` } });
   const body = (await res.json()) as AdminModelsResponse;
-  return body.data.find((m) => m.id === POOL)!.replicas!;
+  return body.data.find((m) => m.id === model)!.replicas!;
 }
 
 /** A streamed chat with usage, read to the end: its text, usage and cost. */
@@ -82,7 +84,7 @@ async function streamChat(client: OpenAI, key: string, content: string) {
 beforeAll(async () => {
   const env: Record<string, string> = {};
   for (let i = 0; i < 3; i++) {
-    const server = await startTestServer({ models: [tinyChatEntry()] });
+    const server = await startTestServer({ models: [tinyChatEntry(), tinyEmbeddingEntry()] });
     // The gateway's key on this node, with credit only for it.
     const { key, accountId } = server.createKey({ usd: 10 });
     nodes.push({ server, accountId, replica: "", weight: i === 2 ? 2 : 1 });
@@ -98,8 +100,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "hearth-pool-"));
   const configPath = join(dir, "models.config.json");
   const replicas = nodes.map((node, i) => ({ baseUrlEnv: `NODE_${i}_URL`, apiKeyEnv: `NODE_${i}_KEY`, weight: node.weight }));
-  const upstream = { model: "tiny-chat", contextSize: 2048, timeoutMs: 10_000, replicas, healthCheck: { intervalMs: 250, timeoutMs: 1000, ejectMs: 250, maxEjectMs: 1000 } };
-  writeFileSync(configPath, JSON.stringify({ models: [{ id: POOL, type: "text", backend: "upstream", pricing: PRICED, upstream }] }));
+  const upstream = { model: "tiny-chat", contextSize: 2048, timeoutMs: 10_000, replicas, healthCheck: { intervalMs: 500, timeoutMs: 5000, ejectMs: 250, maxEjectMs: 1000 } };
+  const embeddings = { id: EMBED_POOL, type: "embedding", backend: "upstream", pricing: { input: { usd: 1, diem: 1 } }, upstream: { ...upstream, model: "tiny-embedding" } };
+  writeFileSync(configPath, JSON.stringify({ models: [{ id: POOL, type: "text", backend: "upstream", pricing: PRICED, upstream }, embeddings] }));
+  // Loaded before the gateway starts checking them: a model loading in this shared process must not look like a sick replica.
+  for (const node of nodes) await Promise.all([node.server.models.load("tiny-chat"), node.server.models.load("tiny-embedding")]);
   gateway = await startTestServer({ models: loadModelsConfig(configPath, dir, env).models, config: { metricsPort: 0 } });
 });
 
@@ -235,5 +240,37 @@ describe("a gateway Hearth in front of a pool of three Hearth nodes", () => {
     expect(listUsage(gateway.db, accountId)).toHaveLength(1);
     expect(countReservations(gateway.db)).toBe(0);
     expect((await replicaStates())[2]!.healthy).toBe(false);
+  });
+
+  it("relays embeddings to the pool too: the nodes' vectors, billed on the upstream's token count, around a dead replica", async () => {
+    // The third node is still down (the relay died with the stream above); this model's pool learns it on its first request there.
+    const { key: callerKey, accountId } = gateway.createKey({ usd: 1 });
+    const inputs = ["The quick brown fox jumps over the lazy dog.", "a cat sat on the mat", "Hello world", "pools of nodes"];
+    const before = served();
+    const results: OpenAI.CreateEmbeddingResponse[] = [];
+    for (const input of inputs) results.push(await gateway.openai(callerKey).embeddings.create({ model: EMBED_POOL, input: [input, `${input} again`] }));
+    const direct = await nodes[0]!.server.openai().embeddings.create({ model: "tiny-embedding", input: [inputs[0]!, `${inputs[0]!} again`], encoding_format: "float" });
+    const viaGateway = await gateway.openai(callerKey).embeddings.create({ model: EMBED_POOL, input: [inputs[0]!, `${inputs[0]!} again`], encoding_format: "float" });
+    viaGateway.data.forEach((item, i) => {
+      expect(item.embedding).toHaveLength(direct.data[i]!.embedding.length);
+      for (const [j, x] of item.embedding.entries()) expect(x).toBeCloseTo(direct.data[i]!.embedding[j]!, 5);
+    });
+    expect(viaGateway.usage.prompt_tokens).toBe(direct.usage.prompt_tokens);
+    // Every request answered although the third replica refused its first one; the first two served them all (the load's probe included).
+    const moved = delta(before);
+    expect(moved[2]).toBe(0);
+    expect(moved[0]! + moved[1]!).toBe(inputs.length + 2);
+    // Charged the upstream's count ($1 per million: one micro-dollar a token), not the byte bound the hold was taken on.
+    const tokens = [...results, viaGateway].reduce((sum, r) => sum + r.usage.prompt_tokens, 0);
+    expect(1_000_000 - getBalances(gateway.db, accountId).USD).toBe(tokens);
+    const byCount = (a: number, b: number) => a - b;
+    expect(
+      listUsage(gateway.db, accountId)
+        .map((row) => row.promptTokens)
+        .sort(byCount),
+    ).toEqual([...results, viaGateway].map((r) => r.usage.prompt_tokens).sort(byCount));
+    const states = await replicaStates(EMBED_POOL);
+    // Ejected by its refusal (or by a failed health check, whichever came first).
+    expect(states[2], JSON.stringify(states)).toMatchObject({ healthy: false, inFlight: 0 });
   });
 });
