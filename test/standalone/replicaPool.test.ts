@@ -130,6 +130,29 @@ describe("ReplicaPool", () => {
     pool.dispose();
   });
 
+  it("checks replicas on its interval with unref'd timers, and stops when disposed", async () => {
+    let checks = 0;
+    const pool = new ReplicaPool([replica(1), replica(2)], {
+      modelId: "m",
+      healthCheck: healthCheck({ intervalMs: 50 }),
+      check: async () => {
+        checks++;
+        return true;
+      },
+    }).startHealthChecks();
+    await vi.waitFor(() => expect(checks).toBeGreaterThanOrEqual(4));
+    pool.dispose();
+    const after = checks;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(checks).toBe(after);
+    // A pool of one has no checks at all.
+    let single = 0;
+    const one = new ReplicaPool([replica(1)], { modelId: "m", healthCheck: healthCheck({ intervalMs: 50 }), check: async () => ++single > 0 }).startHealthChecks();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(single).toBe(0);
+    one.dispose();
+  });
+
   it("never ejects the only replica of a pool of one (its own error says more than a 503)", () => {
     const pool = new ReplicaPool([replica(1)], { modelId: "m", healthCheck: healthCheck() });
     pool.begin(pool.replicas[0]!).end({ ok: false, error: "ECONNREFUSED", eject: true });
