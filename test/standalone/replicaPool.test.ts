@@ -153,6 +153,26 @@ describe("ReplicaPool", () => {
     one.dispose();
   });
 
+  it("re-admits a replica ejected while a slow check of it was running (the check after the back-off still runs)", async () => {
+    let release!: () => void;
+    const slow = new Promise<boolean>((resolve) => (release = () => resolve(true)));
+    let calls = 0;
+    const pool = new ReplicaPool([replica(1), replica(2)], {
+      modelId: "m",
+      healthCheck: healthCheck({ intervalMs: 50, ejectMs: 20 }),
+      check: async () => (++calls === 1 ? slow : true),
+    }).startHealthChecks();
+    const [first] = pool.replicas as [Replica, Replica];
+    await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(1));
+    pool.begin(first).end({ ok: false, error: "reset", eject: true });
+    // The probe after the 20 ms back-off comes while the first check still hangs.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(first.healthy).toBe(false);
+    release();
+    await vi.waitFor(() => expect(first.status()).toMatchObject({ healthy: true, ejectedUntil: null }));
+    pool.dispose();
+  });
+
   it("never ejects the only replica of a pool of one (its own error says more than a 503)", () => {
     const pool = new ReplicaPool([replica(1)], { modelId: "m", healthCheck: healthCheck() });
     pool.begin(pool.replicas[0]!).end({ ok: false, error: "ECONNREFUSED", eject: true });

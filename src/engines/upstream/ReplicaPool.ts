@@ -95,6 +95,8 @@ export class ReplicaPool {
   readonly replicas: readonly Replica[];
   private readonly now: () => number;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly checking = new Set<Replica>();
+  private readonly recheck = new Set<Replica>();
   private interval: NodeJS.Timeout | undefined;
   private disposed = false;
 
@@ -193,8 +195,20 @@ export class ReplicaPool {
 
   private async runCheck(replica: Replica): Promise<void> {
     if (this.disposed || !this.options.check) return;
+    // One check of a replica at a time (an interval shorter than the timeout must not pile them
+    // up); a reason to check that comes meanwhile runs a fresh check when this one ends.
+    if (this.checking.has(replica)) {
+      this.recheck.add(replica);
+      return;
+    }
+    this.checking.add(replica);
+    const before = { healthy: replica.healthy, failuresInRow: replica.failuresInRow };
     const ok = await this.options.check(replica, this.options.healthCheck.timeoutMs).catch(() => false);
+    this.checking.delete(replica);
     if (this.disposed) return;
+    if (this.recheck.delete(replica)) return this.runCheck(replica);
+    // Ejected (again) while the check ran: the check after that back-off decides, not this one.
+    if (replica.healthy !== before.healthy || replica.failuresInRow !== before.failuresInRow) return;
     if (ok) {
       if (!replica.healthy) this.admit(replica);
       return;
