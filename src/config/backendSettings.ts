@@ -183,40 +183,87 @@ export const TranscriptionSettings = z.strictObject({
 export type TranscriptionSettings = z.infer<typeof TranscriptionSettings>;
 
 /**
- * Another server speaking the same standard (/audio/speech, /chat/completions): another Hearth,
- * vLLM, llama-server or a hosted provider. Without a base URL (set directly or through \`baseUrlEnv\`) the model is not served.
+ * One server of an upstream pool. Its key, when it has none of its own, is the pool's
+ * (`upstream.apiKey` / `upstream.apiKeyEnv`).
  */
-export const UpstreamSettings = z.strictObject({
+export const UpstreamReplica = z.strictObject({
   baseUrl: z.url().optional(),
-  /** Environment variable holding the base URL (e.g. https://host/api/v1). */
+  /** Environment variable holding this replica's base URL. */
   baseUrlEnv: z.string().min(1).optional(),
   /** Prefer apiKeyEnv; a literal key here is read as is. */
   apiKey: z.string().min(1).optional(),
   apiKeyEnv: z.string().min(1).optional(),
-  /** The model id at the upstream (defaults to this entry's id). */
-  model: z.string().min(1).optional(),
-  timeoutMs: z.number().int().positive().default(120_000),
-  /**
-   * Text models: the upstream model's context window. It bounds the credit hold of a request
-   * without max_tokens; unset, it is read from the upstream's GET /models list (the entry whose
-   * id is `model`: context_length or max_model_len) when the model loads, else 8192.
-   */
-  contextSize: z.number().int().min(64).optional(),
-  /** Text models: what the upstream model can do (requests for anything else are refused here, before the upstream). */
-  features: z
-    .strictObject({
-      functionCalling: z.boolean().default(true),
-      responseSchema: z.boolean().default(true),
-      logprobs: z.boolean().default(true),
-      /** The model thinks (reasoning_content); reasoning_effort is then forwarded. */
-      reasoning: z.boolean().default(false),
-      /** Thinking can be switched off (reasoning_effort "none" is forwarded). */
-      reasoningToggle: z.boolean().default(false),
-      /** min_temp / max_temp are forwarded (Hearth, llama.cpp-based servers). */
-      dynamicTemperature: z.boolean().default(false),
-      /** Most choices (n) one request may ask for. */
-      maxChoices: z.number().int().min(1).max(128).default(8),
-    })
-    .optional(),
+  /** Its share of the traffic relative to the others (2: twice the keys and twice the load of a replica of weight 1). */
+  weight: z.number().positive("weight must be greater than 0").default(1),
+  /** Requests this node sends it at once; a replica at its limit is skipped (unset: no limit). */
+  maxInFlight: z.number().int().positive().optional(),
 });
+export type UpstreamReplica = z.infer<typeof UpstreamReplica>;
+
+/** Active health checks of a pool of two or more replicas (GET {baseUrl}/models with the replica's key). */
+export const UpstreamHealthCheck = z.strictObject({
+  /** Between two checks of a replica that is in the pool. */
+  intervalMs: z.number().int().min(50).default(10_000),
+  /** A check that takes longer fails. */
+  timeoutMs: z.number().int().min(10).default(2_000),
+  /** First back-off of an ejected replica; it doubles with each failure in a row, up to maxEjectMs. */
+  ejectMs: z.number().int().min(10).default(1_000),
+  maxEjectMs: z.number().int().min(10).default(60_000),
+});
+export type UpstreamHealthCheck = z.infer<typeof UpstreamHealthCheck>;
+
+/**
+ * Another server speaking the same standard (/audio/speech, /chat/completions): another Hearth,
+ * vLLM, llama-server or a hosted provider, or a pool of them (\`replicas\`). Without a base URL
+ * (set directly or through \`baseUrlEnv\`, for every replica of a pool) the model is not served.
+ */
+export const UpstreamSettings = z
+  .strictObject({
+    baseUrl: z.url().optional(),
+    /** Environment variable holding the base URL (e.g. https://host/api/v1). */
+    baseUrlEnv: z.string().min(1).optional(),
+    /** Prefer apiKeyEnv; a literal key here is read as is. */
+    apiKey: z.string().min(1).optional(),
+    apiKeyEnv: z.string().min(1).optional(),
+    /** The model id at the upstream (defaults to this entry's id). */
+    model: z.string().min(1).optional(),
+    timeoutMs: z.number().int().positive().default(120_000),
+    /**
+     * Text models: the upstream model's context window. It bounds the credit hold of a request
+     * without max_tokens; unset, it is read from the upstream's GET /models list (the entry whose
+     * id is `model`: context_length or max_model_len) when the model loads, else 8192.
+     */
+    contextSize: z.number().int().min(64).optional(),
+    /** Text models: what the upstream model can do (requests for anything else are refused here, before the upstream). */
+    features: z
+      .strictObject({
+        functionCalling: z.boolean().default(true),
+        responseSchema: z.boolean().default(true),
+        logprobs: z.boolean().default(true),
+        /** The model thinks (reasoning_content); reasoning_effort is then forwarded. */
+        reasoning: z.boolean().default(false),
+        /** Thinking can be switched off (reasoning_effort "none" is forwarded). */
+        reasoningToggle: z.boolean().default(false),
+        /** min_temp / max_temp are forwarded (Hearth, llama.cpp-based servers). */
+        dynamicTemperature: z.boolean().default(false),
+        /** Most choices (n) one request may ask for. */
+        maxChoices: z.number().int().min(1).max(128).default(8),
+      })
+      .optional(),
+    /**
+     * Several servers of the same model: requests with a prompt_cache_key (or a long shared
+     * system prompt) go to the same replica by rendezvous hashing, the rest to the least loaded;
+     * a failing replica is ejected and checked until it answers again (docs/scaling.md).
+     */
+    replicas: z.array(UpstreamReplica).min(1, "list at least one replica").optional(),
+    healthCheck: UpstreamHealthCheck.default(UpstreamHealthCheck.parse({})),
+  })
+  .superRefine((upstream, ctx) => {
+    if (upstream.replicas && (upstream.baseUrl || upstream.baseUrlEnv))
+      ctx.addIssue({ code: "custom", path: ["replicas"], message: "give either baseUrl/baseUrlEnv or replicas, not both (one base URL is a pool of one)" });
+    for (const [index, replica] of (upstream.replicas ?? []).entries())
+      if (!replica.baseUrl && !replica.baseUrlEnv) ctx.addIssue({ code: "custom", path: ["replicas", index], message: "a replica needs baseUrl or baseUrlEnv" });
+    if (upstream.healthCheck.ejectMs > upstream.healthCheck.maxEjectMs)
+      ctx.addIssue({ code: "custom", path: ["healthCheck", "ejectMs"], message: "must not exceed healthCheck.maxEjectMs" });
+  });
 export type UpstreamSettings = z.infer<typeof UpstreamSettings>;

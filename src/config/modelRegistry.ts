@@ -137,8 +137,10 @@ export const ModelsConfig = z
 
 export type ModelsConfig = z.infer<typeof ModelsConfig>;
 
-/** Fills an upstream's base URL and key from the environment variables it names (explicit values win). */
+/** Fills an upstream's base URLs and keys (its own and each replica's) from the environment variables they name (explicit values win). */
 export function resolveUpstream(upstream: UpstreamSettings, env: NodeJS.ProcessEnv): void {
-  if (!upstream.baseUrl && upstream.baseUrlEnv && env[upstream.baseUrlEnv]) upstream.baseUrl = env[upstream.baseUrlEnv];
-  if (!upstream.apiKey && upstream.apiKeyEnv && env[upstream.apiKeyEnv]) upstream.apiKey = env[upstream.apiKeyEnv];
+  for (const target of [upstream, ...(upstream.replicas ?? [])]) {
+    if (!target.baseUrl && target.baseUrlEnv && env[target.baseUrlEnv]) target.baseUrl = env[target.baseUrlEnv];
+    if (!target.apiKey && target.apiKeyEnv && env[target.apiKeyEnv]) target.apiKey = env[target.apiKeyEnv];
+  }
 }

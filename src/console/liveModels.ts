@@ -1,3 +1,4 @@
+import type { ReplicaStatus } from "../engines/upstream/ReplicaPool.js";
 import type { ModelStatus } from "../models/ModelManager.js";
 
 /**
@@ -16,6 +17,8 @@ export interface LiveModel {
   loadedAt: string | null;
   lastUsedAt: string | null;
   keepAliveSeconds: number | null;
+  /** A loaded upstream model's replicas (GET /admin/models' records); null for other models. */
+  replicas: ReplicaStatus[] | null;
 }
 
 /**
@@ -36,5 +39,6 @@ export function liveModels(statuses: readonly ModelStatus[]): LiveModel[] {
     loadedAt: iso(status.loadedAt),
     lastUsedAt: iso(status.lastUsedAt),
     keepAliveSeconds: status.keepAliveSeconds,
+    replicas: status.replicas,
   }));
 }

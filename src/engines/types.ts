@@ -1,3 +1,4 @@
+import type { ReplicaStatus } from "./upstream/ReplicaPool.js";
 import type { JsonSchemaSubset } from "./jsonSchemaSubset.js";
 import type { ExecutionProviderChoice } from "./onnx/resolveExecutionProviders.js";
 
@@ -238,7 +239,16 @@ export interface EngineBase {
   readonly router: string;
   /** ONNX engines: where onnxruntime runs the model, and why (GET /admin/models shows it). */
   readonly executionProvider?: ExecutionProviderChoice;
+  /** Relayed models: the upstream replicas and their state (GET /admin/models, the console, the metrics). */
+  readonly replicaPool?: ReplicaPoolView;
   dispose(): Promise<void>;
+}
+
+/** What the rest of the node reads of an upstream pool. */
+export interface ReplicaPoolView {
+  status(): ReplicaStatus[];
+  /** Each replica's answer latencies (seconds) since the last call. */
+  takeLatencies(): { replica: string; seconds: number[] }[];
 }
 
 /**
@@ -492,6 +502,11 @@ export interface EmbeddingEngine extends EngineBase {
   countTokens(texts: readonly string[], options?: { stopAbove?: number }): Promise<number[]>;
   /** Embeds all inputs; batches of inputs run through the model together. */
   embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<EmbedResult>;
+  /**
+   * countTokens gives upper bounds, not counts (a relay without the upstream's tokenizer): the
+   * hold is taken on them and the charge on the tokens `embed` reports.
+   */
+  readonly countsAreBounds?: boolean;
 }
 
 /**

@@ -120,6 +120,40 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // Upstream pools, per replica (`replica`: its base URL without credentials). Read from the
+  // pool at scrape time: the counters restart when the model is reloaded, as counters may.
+  private readonly upstreamRequests = new Counter({
+    name: "hearth_upstream_requests_total",
+    help: "Upstream pools: requests sent to each replica since the model loaded (a retry counts on both replicas)",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  private readonly upstreamErrors = new Counter({
+    name: "hearth_upstream_errors_total",
+    help: "Upstream pools: requests a replica failed (refused, timed out, 5xx or at capacity, a stream cut off)",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  private readonly upstreamInFlight = new Gauge({
+    name: "hearth_upstream_in_flight",
+    help: "Upstream pools: requests this node has on each replica now",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  private readonly upstreamHealthy = new Gauge({
+    name: "hearth_upstream_healthy",
+    help: "Upstream pools: 1 when the replica is in the pool, 0 while it is ejected",
+    labelNames: ["model", "replica"] as const,
+    registers: [this.registry],
+  });
+  private readonly upstreamLatency = new Histogram({
+    name: "hearth_upstream_latency_seconds",
+    help: "Upstream pools: from sending a request to a replica to its answer starting (response headers)",
+    labelNames: ["model", "replica"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
   constructor() {
     // Process metrics (CPU, memory, event loop, GC) under their usual names, for stock dashboards.
     collectDefaultMetrics({ register: this.registry });
@@ -178,6 +212,21 @@ export class Metrics {
       }
     }
     for (const [kind, count] of perKind) this.loadedModels.set({ kind }, count);
+    this.setUpstreamMetrics(samples);
+  }
+
+  private setUpstreamMetrics(samples: readonly ModelSample[]): void {
+    for (const metric of [this.upstreamRequests, this.upstreamErrors, this.upstreamInFlight, this.upstreamHealthy]) metric.reset();
+    for (const sample of samples) {
+      for (const replica of sample.replicas ?? []) {
+        const labels = { model: sample.id, replica: replica.baseUrl };
+        this.upstreamRequests.inc(labels, replica.requests);
+        this.upstreamErrors.inc(labels, replica.errors);
+        this.upstreamInFlight.set(labels, replica.inFlight);
+        this.upstreamHealthy.set(labels, replica.healthy ? 1 : 0);
+        for (const seconds of replica.latencies) this.upstreamLatency.observe(labels, seconds);
+      }
+    }
   }
 }
 

@@ -164,6 +164,7 @@ export class ModelLifecycle {
       keepAliveSeconds: keepAlive === Infinity ? -1 : keepAlive,
       sharedWith: slot.entries.filter((e) => e.id !== entry.id).map((e) => e.id),
       executionProvider: engine?.executionProvider ? { ...engine.executionProvider, providers: [...engine.executionProvider.providers] } : null,
+      replicas: engine?.replicaPool?.status() ?? null,
     };
   }
 

@@ -2,6 +2,7 @@ import type { ModelEntry } from "../config/modelRegistry.js";
 import type { MemoryEstimate } from "../engines/BackendDescriptor.js";
 import type { ExecutionProviderChoice } from "../engines/onnx/resolveExecutionProviders.js";
 import type { DecodeStats, EngineKind, EnginesByKind } from "../engines/types.js";
+import type { ReplicaStatus } from "../engines/upstream/ReplicaPool.js";
 
 /** What the model lifecycle reports: each model's state, the memory budget, state changes, and the lease a request holds. */
 
@@ -40,6 +41,8 @@ export interface ModelStatus {
   sharedWith: string[];
   /** A loaded ONNX model: where onnxruntime runs it and why; null otherwise. */
   executionProvider: ExecutionProviderChoice | null;
+  /** A loaded upstream model: each replica of its pool (one for a single base URL); null otherwise. */
+  replicas: ReplicaStatus[] | null;
 }
 
 export interface MemoryBudgetStatus {

@@ -1,5 +1,6 @@
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AdminModelsResponse } from "../../src/api/admin/schema.js";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";
 import { getBalances } from "../../src/store/ledger.js";
@@ -36,6 +37,11 @@ beforeAll(async () => {
       relayed({ id: "tts-chatterbox-hd", upstream: { baseUrlEnv: "HEARTH_TEST_UNSET_UPSTREAM_URL" } }),
       // An upstream that is down.
       relayed({ id: "tts-xai-v1", upstream: { baseUrl: "http://127.0.0.1:9/api/v1" } }),
+      // A pool whose first replica is down.
+      relayed({
+        id: "tts-pool",
+        upstream: { model: "tts-kokoro", replicas: [{ baseUrl: "http://127.0.0.1:9/api/v1" }, { baseUrl: upstream.baseUrl, apiKey: nodeKey.key }] },
+      }),
     ],
   });
 });
@@ -97,7 +103,7 @@ describe("speech relayed to an upstream server", () => {
 
   it("leaves models without an upstream URL out of /models, and answers 503 naming the upstream when it cannot be reached", async () => {
     const list = (await (await fetch(`${front.baseUrl}/models?type=tts`)).json()) as { data: { id: string; model_spec: { capabilities: unknown; voices: string[] } }[] };
-    expect(list.data.map((m) => m.id)).toEqual(["tts-qwen3-0-6b", "tts-orpheus", "tts-xai-v1"]);
+    expect(list.data.map((m) => m.id)).toEqual(["tts-qwen3-0-6b", "tts-orpheus", "tts-xai-v1", "tts-pool"]);
     expect(list.data[0]!.model_spec.capabilities).toEqual({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
     expect(front.models.skipped).toEqual([{ id: "tts-chatterbox-hd", reason: "HEARTH_TEST_UNSET_UPSTREAM_URL is not set" }]);
     expect((await post(front, "/audio/speech", { model: "tts-chatterbox-hd", input: "Hi." })).status).toBe(404);
@@ -107,5 +113,21 @@ describe("speech relayed to an upstream server", () => {
       .catch((e: unknown) => e);
     expect((down as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     expect((down as Error).message, (down as Error).message).toMatch(/upstream speech server at 127\.0\.0\.1:\d+ could not be reached: \S/);
+  });
+
+  it("relays to a pool: a replica that is down is tried once, ejected, and the request served by the next", async () => {
+    for (let i = 0; i < 3; i++) {
+      const response = await post(front, "/audio/speech", { model: "tts-pool", voice: "af_heart", input: `Request ${i}.`, response_format: "wav" });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-service-model-router")).toBe("upstream pool of 2");
+      expect(probeMedia(Buffer.from(await response.arrayBuffer())).container).toBe("wav");
+    }
+    const res = await fetch(`${front.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${front.adminKey}` } });
+    const pool = ((await res.json()) as AdminModelsResponse).data.find((m) => m.id === "tts-pool")!;
+    expect(pool.replicas).toMatchObject([
+      { baseUrl: "http://127.0.0.1:9/api/v1", healthy: false, requests: 1, errors: 1, inFlight: 0 },
+      { baseUrl: upstream.baseUrl, healthy: true, requests: 3, errors: 0, inFlight: 0 },
+    ]);
+    expect(pool.replicas![0]!.lastError).toMatch(/upstream speech server at 127\.0\.0\.1:9 could not be reached: \S/);
   });
 });

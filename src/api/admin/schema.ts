@@ -15,6 +15,20 @@ const ExecutionProvider = z
   })
   .describe('Where onnxruntime runs the model ("auto" resolves to CUDA when its provider is installed and works, else the CPU), and why');
 
+/** One replica of an upstream model's pool. */
+const ReplicaStatusRecord = z.object({
+  baseUrl: z.string().describe("The replica's base URL, without credentials (also its `replica` label in the hearth_upstream_* metrics)"),
+  weight: z.number().describe("Its share of the traffic relative to the other replicas"),
+  maxInFlight: z.number().int().nullable().describe("Requests this node sends it at once (null: no limit)"),
+  healthy: z.boolean().describe("In the pool; false: ejected after a failure, until a health check succeeds after ejectedUntil"),
+  ejectedUntil: z.number().nullable().describe("Epoch ms until which an ejected replica is left alone (its back-off doubles with each failure in a row)"),
+  inFlight: z.number().int().describe("Requests this node has on it now"),
+  requests: z.number().int().describe("Requests sent to it since the model loaded (retries included)"),
+  errors: z.number().int().describe("Of those, the ones it failed (refused, timed out, 5xx, a stream cut off)"),
+  lastLatencyMs: z.number().nullable().describe("How long its last answer took to start, in ms"),
+  lastError: z.string().nullable().describe("Its last failure"),
+});
+
 /** One model's lifecycle, as ModelManager.status() reports it. */
 export const ModelStatusRecord = z.object({
   id: z.string(),
@@ -46,6 +60,8 @@ export const ModelStatusRecord = z.object({
   sharedWith: z.array(z.string()),
   /** Loaded ONNX models only (null while unloaded, and for GGUF and upstream models). */
   executionProvider: ExecutionProvider.nullable(),
+  /** Loaded upstream models only: each replica of the pool (a single base URL is a pool of one). */
+  replicas: z.array(ReplicaStatusRecord).nullable().describe("A loaded upstream model's replicas and their health; null for other models and while unloaded"),
 });
 export type ModelStatusRecord = z.infer<typeof ModelStatusRecord>;
 

@@ -36,6 +36,7 @@ import {
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
 import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
 import { withDeadline } from "../../http/withDeadline.js";
+import { GenerationCutShortError } from "../../engines/GenerationCutShortError.js";
 import { startStreamedGeneration } from "./streamedGeneration.js";
 import type { MeteredRequest } from "../../http/meteredRequest.js";
 
@@ -263,8 +264,15 @@ export class ChatService {
       ...usageField,
       ...echo,
     };
-    for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
-    const result = await generation;
+    let result: ChatGenerateResult;
+    try {
+      for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
+      result = await generation;
+    } catch (error) {
+      // A relay whose upstream died mid-stream says what it had streamed: that is charged, then the stream ends with the error.
+      if (error instanceof GenerationCutShortError) settle(chat, error.partial);
+      throw error;
+    }
     // A client that went away pays for what was produced.
     const cost = settle(chat, result);
     if (result.finishReason === "abort") return result;

@@ -3,6 +3,7 @@ import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
+import { GenerationCutShortError } from "../../engines/GenerationCutShortError.js";
 import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
@@ -186,8 +187,15 @@ export class CompletionService {
         }),
     );
 
-    for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
-    const result = await generation;
+    let result: CompleteResult;
+    try {
+      for await (const choice of queue) yield { ...base, choices: [choice], ...usageField };
+      result = await generation;
+    } catch (error) {
+      // A relay whose upstream died mid-stream says what it had streamed: that is charged, then the stream ends with the error.
+      if (error instanceof GenerationCutShortError) settle(prepared, error.partial);
+      throw error;
+    }
     // A client that went away pays for what was produced.
     const cost = settle(prepared, result);
     if (result.finishReason === "abort") return result;

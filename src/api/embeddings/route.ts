@@ -30,10 +30,11 @@ export function embeddingsRouter(deps: EmbeddingsRouterDeps): Router {
       const prepared = await service.prepare(entry, body);
       paid.hold(prepared.lease);
       paid.serve(entry, prepared.engine.router);
-      const tokens = prepared.tokens.reduce((a, b) => a + b, 0);
-      // Token counts are exact before inference, so the hold is the charge.
-      meter.reserve(embeddingCost(entry, tokens));
+      // Token counts are exact before inference (a relay's are bounds), so the hold is the charge (at most).
+      const bound = prepared.tokens.reduce((a, b) => a + b, 0);
+      meter.reserve(embeddingCost(entry, bound));
       const response = await service.embed(prepared, body, paid.signal);
+      const tokens = response.usage.prompt_tokens;
       const cost = meter.settle(embeddingCost(entry, tokens));
       paid.usage = { promptTokens: tokens };
       res.set(costHeaders(cost)).json({ ...response, cost } satisfies CreateEmbeddingResponse);

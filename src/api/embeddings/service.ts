@@ -54,7 +54,8 @@ export class EmbeddingService {
       const tokens: number[] = [];
       for (const [index, input] of inputs.entries()) {
         const [count] = await engine.countTokens([input], { stopAbove: engine.maxInputTokens });
-        if (count! > engine.maxInputTokens) {
+        // A bound is no proof of a long input: a relay leaves that refusal to its upstream.
+        if (count! > engine.maxInputTokens && !engine.countsAreBounds) {
           throw InvalidRequestError.forField(
             pathOf(index),
             `this input has more than ${engine.maxInputTokens} tokens; ${entry.id} takes at most ${engine.maxInputTokens} per input`,
@@ -71,8 +72,9 @@ export class EmbeddingService {
   }
 
   async embed(prepared: PreparedEmbedding, request: CreateEmbeddingRequest, signal: AbortSignal): Promise<Omit<CreateEmbeddingResponse, "cost">> {
-    const { vectors } = await prepared.engine.embed(prepared.inputs, { signal });
-    const promptTokens = prepared.tokens.reduce((a, b) => a + b, 0);
+    const { vectors, tokens } = await prepared.engine.embed(prepared.inputs, { signal });
+    // A relay measured bounds before the request; the upstream's own count is what was used.
+    const promptTokens = (prepared.engine.countsAreBounds ? tokens : prepared.tokens).reduce((a, b) => a + b, 0);
     return {
       object: "list",
       data: vectors.map((vector, index) => {

@@ -13,6 +13,22 @@ export interface LiveModel {
   loadedAt?: string | null;
   lastUsedAt?: string | null;
   keepAliveSeconds?: number | null;
+  /** A loaded upstream model's pool. */
+  replicas?: LiveReplica[] | null;
+}
+
+/** One replica of an upstream pool (see ReplicaStatus in src/engines/upstream/ReplicaPool.ts). */
+export interface LiveReplica {
+  baseUrl: string;
+  weight?: number;
+  maxInFlight?: number | null;
+  healthy?: boolean;
+  ejectedUntil?: number | null;
+  inFlight?: number;
+  requests?: number;
+  errors?: number;
+  lastLatencyMs?: number | null;
+  lastError?: string | null;
 }
 
 export interface LiveRequest {

@@ -1,24 +1,33 @@
-import { SpeechSettings, UpstreamSettings } from "../../config/backendSettings.js";
+import { EmbeddingSettings, SpeechSettings, UpstreamSettings } from "../../config/backendSettings.js";
+import { upstreamReplicas } from "../../config/upstreamReplicas.js";
 import type { BackendDescriptor } from "../BackendDescriptor.js";
 
 const chatEngine = () => import("../upstream/UpstreamChatEngine.js");
 
 /**
  * Another server speaking the same standard (another Hearth, vLLM, llama-server, a hosted
- * provider): text and speech requests are relayed to it. Nothing runs or is held here.
+ * provider), or a pool of them: text, speech and embedding requests are relayed to it. Nothing
+ * runs or is held here.
  */
 export const upstreamBackend: BackendDescriptor = {
-  serves: ["tts", "text"],
-  settings: { upstream: UpstreamSettings, speech: SpeechSettings },
-  entryProblems: (entry) => (entry.upstream ? [] : [{ path: "upstream", message: "an upstream model needs upstream.baseUrl or upstream.baseUrlEnv" }]),
+  serves: ["tts", "text", "embedding"],
+  settings: { upstream: UpstreamSettings, speech: SpeechSettings, embedding: EmbeddingSettings },
+  entryProblems: (entry) => (entry.upstream ? [] : [{ path: "upstream", message: "an upstream model needs upstream.baseUrl, upstream.baseUrlEnv or upstream.replicas" }]),
   servable(entry) {
-    if (entry.upstream?.baseUrl) return { servable: true };
-    const variable = entry.upstream?.baseUrlEnv;
-    return { servable: false, reason: variable ? `${variable} is not set` : "no upstream.baseUrl" };
+    if (!entry.upstream) return { servable: false, reason: "no upstream.baseUrl" };
+    // A pool serves only when every replica it lists can be reached: a missing variable is a mistake to see, not a smaller pool.
+    const { unresolved } = upstreamReplicas(entry.upstream);
+    return unresolved.length === 0 ? { servable: true } : { servable: false, reason: unresolved.join("; ") };
   },
-  remoteHost: (entry) => (entry.upstream?.baseUrl ? new URL(entry.upstream.baseUrl).host : undefined),
-  load: async (entry) =>
-    entry.type === "text" ? (await chatEngine()).UpstreamChatEngine.load(entry) : (await import("../upstream/UpstreamSpeechEngine.js")).UpstreamSpeechEngine.load(entry),
+  remoteHost: (entry) => {
+    const replicas = entry.upstream ? upstreamReplicas(entry.upstream).replicas : [];
+    return replicas.length === 0 ? undefined : replicas.map((replica) => new URL(replica.baseUrl).host).join(", ");
+  },
+  load: async (entry) => {
+    if (entry.type === "text") return (await chatEngine()).UpstreamChatEngine.load(entry);
+    if (entry.type === "embedding") return (await import("../upstream/UpstreamEmbeddingEngine.js")).UpstreamEmbeddingEngine.load(entry);
+    return (await import("../upstream/UpstreamSpeechEngine.js")).UpstreamSpeechEngine.load(entry);
+  },
   estimateMemory: async () => ({ ramBytes: 0, vramBytes: 0 }),
   // What its configuration says: GET /models never calls the upstream.
   probeChatFeatures: async (entry) => (await chatEngine()).upstreamChatFeatures(entry.upstream),
@@ -27,4 +36,6 @@ export const upstreamBackend: BackendDescriptor = {
   // An upstream has no voice files: the registry lists its voices, and it speaks the standard's names itself.
   listVoices: (entry) => entry.speech.voices ?? [],
   standardVoiceMap: () => ({}),
+  // The vector size is learned when the model loads (one short probe); the input limit is the registry's, if set.
+  embeddingShape: (entry) => ({ maxInputTokens: entry.embedding.maxInputTokens }),
 };

@@ -1,66 +1,87 @@
-import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { UpstreamSettings } from "../../config/backendSettings.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import { ApiError, InvalidRequestError, ModelAtCapacityError, PayloadTooLargeError, UpstreamError } from "../../errors.js";
+import { upstreamReplicas } from "../../config/upstreamReplicas.js";
+import { ApiError, UpstreamError } from "../../errors.js";
+import { fetchFailureCause } from "../../http/fetchFailureCause.js";
+import { GenerationCutShortError } from "../GenerationCutShortError.js";
 import { PlanRefusalError } from "../PlanRefusal.js";
-import { upstreamToolCallId } from "./upstreamToolCallId.js";
 import type {
-  ChatChoiceResult,
-  ChatDelta,
   ChatEngine,
   ChatFeatures,
   ChatGenerateOptions,
   ChatGenerateResult,
   CompleteOptions,
   CompleteResult,
-  FinishReason,
   GenerationCall,
   PlannedChat,
   PlannedCompletion,
-  TokenLogprob,
-  ToolCall,
 } from "../types.js";
+import { chatAffinityKey, completionAffinityKey } from "./affinityKey.js";
+import { checkReplicaHealth } from "./checkReplicaHealth.js";
 import { readSseEvents } from "./readSseEvents.js";
+import { type Replica, ReplicaPool, type ReplicaOutcome } from "./ReplicaPool.js";
 import { completionPromptBound, completionPromptEstimate, toUpstreamCompletionRequest } from "./toUpstreamCompletionRequest.js";
 import { promptTokenBound, promptTokenEstimate, toUpstreamRequest } from "./toUpstreamRequest.js";
+import { fromCompletionChunk, parseChunk, UpstreamStream, type WireChunk } from "./UpstreamStream.js";
+import { upstreamFailure } from "./upstreamFailure.js";
 
 /** Used when neither the configuration nor the upstream's model list gives the context window. */
 export const UPSTREAM_DEFAULT_CONTEXT_SIZE = 8192;
 
-type ResolvedSettings = UpstreamSettings & { baseUrl: string };
+/** How one replica's attempt failed before anything reached the caller: another replica may take the request. */
+class FailedBeforeFirstByte extends Error {
+  constructor(readonly failure: Error) {
+    super(failure.message);
+  }
+}
+
+/** One relayed request: where it goes, what it sends, how its chunks read. */
+interface RelayRequest {
+  path: string;
+  body: Record<string, unknown>;
+  count: number;
+  promptEstimate: number;
+  affinityKey: string | undefined;
+  toChatChunk: (chunk: WireChunk) => WireChunk;
+}
 
 /**
  * Chat relayed to another server of the chat-completions standard (vLLM, llama-server, another
- * Hearth, a hosted provider): POST {baseUrl}/chat/completions, always streamed. Hearth keeps
- * keys, limits and credits; the upstream generates and reports the usage that is billed.
+ * Hearth, a hosted provider), or to a pool of them (ReplicaPool: cache-affine routing, health
+ * checks, ejection): POST {baseUrl}/chat/completions, always streamed. Hearth keeps keys, limits
+ * and credits; the upstream generates and reports the usage that is billed. A request that
+ * failed before anything reached the caller is tried once more on another replica; a stream
+ * that started is never retried (it ends with the error, and what was streamed is reported).
  */
 export class UpstreamChatEngine implements ChatEngine {
   readonly kind = "chat" as const;
   readonly router: string;
   readonly features: ChatFeatures;
-  private readonly host: string;
   /** In-flight upstream requests, aborted on dispose. */
   private readonly inFlight = new Set<AbortController>();
 
   private constructor(
-    private readonly settings: ResolvedSettings,
+    private readonly settings: UpstreamSettings,
+    readonly replicaPool: ReplicaPool,
     private readonly upstreamModel: string,
     private readonly modelId: string,
     readonly contextSize: number,
   ) {
-    this.host = new URL(settings.baseUrl).host;
-    this.router = `upstream ${this.host}`;
+    const replicas = replicaPool.replicas;
+    this.router = replicas.length === 1 ? `upstream ${replicas[0]!.host}` : `upstream pool of ${replicas.length}`;
     // infill: a suffix is relayed, and an upstream model without FIM tokens answers the 400 itself.
     this.features = { ...upstreamChatFeatures(settings), dynamicTemperature: settings.features?.dynamicTemperature ?? false, vocabularySize: 0, infill: true };
   }
 
   static async load(entry: ModelEntry): Promise<UpstreamChatEngine> {
     const settings = entry.upstream;
-    if (!settings?.baseUrl) throw new Error("no upstream base URL is configured (upstream.baseUrl or the variable named by upstream.baseUrlEnv)");
-    const resolved = { ...settings, baseUrl: settings.baseUrl.replace(/\/+$/, "") };
+    const { replicas, unresolved } = settings ? upstreamReplicas(settings) : { replicas: [], unresolved: ["no upstream settings"] };
+    if (!settings || unresolved.length > 0 || replicas.length === 0)
+      throw new Error(`no upstream base URL is configured (upstream.baseUrl, upstream.baseUrlEnv or upstream.replicas): ${unresolved.join("; ")}`);
+    const pool = new ReplicaPool(replicas, { modelId: entry.id, healthCheck: settings.healthCheck, check: checkReplicaHealth });
     const model = settings.model ?? entry.id;
-    const contextSize = settings.contextSize ?? (await fetchContextSize(resolved, model)) ?? UPSTREAM_DEFAULT_CONTEXT_SIZE;
-    return new UpstreamChatEngine(resolved, model, entry.id, contextSize);
+    const contextSize = settings.contextSize ?? (await fetchContextSize(pool.replicas, model, settings.timeoutMs)) ?? UPSTREAM_DEFAULT_CONTEXT_SIZE;
+    return new UpstreamChatEngine(settings, pool.startHealthChecks(), model, entry.id, contextSize);
   }
 
   stats() {
@@ -77,12 +98,15 @@ export class UpstreamChatEngine implements ChatEngine {
     const count = options.choices ?? 1;
     const body = toUpstreamRequest(options, this.upstreamModel, this.features);
     const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
-    return {
-      promptTokens: promptTokenBound(body),
-      maxTokens: maxTokens * count,
-      choices: count,
-      generate: (call) => this.relay("/chat/completions", body, count, promptTokenEstimate(body), call, (chunk) => chunk),
+    const request: RelayRequest = {
+      path: "/chat/completions",
+      body,
+      count,
+      promptEstimate: promptTokenEstimate(body),
+      affinityKey: chatAffinityKey(options),
+      toChatChunk: (chunk) => chunk,
     };
+    return { promptTokens: promptTokenBound(body), maxTokens: maxTokens * count, choices: count, generate: (call) => this.relay(request, call) };
   }
 
   /** Raw-text completion relayed to the upstream's legacy POST /completions (same streaming, usage and errors as chat). */
@@ -93,6 +117,14 @@ export class UpstreamChatEngine implements ChatEngine {
     }
     const body = toUpstreamCompletionRequest(options, this.upstreamModel);
     const maxTokens = Math.min(options.maxTokens ?? this.contextSize, this.contextSize);
+    const request: RelayRequest = {
+      path: "/completions",
+      body,
+      count,
+      promptEstimate: completionPromptEstimate(options),
+      affinityKey: completionAffinityKey(options),
+      toChatChunk: fromCompletionChunk,
+    };
     return {
       promptTokens: completionPromptBound(options),
       maxTokens: maxTokens * count,
@@ -104,29 +136,41 @@ export class UpstreamChatEngine implements ChatEngine {
           for (const [p, echo] of echoed?.entries() ?? []) call.onEcho?.(p, echo);
           call.onStart?.();
         };
-        const result: CompleteResult = await this.relay(
-          "/completions",
-          body,
-          count,
-          completionPromptEstimate(options),
-          { signal: call.signal, onStart, onDelta },
-          fromCompletionChunk,
-        );
+        const result: CompleteResult = await this.relay(request, { signal: call.signal, onStart, onDelta });
         if (echoed) result.echoed = echoed;
         return result;
       },
     };
   }
 
-  /** POSTs `body` to the upstream, streamed, and folds the answer (chunks mapped to the chat shape) into the engine result. */
-  private async relay(
-    path: string,
-    body: Record<string, unknown>,
-    count: number,
-    promptEstimate: number,
-    options: GenerationCall,
-    toChatChunk: (chunk: WireChunk) => WireChunk,
-  ): Promise<ChatGenerateResult> {
+  /**
+   * Sends the request to the replica the pool chooses; when that replica fails before anything
+   * reached the caller (refused, timed out, a 5xx, a stream that broke before its first event),
+   * once more to another. The caller planned and reserved once and gets one result: the retry
+   * is invisible to billing.
+   */
+  private async relay(request: RelayRequest, options: GenerationCall): Promise<ChatGenerateResult> {
+    const tried = new Set<Replica>();
+    let replica = this.replicaPool.choose(request.affinityKey);
+    for (;;) {
+      tried.add(replica);
+      try {
+        return await this.relayTo(replica, request, options);
+      } catch (error) {
+        if (!(error instanceof FailedBeforeFirstByte)) throw error;
+        const next = tried.size < 2 && !options.signal?.aborted ? this.replicaPool.pick(request.affinityKey, tried) : undefined;
+        if (!next) throw error.failure;
+        replica = next;
+      }
+    }
+  }
+
+  /** One attempt on one replica: POSTs the body, streamed, and folds the answer (chunks mapped to the chat shape) into the engine result. */
+  private async relayTo(replica: Replica, request: RelayRequest, options: GenerationCall): Promise<ChatGenerateResult> {
+    const { host } = replica;
+    const timeoutMs = this.settings.timeoutMs;
+    const call = this.replicaPool.begin(replica);
+    let outcome: ReplicaOutcome = { ok: true };
     const controller = new AbortController();
     this.inFlight.add(controller);
     let timedOut = false;
@@ -137,15 +181,14 @@ export class UpstreamChatEngine implements ChatEngine {
       timer = setTimeout(() => {
         timedOut = true;
         controller.abort(new Error("upstream timed out"));
-      }, this.settings.timeoutMs);
+      }, timeoutMs);
     };
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
-    const failure = (error: unknown, phase: string): Error => {
-      if (timedOut) return new UpstreamError(`The upstream chat server at ${this.host} did not answer within ${this.settings.timeoutMs} ms ${phase}`, 504);
-      if (error instanceof ApiError) return error;
-      // Not reachable at all: 503, as for a local model that cannot serve; broken off mid-answer: 502.
-      if (phase === "") return new UpstreamError(`The upstream chat server at ${this.host} could not be reached: ${fetchFailureCause(error)}`, 503);
-      return new UpstreamError(`The upstream chat server at ${this.host} failed ${phase}: ${fetchFailureCause(error)}`, 502);
+    // The caller hears of the request once the replica's first event arrives: until then another replica can still take it.
+    let started = false;
+    const failed = (failure: ApiError, eject: boolean): FailedBeforeFirstByte => {
+      outcome = { ok: false, error: failure.message, eject };
+      return new FailedBeforeFirstByte(failure);
     };
 
     const sentAt = performance.now();
@@ -153,47 +196,74 @@ export class UpstreamChatEngine implements ChatEngine {
       armTimer();
       let response: Response;
       try {
-        response = await fetch(`${this.settings.baseUrl}${path}`, { method: "POST", headers: this.headers(), body: JSON.stringify(body), signal });
+        response = await fetch(`${replica.settings.baseUrl}${request.path}`, { method: "POST", headers: this.headers(replica), body: JSON.stringify(request.body), signal });
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason ?? error;
-        throw failure(error, "");
+        throw failed(relayFailure(host, timeoutMs, timedOut, error, ""), true);
       }
-      if (!response.ok) throw await upstreamFailure(response, this.host, this.modelId);
-      if (!response.body) throw new UpstreamError(`The upstream chat server at ${this.host} sent an empty answer`);
-      options.onStart?.();
+      call.answered();
+      if (!response.ok) {
+        const failure = await upstreamFailure(response, host, this.modelId);
+        // A replica at capacity (429, 503) is not broken: the next one may take the request, nobody is ejected.
+        if (response.status === 429 || response.status === 503) throw failed(failure, false);
+        if (response.status >= 500) throw failed(failure, true);
+        if (response.status === 401 || response.status === 402 || response.status === 403) outcome = { ok: false, error: failure.message, eject: false };
+        throw failure;
+      }
+      if (!response.body) throw failed(new UpstreamError(`The upstream chat server at ${host} sent an empty answer`), true);
 
-      const stream = new UpstreamStream(count, options.onDelta);
+      const stream = new UpstreamStream(request.count, options.onDelta);
+      const cutShort = (failure: ApiError, eject: boolean): Error => {
+        outcome = { ok: false, error: failure.message, eject };
+        if (!started) return new FailedBeforeFirstByte(failure);
+        return new GenerationCutShortError(failure.message, failure.status, stream.result(null, request.promptEstimate, sentAt));
+      };
       try {
         for await (const data of readSseEvents(response.body, armTimer)) {
+          if (!started) {
+            started = true;
+            options.onStart?.();
+          }
           if (data.trim() === "[DONE]") {
             stream.done = true;
             break;
           }
-          stream.accept(toChatChunk(parseChunk(data, this.host)));
+          stream.accept(request.toChatChunk(parseChunk(data, host)));
         }
       } catch (error) {
-        if (options.signal?.aborted && !timedOut) return stream.result("abort", promptEstimate, sentAt);
-        throw failure(error, "mid-stream");
+        if (options.signal?.aborted && !timedOut) return stream.result("abort", request.promptEstimate, sentAt);
+        // The connection broke or went silent: the replica is in trouble. An error event is the upstream's own answer.
+        throw cutShort(relayFailure(host, timeoutMs, timedOut, error, "mid-stream"), timedOut || !(error instanceof ApiError));
       }
-      if (!stream.done && !stream.finished()) throw new UpstreamError(`The upstream chat server at ${this.host} ended the stream before the answer was complete`, 502);
-      return stream.result(null, promptEstimate, sentAt);
+      if (!stream.done && !stream.finished()) throw cutShort(new UpstreamError(`The upstream chat server at ${host} ended the stream before the answer was complete`, 502), true);
+      return stream.result(null, request.promptEstimate, sentAt);
     } finally {
       clearTimeout(timer);
       // Stops the upstream's generation when the caller left, timed out or the stream ended early.
       controller.abort();
       this.inFlight.delete(controller);
+      call.end(outcome);
     }
   }
 
-  private headers(): Record<string, string> {
+  private headers(replica: Replica): Record<string, string> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
-    if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
+    if (replica.settings.apiKey) headers.authorization = `Bearer ${replica.settings.apiKey}`;
     return headers;
   }
 
   async dispose(): Promise<void> {
+    this.replicaPool.dispose();
     for (const controller of this.inFlight) controller.abort(new Error("the model is shutting down"));
   }
+}
+
+/** Not reachable at all: 503, as for a local model that cannot serve; broken off mid-answer: 502; silent too long: 504. */
+function relayFailure(host: string, timeoutMs: number, timedOut: boolean, error: unknown, phase: "" | "mid-stream"): ApiError {
+  if (timedOut) return new UpstreamError(`The upstream chat server at ${host} did not answer within ${timeoutMs} ms ${phase}`, 504);
+  if (error instanceof ApiError) return error;
+  if (phase === "") return new UpstreamError(`The upstream chat server at ${host} could not be reached: ${fetchFailureCause(error)}`, 503);
+  return new UpstreamError(`The upstream chat server at ${host} failed ${phase}: ${fetchFailureCause(error)}`, 502);
 }
 
 /** The chat features an upstream model is configured with (defaults: tools, structured output, logprobs). */
@@ -209,242 +279,22 @@ export function upstreamChatFeatures(settings: UpstreamSettings | undefined) {
   };
 }
 
-interface WireToolCallDelta {
-  index?: number;
-  id?: string;
-  function?: { name?: string; arguments?: string };
-}
-interface WireLogprob {
-  token: string;
-  logprob: number;
-  bytes?: number[] | null;
-  top_logprobs?: { token: string; logprob: number; bytes?: number[] | null }[];
-}
-interface WireChunk {
-  choices?: {
-    index?: number;
-    /** The legacy completions chunk's text (mapped to delta.content). */
-    text?: string | null;
-    delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: WireToolCallDelta[] | null };
-    logprobs?: { content?: WireLogprob[] | null; tokens?: string[]; token_logprobs?: (number | null)[]; top_logprobs?: (Record<string, number> | null)[] | null } | null;
-    finish_reason?: string | null;
-  }[];
-  usage?: {
-    prompt_tokens?: number;
-    completion_tokens?: number;
-    prompt_tokens_details?: { cached_tokens?: number; cache_creation_input_tokens?: number } | null;
-    completion_tokens_details?: { reasoning_tokens?: number } | null;
-  } | null;
-  error?: unknown;
-}
-
-function parseChunk(data: string, host: string): WireChunk {
-  let chunk: WireChunk;
-  try {
-    chunk = JSON.parse(data) as WireChunk;
-  } catch {
-    throw new UpstreamError(`The upstream chat server at ${host} sent a stream event that is not JSON`);
-  }
-  // An error after the stream started arrives as an event of its own.
-  if (chunk.error !== undefined) throw new UpstreamError(`The upstream chat server at ${host} failed mid-stream: ${errorMessage(chunk.error) ?? "unknown error"}`);
-  return chunk;
-}
-
-interface ChoiceState {
-  content: string;
-  reasoning: string;
-  calls: Map<number, ToolCall & { started: boolean }>;
-  logprobs: TokenLogprob[];
-  finishReason: FinishReason | null;
-  /** Stream events carrying output: about one token each on the servers this relays to. */
-  pieces: number;
-}
-
-/** Folds the upstream's chunks into per-choice deltas (passed on at once) and the final result. */
-class UpstreamStream {
-  done = false;
-  private readonly choices: ChoiceState[];
-  private usage: WireChunk["usage"] = null;
-  private firstTokenAt: number | null = null;
-
-  constructor(
-    count: number,
-    private readonly onDelta: ((choice: number, delta: ChatDelta) => void) | undefined,
-  ) {
-    this.choices = Array.from({ length: count }, () => ({ content: "", reasoning: "", calls: new Map(), logprobs: [], finishReason: null, pieces: 0 }));
-  }
-
-  accept(chunk: WireChunk): void {
-    if (chunk.usage) this.usage = chunk.usage;
-    for (const wire of chunk.choices ?? []) {
-      const index = wire.index ?? 0;
-      const state = this.choices[index];
-      if (!state) continue;
-      const delta = wire.delta ?? {};
-      const reasoning = delta.reasoning_content ?? delta.reasoning;
-      if (reasoning) {
-        state.reasoning += reasoning;
-        this.emit(index, state, { kind: "reasoning", text: reasoning });
-      }
-      const logprobs = wire.logprobs?.content?.map(toTokenLogprob);
-      if (logprobs?.length) state.logprobs.push(...logprobs);
-      if (delta.content || logprobs?.length) {
-        state.content += delta.content ?? "";
-        this.emit(index, state, { kind: "content", text: delta.content ?? "", ...(logprobs?.length ? { logprobs } : {}) });
-      }
-      for (const call of delta.tool_calls ?? []) this.acceptCall(index, state, call);
-      if (wire.finish_reason) state.finishReason = toFinishReason(wire.finish_reason);
+/** The context window the upstream lists for the model (Hearth: context_length, vLLM: max_model_len), from the first replica that says. */
+async function fetchContextSize(replicas: readonly Replica[], model: string, timeoutMs: number): Promise<number | undefined> {
+  for (const { settings } of replicas) {
+    try {
+      const response = await fetch(`${settings.baseUrl}/models`, {
+        headers: settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {},
+        signal: AbortSignal.timeout(Math.min(10_000, timeoutMs)),
+      });
+      if (!response.ok) continue;
+      const list = (await response.json()) as { data?: { id?: string; context_length?: unknown; max_model_len?: unknown }[] };
+      const record = list.data?.find((m) => m.id === model);
+      const size = Number(record?.context_length ?? record?.max_model_len);
+      if (Number.isInteger(size) && size > 0) return size;
+    } catch {
+      // This replica is down or slow: ask the next.
     }
   }
-
-  private acceptCall(choice: number, state: ChoiceState, wire: WireToolCallDelta): void {
-    const index = wire.index ?? 0;
-    let call = state.calls.get(index);
-    if (!call) {
-      call = { id: wire.id || upstreamToolCallId(), name: "", arguments: "", started: false };
-      state.calls.set(index, call);
-    }
-    if (wire.function?.name) call.name += wire.function.name;
-    const args = wire.function?.arguments ?? "";
-    if (!call.started && call.name) {
-      call.started = true;
-      this.emit(choice, state, { kind: "toolCallStart", index, id: call.id, name: call.name });
-      // Arguments that came before the name are passed on now.
-      if (call.arguments) this.emit(choice, state, { kind: "toolCallArguments", index, text: call.arguments });
-    }
-    if (args) {
-      call.arguments += args;
-      if (call.started) this.emit(choice, state, { kind: "toolCallArguments", index, text: args });
-    }
-  }
-
-  private emit(index: number, state: ChoiceState, delta: ChatDelta): void {
-    this.firstTokenAt ??= performance.now();
-    state.pieces++;
-    this.onDelta?.(index, delta);
-  }
-
-  finished(): boolean {
-    return this.choices.every((c) => c.finishReason !== null);
-  }
-
-  result(abort: "abort" | null, promptEstimate: number, sentAt: number): ChatGenerateResult {
-    const usage = this.usage;
-    const counted = this.choices.map((c) => c.pieces);
-    const totalCounted = counted.reduce((a, b) => a + b, 0);
-    const completionTokens = usage?.completion_tokens ?? totalCounted;
-    const choices: ChatChoiceResult[] = this.choices.map((c, index) => ({
-      index,
-      content: c.content,
-      reasoning: c.reasoning || null,
-      toolCalls: [...c.calls.entries()].sort(([a], [b]) => a - b).map(([, { id, name, arguments: args }]) => ({ id, name, arguments: args })),
-      finishReason: abort ?? c.finishReason ?? "stop",
-      // The upstream reports one total; with several choices it is shared by what each streamed.
-      completionTokens: this.choices.length === 1 ? completionTokens : counted[index]!,
-      reasoningTokens: 0,
-      logprobs: c.logprobs.length > 0 ? c.logprobs : null,
-    }));
-    const promptTokens = usage?.prompt_tokens ?? promptEstimate;
-    const cachedTokens = usage?.prompt_tokens_details?.cached_tokens ?? 0;
-    return {
-      choices,
-      finishReason: abort ?? choices[0]!.finishReason,
-      promptTokens,
-      completionTokens,
-      reasoningTokens: usage?.completion_tokens_details?.reasoning_tokens ?? 0,
-      cachedTokens,
-      cacheWriteTokens: usage?.prompt_tokens_details?.cache_creation_input_tokens ?? Math.max(0, promptTokens - cachedTokens),
-      queueMs: 0,
-      timeToFirstTokenMs: this.firstTokenAt === null ? null : this.firstTokenAt - sentAt,
-    };
-  }
-}
-
-/** A legacy completions chunk (`text`, logprobs as parallel arrays) in the chat chunk's shape. */
-function fromCompletionChunk(chunk: WireChunk): WireChunk {
-  return {
-    ...chunk,
-    choices: chunk.choices?.map((choice) => {
-      const legacy = choice.logprobs;
-      const content = legacy?.tokens?.map((token, i) => ({
-        token,
-        logprob: legacy.token_logprobs?.[i] ?? -9999,
-        top_logprobs: Object.entries(legacy.top_logprobs?.[i] ?? {}).map(([alternative, logprob]) => ({ token: alternative, logprob })),
-      }));
-      return { index: choice.index, delta: { content: choice.text ?? "" }, logprobs: content ? { content } : null, finish_reason: choice.finish_reason };
-    }),
-  };
-}
-
-function toTokenLogprob(wire: WireLogprob): TokenLogprob {
-  const bytesOf = (token: string, bytes?: number[] | null) => bytes ?? [...Buffer.from(token, "utf8")];
-  return {
-    token: wire.token,
-    logprob: wire.logprob,
-    bytes: bytesOf(wire.token, wire.bytes),
-    top: (wire.top_logprobs ?? []).map((t) => ({ token: t.token, logprob: t.logprob, bytes: bytesOf(t.token, t.bytes) })),
-  };
-}
-
-function toFinishReason(wire: string): FinishReason {
-  if (wire === "length") return "length";
-  if (wire === "tool_calls" || wire === "function_call") return "tool_calls";
-  return "stop";
-}
-
-/** The context window the upstream lists for the model (Hearth: context_length, vLLM: max_model_len), if it says. */
-async function fetchContextSize(settings: ResolvedSettings, model: string): Promise<number | undefined> {
-  try {
-    const response = await fetch(`${settings.baseUrl}/models`, {
-      headers: settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {},
-      signal: AbortSignal.timeout(Math.min(10_000, settings.timeoutMs)),
-    });
-    if (!response.ok) return undefined;
-    const list = (await response.json()) as { data?: { id?: string; context_length?: unknown; max_model_len?: unknown }[] };
-    const record = list.data?.find((m) => m.id === model);
-    const size = Number(record?.context_length ?? record?.max_model_len);
-    return Number.isInteger(size) && size > 0 ? size : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The message of an error body in any of the usual shapes: Hearth's {error}, the standard's {error: {message}}, FastAPI's {detail}. */
-function errorMessage(body: unknown): string | undefined {
-  if (typeof body === "string") return body;
-  if (typeof body !== "object" || body === null) return undefined;
-  const record = body as { error?: unknown; message?: unknown; detail?: unknown };
-  if (typeof record.message === "string") return record.message;
-  if (record.error !== undefined) return errorMessage(record.error);
-  if (typeof record.detail === "string") return record.detail;
   return undefined;
-}
-
-/**
- * The caller's mistakes the upstream found (4xx) keep their status and message in Hearth's
- * error shape; the upstream refusing this node (401/402/403) or failing (5xx) is a 502, and an
- * upstream at capacity (429/503) a 503.
- */
-async function upstreamFailure(response: Response, host: string, modelId: string): Promise<ApiError> {
-  const text = await response.text().catch(() => "");
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // Not JSON: the text itself.
-  }
-  const message = errorMessage(body) || response.statusText || `HTTP ${response.status}`;
-  const status = response.status;
-  if (status === 401 || status === 402 || status === 403) return new UpstreamError(`The upstream chat server at ${host} refused this node (${status}: ${message})`);
-  if (status === 429 || status === 503) return new ModelAtCapacityError(modelId);
-  if (status >= 500 || status < 400) return new UpstreamError(`The upstream chat server at ${host} failed (${status}: ${message})`);
-  const record = typeof body === "object" && body !== null ? (body as { details?: unknown; param?: unknown; error?: { param?: unknown } }) : {};
-  if (status === 400 || status === 422) {
-    // The standard's {error: {param}}; vLLM puts param beside message.
-    const param = typeof record.error === "object" && record.error !== null ? record.error.param : record.param;
-    const details = record.details ?? (typeof param === "string" && param ? InvalidRequestError.forField(param.split("."), message).extra.details : undefined);
-    return new InvalidRequestError(`Upstream: ${message}`, details);
-  }
-  if (status === 413) return new PayloadTooLargeError(`Upstream: ${message}`);
-  return new ApiError(status, `Upstream: ${message}`);
 }

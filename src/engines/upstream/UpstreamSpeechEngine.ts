@@ -1,13 +1,25 @@
 import { fetchFailureCause } from "../../http/fetchFailureCause.js";
 import type { UpstreamSettings } from "../../config/backendSettings.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
+import { upstreamReplicas } from "../../config/upstreamReplicas.js";
 import { InvalidRequestError, ModelAtCapacityError, UpstreamError } from "../../errors.js";
 import type { RelaySpeechEngine, SynthesizeOptions } from "../types.js";
+import { checkReplicaHealth } from "./checkReplicaHealth.js";
+import { type Replica, ReplicaPool, type ReplicaOutcome } from "./ReplicaPool.js";
+
+/** A replica's failure before any audio was passed on: another replica may take the request. */
+class FailedBeforeAudio extends Error {
+  constructor(readonly failure: Error) {
+    super(failure.message);
+  }
+}
 
 /**
  * Speech relayed to another server that speaks the same standard: POST {baseUrl}/audio/speech
- * (another Hearth, or a hosted provider). Hearth keeps keys, limits and credits; the upstream
- * synthesises. Streaming requests are piped through as the upstream sends them.
+ * (another Hearth, or a hosted provider), or to a pool of them (least loaded replica first; a
+ * replica that fails before answering is ejected and the request tried once on another).
+ * Hearth keeps keys, limits and credits; the upstream synthesises. Streaming requests are piped
+ * through as the upstream sends them.
  */
 export class UpstreamSpeechEngine implements RelaySpeechEngine {
   readonly kind = "speech";
@@ -15,20 +27,25 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
   readonly router: string;
 
   private constructor(
-    private readonly settings: UpstreamSettings & { baseUrl: string },
+    private readonly settings: UpstreamSettings,
+    readonly replicaPool: ReplicaPool,
     private readonly upstreamModel: string,
     private readonly voiceNames: readonly string[],
     private readonly modelId: string,
   ) {
-    this.router = `upstream ${new URL(settings.baseUrl).host}`;
+    const replicas = replicaPool.replicas;
+    this.router = replicas.length === 1 ? `upstream ${replicas[0]!.host}` : `upstream pool of ${replicas.length}`;
   }
 
   static async load(entry: ModelEntry): Promise<UpstreamSpeechEngine> {
     const settings = entry.upstream;
-    if (!settings?.baseUrl) throw new Error("no upstream base URL is configured (upstream.baseUrl or the variable named by upstream.baseUrlEnv)");
+    const { replicas, unresolved } = settings ? upstreamReplicas(settings) : { replicas: [], unresolved: ["no upstream settings"] };
+    if (!settings || unresolved.length > 0 || replicas.length === 0)
+      throw new Error(`no upstream base URL is configured (upstream.baseUrl, upstream.baseUrlEnv or upstream.replicas): ${unresolved.join("; ")}`);
     const model = settings.model ?? entry.id;
-    const voices = entry.speech.voices ?? (await fetchVoices(settings.baseUrl, model, settings.apiKey));
-    return new UpstreamSpeechEngine({ ...settings, baseUrl: settings.baseUrl.replace(/\/+$/, "") }, model, voices, entry.id);
+    const voices = entry.speech.voices ?? (await fetchVoices(replicas[0]!.baseUrl, model, replicas[0]!.apiKey));
+    const pool = new ReplicaPool(replicas, { modelId: entry.id, healthCheck: settings.healthCheck, check: checkReplicaHealth });
+    return new UpstreamSpeechEngine(settings, pool.startHealthChecks(), model, voices, entry.id);
   }
 
   /** Empty when the upstream's voices are unknown: any voice is passed on and the upstream judges it. */
@@ -38,8 +55,6 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
 
   async speak(options: SynthesizeOptions & { format: string; streaming: boolean }) {
     if (options.voice.kind !== "preset") throw InvalidRequestError.forField(["voice"], "cloned voices are not available on relayed models");
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/octet-stream" };
-    if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
     const body = {
       model: this.upstreamModel,
       input: options.text,
@@ -52,26 +67,74 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.topP !== undefined ? { top_p: options.topP } : {}),
     };
+    const tried = new Set<Replica>();
+    let replica = this.replicaPool.choose(undefined);
+    for (;;) {
+      tried.add(replica);
+      try {
+        return await this.speakOn(replica, body, options.signal);
+      } catch (error) {
+        if (!(error instanceof FailedBeforeAudio)) throw error;
+        const next = tried.size < 2 && !options.signal?.aborted ? this.replicaPool.pick(undefined, tried) : undefined;
+        if (!next) throw error.failure;
+        replica = next;
+      }
+    }
+  }
+
+  private async speakOn(replica: Replica, body: Record<string, unknown>, callerSignal: AbortSignal | undefined) {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/octet-stream" };
+    if (replica.settings.apiKey) headers.authorization = `Bearer ${replica.settings.apiKey}`;
+    const call = this.replicaPool.begin(replica);
     // The timeout covers waiting for the response to start; a stream then runs as long as it needs.
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error("upstream timed out")), this.settings.timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    const signal = callerSignal ? AbortSignal.any([callerSignal, controller.signal]) : controller.signal;
     let response: Response;
     try {
-      response = await fetch(`${this.settings.baseUrl}/audio/speech`, { method: "POST", headers, body: JSON.stringify(body), signal });
+      response = await fetch(`${replica.settings.baseUrl}/audio/speech`, { method: "POST", headers, body: JSON.stringify(body), signal });
     } catch (error) {
-      if (options.signal?.aborted) throw error;
+      if (callerSignal?.aborted) {
+        call.end({ ok: true });
+        throw error;
+      }
       // As for chat: an upstream that cannot be reached is a 503 (try again later), naming the host and the cause.
-      throw new UpstreamError(`The upstream speech server at ${new URL(this.settings.baseUrl).host} could not be reached: ${fetchFailureCause(error)}`, 503);
+      const failure = new UpstreamError(`The upstream speech server at ${replica.host} could not be reached: ${fetchFailureCause(error)}`, 503);
+      call.end({ ok: false, error: failure.message, eject: true });
+      throw new FailedBeforeAudio(failure);
     } finally {
       clearTimeout(timer);
     }
-    if (!response.ok) await throwUpstreamError(response, this.modelId);
-    if (!response.body) throw new UpstreamError("The upstream speech server sent no audio");
-    return { contentType: response.headers.get("content-type") ?? "application/octet-stream", body: response.body as AsyncIterable<Uint8Array> };
+    call.answered();
+    if (!response.ok) {
+      const failure = await upstreamSpeechError(response, this.modelId);
+      const replicaFault = response.status >= 500 || response.status === 429;
+      call.end(replicaFault ? { ok: false, error: failure.message, eject: response.status !== 503 && response.status !== 429 } : { ok: true });
+      throw replicaFault ? new FailedBeforeAudio(failure) : failure;
+    }
+    if (!response.body) {
+      call.end({ ok: false, error: "no audio", eject: false });
+      throw new UpstreamError("The upstream speech server sent no audio");
+    }
+    return { contentType: response.headers.get("content-type") ?? "application/octet-stream", body: countedUntilDone(response.body as AsyncIterable<Uint8Array>, call) };
   }
 
-  async dispose(): Promise<void> {}
+  async dispose(): Promise<void> {
+    this.replicaPool.dispose();
+  }
+}
+
+/** The audio as it comes, the replica's request counted in flight until the last byte (or the caller's stop). */
+async function* countedUntilDone(body: AsyncIterable<Uint8Array>, call: { end(outcome: ReplicaOutcome): void }): AsyncGenerator<Uint8Array> {
+  let outcome: ReplicaOutcome = { ok: true };
+  try {
+    for await (const chunk of body) yield chunk;
+  } catch (error) {
+    outcome = { ok: false, error: `the audio stream broke: ${fetchFailureCause(error)}`, eject: true };
+    throw error;
+  } finally {
+    call.end(outcome);
+  }
 }
 
 async function fetchVoices(baseUrl: string, model: string, apiKey: string | undefined): Promise<string[]> {
@@ -90,7 +153,7 @@ async function fetchVoices(baseUrl: string, model: string, apiKey: string | unde
 }
 
 /** The caller's mistakes (400) keep their status and message; the node's problems with the upstream become 502/503. */
-async function throwUpstreamError(response: Response, modelId: string): Promise<never> {
+async function upstreamSpeechError(response: Response, modelId: string): Promise<Error> {
   let message = response.statusText;
   let details: unknown;
   try {
@@ -100,9 +163,9 @@ async function throwUpstreamError(response: Response, modelId: string): Promise<
   } catch {
     // Not JSON: keep the status text.
   }
-  if (response.status === 400 || response.status === 422) throw new InvalidRequestError(`Upstream: ${message}`, details);
-  if (response.status === 429 || response.status === 503) throw new ModelAtCapacityError(modelId);
+  if (response.status === 400 || response.status === 422) return new InvalidRequestError(`Upstream: ${message}`, details);
+  if (response.status === 429 || response.status === 503) return new ModelAtCapacityError(modelId);
   if (response.status === 401 || response.status === 403 || response.status === 402)
-    throw new UpstreamError(`The upstream speech server refused this node (${response.status}: ${message})`);
-  throw new UpstreamError(`The upstream speech server failed (${response.status}: ${message})`);
+    return new UpstreamError(`The upstream speech server refused this node (${response.status}: ${message})`);
+  return new UpstreamError(`The upstream speech server failed (${response.status}: ${message})`);
 }

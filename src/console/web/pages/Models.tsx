@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { apiFetch, bytes, errorText, when } from "../api.ts";
+import type { LiveModel } from "../live.ts";
 import type { PageProps } from "./types.ts";
 
 /** Ids may hold '/' (openai/whisper-large-v3): each segment is encoded, the slashes stay. */
@@ -82,6 +83,7 @@ export function ModelsPage({ live }: PageProps) {
             ))}
           </tbody>
         </table>
+        {snapshot.models.some((m) => m.replicas && m.replicas.length > 0) && <ReplicaTable models={snapshot.models} />}
         {error && (
           <p class="error" role="alert">
             {error}
@@ -119,6 +121,52 @@ export function ModelsPage({ live }: PageProps) {
           </table>
         )}
       </section>
+    </>
+  );
+}
+
+/** The replicas of each loaded upstream model: health, load and how they answer (GET /admin/models' `replicas`). */
+function ReplicaTable({ models }: { models: LiveModel[] }) {
+  const rows = models.flatMap((m) => (m.replicas ?? []).map((replica) => ({ model: m.id, replica })));
+  return (
+    <>
+      <h2>Upstream replicas</h2>
+      <table class="grid" id="replicas">
+        <thead>
+          <tr>
+            <th>Model</th>
+            <th>Replica</th>
+            <th>Health</th>
+            <th class="num">Weight</th>
+            <th class="num">In flight</th>
+            <th class="num">Requests</th>
+            <th class="num">Errors</th>
+            <th class="num">Latency</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map(({ model, replica }) => (
+            <tr key={`${model} ${replica.baseUrl}`} data-model={model} data-replica={replica.baseUrl}>
+              <td>{model}</td>
+              <td class="mono">{replica.baseUrl}</td>
+              <td>
+                <span class={`state ${replica.healthy ? "loaded" : "failed"}`} data-healthy={String(replica.healthy ?? false)} title={replica.lastError ?? undefined}>
+                  {replica.healthy ? "healthy" : "ejected"}
+                </span>
+                {!replica.healthy && replica.ejectedUntil && <div class="muted small">back-off until {new Date(replica.ejectedUntil).toLocaleTimeString()}</div>}
+              </td>
+              <td class="num">{replica.weight ?? 1}</td>
+              <td class="num">
+                {replica.inFlight ?? 0}
+                {replica.maxInFlight ? ` / ${replica.maxInFlight}` : ""}
+              </td>
+              <td class="num">{replica.requests ?? 0}</td>
+              <td class="num">{replica.errors ?? 0}</td>
+              <td class="num">{replica.lastLatencyMs == null ? "–" : `${Math.round(replica.lastLatencyMs)} ms`}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </>
   );
 }
