@@ -157,10 +157,27 @@ export const CryptoRpcConfig = z.strictObject({
 });
 export type CryptoRpcConfig = z.infer<typeof CryptoRpcConfig>;
 
+/**
+ * API keys for wallets (GET/POST /api_keys/generate_web3_key): a wallet signs a token from this
+ * node and gets a key for its account. Which wallets may: `credit` (those with credit here: the
+ * default, so a stranger cannot make accounts), `any` (any wallet that signs), `allowlist`
+ * (the listed addresses only), `none` (off).
+ */
+export const Web3KeysConfig = z.strictObject({
+  allow: z.enum(["none", "any", "credit", "allowlist"]).default("credit"),
+  allowlist: z.array(EvmAddress).default([]),
+  /** Whether a wallet may make an ADMIN key (which manages its account's keys); INFERENCE keys always. */
+  allowAdminKeys: z.boolean().default(false),
+  /** How long a token may wait for its signature. */
+  tokenTtlSeconds: z.number().int().min(30).max(3_600).default(300),
+});
+export type Web3KeysConfig = z.infer<typeof Web3KeysConfig>;
+
 export const WalletConfig = z.strictObject({
   $schema: z.string().optional(),
   x402: X402Config.default(X402Config.parse({})),
   rpc: CryptoRpcConfig.default(CryptoRpcConfig.parse({})),
+  web3Keys: Web3KeysConfig.default(Web3KeysConfig.parse({})),
 });
 export type WalletConfig = z.infer<typeof WalletConfig>;
 

@@ -25,6 +25,31 @@ export const keysApi = defineApiGroup({
     })),
     {
       method: "get",
+      path: "/api_keys/generate_web3_key",
+      operationId: "getApiKeyGenerateWeb3Key",
+      summary: "A token for a wallet to sign",
+      description: "Single use, valid for the wallet config's `web3Keys.tokenTtlSeconds` (default 300). 403 when `web3Keys.allow` is `none`.",
+      access: "public",
+      responses: { 200: { description: "The token", content: { "application/json": schemas.Web3KeyToken } } },
+      errors: { 403: "This node makes no keys for wallets" },
+    },
+    {
+      method: "post",
+      path: "/api_keys/generate_web3_key",
+      operationId: "postApiKeyGenerateWeb3Key",
+      summary: "Create an API key with a wallet's signature",
+      description:
+        "Sign the token's text with the wallet (personal_sign, EIP-191) and send it with the address and the key's settings. " +
+        "The key belongs to the wallet's account (the one its sign-in-with-x and top-ups use). Which wallets may is the operator's " +
+        "choice (`web3Keys.allow`: `credit`, the default, for wallets with credit here; `any`; `allowlist`; `none`); ADMIN keys only " +
+        "with `web3Keys.allowAdminKeys`. A token works once; an altered or expired one, or a signature by another wallet, is a 401.",
+      access: "public",
+      body: { content: { "application/json": schemas.Web3KeyRequest } },
+      responses: { 200: { description: "The new key (its secret shown this once)", content: { "application/json": schemas.CreateApiKeyResponse } } },
+      errors: { 401: "Bad, altered, expired or used token, or the signature is not the address's", 403: "The operator's policy refuses this wallet or key type" },
+    },
+    {
+      method: "get",
       path: "/api_keys",
       operationId: "listApiKeys",
       summary: "List the account's API keys",

@@ -5,8 +5,9 @@ import { parse, requireJson } from "../../http/parse.js";
 import type { AuthContext } from "../../http/requestContext.js";
 import { RateLimiter } from "../../limits/RateLimiter.js";
 import { isOperatorKey } from "../../store/apiKeys.js";
-import { CreateApiKeyRequest, DeleteApiKeyQuery, UpdateApiKeyRequest } from "./schema.js";
+import { CreateApiKeyRequest, DeleteApiKeyQuery, UpdateApiKeyRequest, Web3KeyRequest } from "./schema.js";
 import { ApiKeyService } from "./service.js";
+import { Web3Keys } from "./Web3Keys.js";
 
 /** The reference: key creation is limited to 20 requests per minute. */
 const KEY_CREATION_LIMIT = { rpm: 20 };
@@ -26,7 +27,7 @@ function requireAdminKey(_req: Request, res: Response, next: NextFunction) {
 
 const callerOf = (res: Response) => res.locals.ctx.auth!;
 
-export type KeysRouterDeps = Pick<AppDeps, "config" | "db" | "credits" | "models" | "limits" | "now" | "authenticateKey" | "jsonBody">;
+export type KeysRouterDeps = Pick<AppDeps, "config" | "db" | "credits" | "models" | "limits" | "now" | "wallet" | "authenticateKey" | "jsonBody">;
 
 export function keysRouter(deps: KeysRouterDeps): Router {
   const service = new ApiKeyService({
@@ -39,7 +40,27 @@ export function keysRouter(deps: KeysRouterDeps): Router {
   });
   const creationLimiter = new RateLimiter(deps.now);
   const callerIsOperator = (caller: AuthContext) => caller.kind === "apiKey" && isOperatorKey(deps.db, caller.apiKeyId);
+  const web3Keys = new Web3Keys({
+    db: deps.db,
+    credits: deps.credits,
+    nonces: deps.wallet.nonces,
+    policy: deps.config.wallet.web3Keys,
+    now: deps.now,
+    createKey: (accountId, request) => service.create(accountId, request, false),
+  });
   const router = Router();
+
+  // A wallet's own key: no API key needed (the signature is the credential). Registered before /api_keys/:id.
+  router.get("/api_keys/generate_web3_key", (_req, res) => {
+    res.json({ success: true, data: { token: web3Keys.issueToken() } });
+  });
+  router.post("/api_keys/generate_web3_key", deps.jsonBody, async (req, res) => {
+    requireJson(req);
+    const body = parse(Web3KeyRequest, req.body);
+    const decision = creationLimiter.admit(`web3-key:${body.address.toLowerCase()}`, KEY_CREATION_LIMIT);
+    if (!decision.allowed) throw new RateLimitError("Rate limit exceeded: at most 20 API keys may be created per minute.", decision.headers);
+    res.json(await web3Keys.createKey(body));
+  });
 
   // Any key: its own limits and its account's refusals. (Registered before /api_keys/:id.)
   router.get("/api_keys/rate_limits", deps.authenticateKey, (_req, res) => {

@@ -56,6 +56,17 @@ export const CreateApiKeyRequest = z.strictObject({
 });
 export type CreateApiKeyRequest = z.infer<typeof CreateApiKeyRequest>;
 
+/** POST /api_keys/generate_web3_key: a key's settings, and the wallet's signature of a token from GET. */
+export const Web3KeyRequest = CreateApiKeyRequest.extend({
+  address: z.string().min(1).describe("The wallet's EVM address"),
+  signature: z.string().min(1).describe("The token's text signed with personal_sign (EIP-191)"),
+  token: z.string().min(1).describe("From GET /api_keys/generate_web3_key; single use, valid for web3Keys.tokenTtlSeconds"),
+  description: z.string().max(64, "description is at most 64 characters").default("Web3 API Key"),
+});
+export type Web3KeyRequest = z.infer<typeof Web3KeyRequest>;
+
+export const Web3KeyToken = z.object({ success: z.literal(true), data: z.object({ token: z.string() }) });
+
 export const UpdateApiKeyRequest = z.strictObject({
   ...SettingFields,
   id: z.string().min(1),
