@@ -11,6 +11,11 @@ export const LlamaSettings = z.strictObject({
   gpuLayers: z.union([z.literal("auto"), z.literal("max"), z.number().int().min(0)]).default("auto"),
   /** CPU threads; 0: one per available core. Tiny models run best on one. */
   threads: z.number().int().min(0).default(0),
+  /**
+   * Threads for a decode of one token (a lone stream): "auto" uses one fewer than `threads` when
+   * they take every core (Node's own threads then never stall llama.cpp's), else `threads`.
+   */
+  singleTokenThreads: z.union([z.literal("auto"), z.number().int().min(1)]).default("auto"),
   batchSize: z.number().int().min(1).optional(),
   /** llama.cpp's flash attention: "auto" (llama.cpp's own default) uses it where the backend supports it. */
   flashAttention: z.union([z.boolean(), z.literal("auto")]).default("auto"),

@@ -42,6 +42,7 @@ import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
+import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier } from "./StepBarrier.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
@@ -124,7 +125,7 @@ export class LlamaChatEngine implements ChatEngine {
       const decodeBatches = new DecodeBatches();
       const context = await model.createContext({
         ...chatContextOptions(settings),
-        batching: { itemPrioritizationStrategy: decodeBatches.strategy },
+        batching: { itemPrioritizationStrategy: decodeBatches.strategy, threadsForBatch: threadsForBatch(settings.singleTokenThreads) },
       });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
