@@ -70,8 +70,18 @@ it("node-llama-cpp decodes each batch with the threads batching.threadsForBatch 
       get(target, property) {
         const value = target[property];
         if (typeof value !== "function") return value;
-        if (property === "initBatch") return (size: number) => ((batchSize = size), value.call(target, size));
-        if (property === "setThreads") return (threads: number) => (calls.push({ batchSize, threads }), value.call(target, threads));
+        if (property === "initBatch") {
+          return (size: number) => {
+            batchSize = size;
+            return value.call(target, size);
+          };
+        }
+        if (property === "setThreads") {
+          return (threads: number) => {
+            calls.push({ batchSize, threads });
+            return value.call(target, threads);
+          };
+        }
         return value.bind(target);
       },
     });
