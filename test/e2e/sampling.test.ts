@@ -138,7 +138,7 @@ describe("sampling controls", () => {
   it.each([
     ["n above the model's parallel sequences", { n: 5 }, ["n"], /at most 4 choices/],
     ["top_logprobs without logprobs", { top_logprobs: 2 }, ["top_logprobs"], /needs logprobs/],
-    ["top_logprobs above 20", { logprobs: true, top_logprobs: 21 }, ["top_logprobs"], /./],
+    ["a negative top_logprobs", { logprobs: true, top_logprobs: -1 }, ["top_logprobs"], /./],
     ["min_temp above max_temp", { min_temp: 1.5, max_temp: 0.5 }, ["min_temp"], /above max_temp/],
     ["max_temp out of range", { max_temp: 3 }, ["max_temp"], /./],
     ["a stop token outside the vocabulary", { stop_token_ids: [5, 999999] }, ["stop_token_ids", "1"], /outside this model's vocabulary/],

@@ -4,7 +4,7 @@ import { InvalidRequestError } from "../../errors.js";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
 import type { ChatFeatures, ChatMessage, PromptCacheOptions, ReasoningOptions, ResponseFormat, SamplingOptions, ToolOptions } from "../../engines/types.js";
 import { readContentPart, type PartContext } from "./contentParts.js";
-import type { AppliedServiceParameters, ChatCompletionRequest, ChatMessageWire, ContentPart, ReasoningEffort } from "./schema.js";
+import { type AppliedServiceParameters, type ChatCompletionRequest, type ChatMessageWire, type ContentPart, MAX_TOP_LOGPROBS, type ReasoningEffort } from "./schema.js";
 
 /**
  * Pure translations from the wire request to the engine's options. Each throws a 400 that
@@ -115,7 +115,7 @@ export function toSampling(request: ChatCompletionRequest, entry: ModelEntry, fe
 export function toLogprobs(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): { top: number } | undefined {
   if (!request.logprobs) return undefined;
   if (!features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${modelId}" does not report log probabilities`);
-  return { top: request.top_logprobs ?? 0 };
+  return { top: Math.min(request.top_logprobs ?? 0, MAX_TOP_LOGPROBS) };
 }
 
 export function toChoiceCount(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): number {

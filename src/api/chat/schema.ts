@@ -176,7 +176,8 @@ const ChatCompletionFields = z
     n: z.number().int().min(1).max(128).nullish(),
     user: z.string().nullish(),
     logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    /** Above MAX_TOP_LOGPROBS it is served as that many, and the response says so (x-service-clamped-parameters). */
+    top_logprobs: z.number().int().min(0).nullish(),
     tools: z.array(Tool).max(128).nullish(),
     tool_choice: ToolChoice.nullish(),
     parallel_tool_calls: z.boolean().nullish(),
@@ -199,10 +200,27 @@ const ChatCompletionFields = z
     }
   });
 
-/** Accepts the provider's spellings as input aliases of the neutral wire names. */
+/** The most alternatives per token a response lists; a larger top_logprobs is served as this many. */
+export const MAX_TOP_LOGPROBS = 20;
+
+/**
+ * Accepts the provider's spellings as input aliases of the neutral wire names, and the forms
+ * its document allows that the standard does not: `max_tokens` of 0 or less (ignored: the
+ * model's default applies), a `tools[]` item without `type` (a function), and `tool_choice`
+ * naming a function as a plain string.
+ */
 function acceptProviderAliases(input: unknown): unknown {
   if (!input || typeof input !== "object" || Array.isArray(input)) return input;
   const body = { ...(input as Record<string, unknown>) };
+  if (typeof body.max_tokens === "number" && Number.isInteger(body.max_tokens) && body.max_tokens <= 0) delete body.max_tokens;
+  if (Array.isArray(body.tools)) {
+    body.tools = body.tools.map((tool: unknown) =>
+      tool && typeof tool === "object" && !Array.isArray(tool) && !("type" in tool) && "function" in tool ? { type: "function", ...tool } : tool,
+    );
+  }
+  if (typeof body.tool_choice === "string" && !["auto", "none", "required"].includes(body.tool_choice)) {
+    body.tool_choice = { type: "function", function: { name: body.tool_choice } };
+  }
   if (body.service_parameters === undefined && body.venice_parameters !== undefined) body.service_parameters = body.venice_parameters;
   delete body.venice_parameters;
   const params = body.service_parameters;

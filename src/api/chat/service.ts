@@ -26,6 +26,7 @@ import { checkPromptLength, checkPromptTokens } from "./promptBound.js";
 import type { ContentPartLimits } from "./contentParts.js";
 import { parseModelSuffix } from "./modelSuffix.js";
 import {
+  MAX_TOP_LOGPROBS,
   SERVICE_PARAMETER_DEFAULTS,
   type AppliedServiceParameters,
   type ChatCompletionChunk,
@@ -135,6 +136,7 @@ export class ChatService {
     const headers: Record<string, string> = {};
     // Accepted for compatibility; a local model has no native X search.
     if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+    if (logprobs && (request.top_logprobs ?? 0) > MAX_TOP_LOGPROBS) headers["x-service-clamped-parameters"] = `top_logprobs=${MAX_TOP_LOGPROBS}`;
     const meter = meterFor(entry);
     return {
       id: `chatcmpl-${requestId.replaceAll("-", "")}`,
