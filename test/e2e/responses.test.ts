@@ -30,7 +30,7 @@ function expectProviderShape(body: unknown): void {
 let server: TestServer;
 let client: OpenAI;
 beforeAll(async () => {
-  server = await startTestServer({ models: [tinyChatEntry(), tinyReasoningEntry()] });
+  server = await startTestServer({ models: [tinyChatEntry(), tinyReasoningEntry(), tinyChatEntry({ id: "tiny-short", llama: { contextSize: 256, sequences: 1, threads: 1 } })] });
   client = server.openai();
 });
 afterAll(() => server?.stop());
@@ -321,5 +321,30 @@ describe("bad requests name the field", () => {
     await expectParam({ input: "Hi", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] }, 400, "tools.0.type");
     await expectParam({ input: "Hi", tools: [weatherTool], tool_choice: { type: "function", name: "nope" } }, 400, "tool_choice.name");
     await expectParam({ input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/png;base64,AAAA" }] }] }, 400, "input.0.content.0.type");
+  });
+});
+
+describe("truncation", () => {
+  it("auto leaves out the oldest items until the conversation fits the context; disabled answers 400 naming input", async () => {
+    const long = "The keeper wrote down the weather every hour of every night. ".repeat(6);
+    const input = [
+      { role: "developer" as const, content: "Answer briefly." },
+      ...Array.from({ length: 6 }, (_, i) => [
+        { role: "user" as const, content: `${i}: ${long}` },
+        { role: "assistant" as const, content: `Noted ${i}.` },
+      ]).flat(),
+      { role: "user" as const, content: "What did the keeper write?" },
+    ];
+    const refused = await client.responses.create({ model: "tiny-short", input, max_output_tokens: 16 }).catch((e: unknown) => e as { status: number; message: string });
+    expect((refused as { status: number }).status).toBe(400);
+    expect((refused as { message: string }).message).toMatch(/input/);
+
+    const fitted = await client.responses.create({ model: "tiny-short", input, max_output_tokens: 16, truncation: "auto" });
+    expect(fitted.status === "completed" || fitted.status === "incomplete").toBe(true);
+    expect(fitted.truncation).toBe("auto");
+    expect(fitted.usage!.input_tokens + 16).toBeLessThanOrEqual(256);
+    // It kept what it could: more than the last message alone.
+    const lastOnly = await client.responses.create({ model: "tiny-short", input: [input[0]!, input.at(-1)!], max_output_tokens: 16 });
+    expect(fitted.usage!.input_tokens).toBeGreaterThan(lastOnly.usage!.input_tokens);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatGenerateResult } from "../../engines/types.js";
+import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import { ApiError, InvalidRequestError } from "../../errors.js";
 import { firstErrorPath } from "../../http/errorFormat.js";
 import { DAY_MS } from "../../time.js";
@@ -20,6 +21,8 @@ export interface ResolvedResponse {
   /** The items of the conversation it continues (empty without previous_response_id). */
   context: ResponseInputItem[];
   chat: ResolvedChat;
+  /** Oldest items left out to fit the context (truncation: "auto"). */
+  dropped: number;
 }
 
 export interface PreparedResponse extends ResolvedResponse {
@@ -41,6 +44,38 @@ export interface ResponsesServiceOptions {
 
 const StoredItems = z.array(ResponseInputItem);
 
+/** A prompt the model's context cannot hold: the chat path's 400 on `messages`, or the engine's plan refusal. */
+function isPromptTooLong(error: unknown): boolean {
+  if (error instanceof PlanRefusalError) return error.refusal.kind === "promptTooLong";
+  return error instanceof InvalidRequestError && firstErrorPath(error.extra.details) === "messages";
+}
+
+/**
+ * The conversation less its `count` oldest droppable items: a function call goes with its
+ * outputs; system and developer messages and the last input item stay.
+ */
+function dropOldestItems(context: ResponseInputItem[], input: ResponseInputItem[], count: number): { context: ResponseInputItem[]; input: ResponseInputItem[] } {
+  const all = [...context.map((item) => ({ item, fromContext: true })), ...input.map((item) => ({ item, fromContext: false }))];
+  const kept = new Set(all);
+  const last = all.at(-1);
+  for (let i = 0; i < count; i++) {
+    const oldest = [...kept].find((entry) => entry !== last && !isInstruction(entry.item));
+    if (!oldest) break;
+    kept.delete(oldest);
+    if (oldest.item.type === "function_call") {
+      const callId = oldest.item.call_id;
+      for (const entry of kept) if (entry.item.type === "function_call_output" && entry.item.call_id === callId) kept.delete(entry);
+    }
+  }
+  const survivors = all.filter((entry) => kept.has(entry));
+  return { context: survivors.filter((e) => e.fromContext).map((e) => e.item), input: survivors.filter((e) => !e.fromContext).map((e) => e.item) };
+}
+
+function isInstruction(item: ResponseInputItem): boolean {
+  const role = (item as { role?: string }).role;
+  return role === "system" || role === "developer";
+}
+
 /**
  * The Responses API as a translation in and out of the chat service: the request becomes a
  * chat request (its stored conversation included), the chat answer becomes output items (or
@@ -54,16 +89,42 @@ export class ResponsesService {
   ) {}
 
   /** Every check that needs only the request and the store: the route admits (rate limits) between this and `prepare`. */
-  resolve(request: ResponseRequest, accountId: string): ResolvedResponse {
-    const context = request.previous_response_id ? this.conversationOf(accountId, request.previous_response_id) : [];
-    const input = request.input.map((item, index) => (item.type === "item_reference" ? this.referencedItem(accountId, item.id, index) : item));
+  resolve(request: ResponseRequest, accountId: string, dropped = 0): ResolvedResponse {
+    const fullContext = request.previous_response_id ? this.conversationOf(accountId, request.previous_response_id) : [];
+    const fullInput = request.input.map((item, index) => (item.type === "item_reference" ? this.referencedItem(accountId, item.id, index) : item));
+    const { context, input } = dropOldestItems(fullContext, fullInput, dropped);
     const translated = fromResponsesRequest({ ...request, input }, { context, searchAvailable: this.options.searchAvailable });
     const chat = withResponsesPaths(translated.origins, () => this.chat.resolve(translated.chat));
-    return { request, accountId, translated, context, chat };
+    return { request, accountId, translated, context, chat, dropped };
   }
 
-  async prepare(resolved: ResolvedResponse, call: ChatCall): Promise<PreparedResponse> {
-    const prepared = await withResponsesPathsAsync(resolved.translated.origins, () => this.chat.prepare(resolved.chat, call));
+  /**
+   * The chat request prepared for the engine. With `truncation: "auto"` a conversation too long
+   * for the model's context loses its oldest items (a function call with its outputs, never a
+   * system or developer message, never the last input item) until it fits, as the standard
+   * does; otherwise it is the chat path's 400.
+   */
+  async prepare(first: ResolvedResponse, call: ChatCall): Promise<PreparedResponse> {
+    let resolved = first;
+    let prepared: PreparedChat;
+    for (;;) {
+      try {
+        prepared = await this.chat.prepare(resolved.chat, call);
+        // Planning is side-effect free (it renders and measures): here it only tells whether the prompt fits.
+        if (resolved.request.truncation === "auto") prepared.engine.plan(prepared.options);
+        break;
+      } catch (error) {
+        if (resolved.request.truncation === "auto" && isPromptTooLong(error)) {
+          const shorter = this.resolve(resolved.request, resolved.accountId, resolved.dropped + 1);
+          if (shorter.context.length + shorter.translated.inputItems.length < resolved.context.length + resolved.translated.inputItems.length) {
+            resolved = shorter;
+            continue;
+          }
+          throw InvalidRequestError.forField(["input"], "the prompt does not fit this model's context even with every older item left out (truncation: auto)");
+        }
+        throw toResponsesError(error, resolved.translated.origins);
+      }
+    }
     const { request } = resolved;
     const unsupported = [prepared.headers["x-service-unsupported-parameters"], request.max_tool_calls != null ? "max_tool_calls" : undefined].filter(Boolean);
     if (unsupported.length > 0) prepared.headers["x-service-unsupported-parameters"] = unsupported.join(",");
