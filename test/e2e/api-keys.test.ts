@@ -136,6 +136,13 @@ describe("API key management with an admin key", () => {
     expect((await call("GET", `/api_keys/${id}`, admin.key)).status).toBe(404);
     expect((await call("GET", "/api_keys", admin.key)).body.data.map((k: any) => k.id)).toEqual([admin.keyId]);
     expect((await call("DELETE", `/api_keys?id=${id}`, admin.key)).status).toBe(404);
+
+    // Without an id (the provider makes it optional) the key making the request deletes itself.
+    const second = await call("POST", "/api_keys", admin.key, { apiKeyType: "ADMIN", description: "short-lived" });
+    const secondKey = second.body.data.apiKey as string;
+    expect(await call("DELETE", "/api_keys", secondKey)).toEqual({ status: 200, body: { success: true } });
+    expect((await call("GET", "/api_keys", secondKey)).status).toBe(401);
+    expect((await call("GET", "/api_keys", admin.key)).status).toBe(200);
   });
 
   it("an admin key manages only its own account's keys", async () => {
@@ -185,7 +192,7 @@ describe("API key management with an admin key", () => {
       ["PATCH", "/api_keys", { id: keyId, rateLimits: { "*": { rpm: 0 } } }, ["rateLimits", "*", "rpm"]],
       ["PATCH", "/api_keys", { id: keyId, rateLimitTier: "gold" }, ["rateLimitTier"]],
       ["PATCH", "/api_keys", { description: "no id" }, ["id"]],
-      ["DELETE", "/api_keys", undefined, ["id"]],
+      ["DELETE", "/api_keys?id=", undefined, ["id"]],
     ];
     for (const [method, path, body, field] of cases) {
       const res = await call(method, path, admin.key, body);

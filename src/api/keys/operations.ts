@@ -92,6 +92,7 @@ export const keysApi = defineApiGroup({
       path: "/api_keys",
       operationId: "deleteApiKey",
       summary: "Revoke an API key",
+      description: "Without `id` the key making the request revokes itself.",
       access: "adminKey",
       query: schemas.DeleteApiKeyQuery,
       responses: { 200: { description: "Revoked", content: { "application/json": schemas.DeleteApiKeyResponse } } },

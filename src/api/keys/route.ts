@@ -98,7 +98,10 @@ export function keysRouter(deps: KeysRouterDeps): Router {
   router.delete("/api_keys", deps.authenticateKey, requireAdminKey, (req, res) => {
     const { id } = parse(DeleteApiKeyQuery, req.query);
     const caller = callerOf(res);
-    res.json(service.revoke(caller.accountId, id, callerIsOperator(caller)));
+    // Behind the API-key authenticator: the caller is always a key.
+    const target = id ?? (caller.kind === "apiKey" ? caller.apiKeyId : undefined);
+    if (target === undefined) throw new PermissionDeniedError("Name the key to delete with ?id=");
+    res.json(service.revoke(caller.accountId, target, callerIsOperator(caller)));
   });
 
   return router;

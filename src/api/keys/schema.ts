@@ -76,7 +76,8 @@ export const UpdateApiKeyRequest = z.strictObject({
 });
 export type UpdateApiKeyRequest = z.infer<typeof UpdateApiKeyRequest>;
 
-export const DeleteApiKeyQuery = z.looseObject({ id: z.string().min(1, "id of the key to delete is required") });
+/** Without `id` (the provider makes it optional) the key making the request is the one deleted. */
+export const DeleteApiKeyQuery = z.looseObject({ id: z.string().min(1, "id must name a key of this account").optional() });
 
 const LimitsWire = z.object({ usd: z.number().nullable(), diem: z.number().nullable(), vcu: z.number().nullable() });
 const AmountStrings = z.object({ usd: z.string(), diem: z.string() });
