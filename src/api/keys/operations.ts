@@ -71,7 +71,9 @@ export const keysApi = defineApiGroup({
       path: "/api_keys",
       operationId: "createApiKey",
       summary: "Create an API key",
-      description: "The secret is in the response, once. At most 20 keys may be created per minute.",
+      description:
+        "The secret is in the response, once. At most 20 keys may be created per minute. An `expiresAt` in the past (the provider's own " +
+        "example is one) is a 400 naming it: a key that could never be used is taken for a mistake rather than made.",
       access: "adminKey",
       body: { content: { "application/json": schemas.CreateApiKeyRequest } },
       responses: { 200: { description: "The new key and its secret", headers: RATE_LIMIT_HEADERS, content: { "application/json": schemas.CreateApiKeyResponse } } },
