@@ -300,6 +300,7 @@ describe("GET /billing/usage (deprecated)", () => {
     expect(Object.keys(body)).toEqual(["error"]);
     for (const word of ["/billing/usage-history", "pageSize", "nextCursor", "startTimestamp", "endTimestamp"]) expect(body.error).toContain(word);
     expect(res.headers.get("link")).toContain("/billing/usage-history");
+    expect(res.headers.get("sunset")).toBe("Tue, 07 Jul 2026 00:00:00 GMT");
     tick(MINUTE);
     expect((await get("/billing/usage", callerCreatedAt(BILLING_USAGE_CUTOFF))).status).toBe(410);
     expect((await get("/billing/usage", callerCreatedAt(BILLING_USAGE_CUTOFF - 1))).status).toBe(200);

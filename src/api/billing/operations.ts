@@ -39,7 +39,7 @@ export const billingApi = defineApiGroup({
           content: { "application/json": schemas.BillingUsageResponse, ...csv },
         },
       },
-      errors: { 410: "The account was created after the endpoint was retired", 429: "More than 1 request per minute" },
+      errors: { 410: "The account was created after the endpoint was retired (with Deprecation, Sunset and a successor Link)", 429: "More than 1 request per minute" },
     },
     {
       method: "get",

@@ -44,7 +44,8 @@ export const BILLING_USAGE_WARNING = `GET /api/v1/billing/usage is deprecated an
 export class BillingUsageGoneError extends ApiError {
   constructor() {
     super(410, `GET /api/v1/billing/usage is not available to accounts created on or after 2026-07-07. Use GET ${BILLING_USAGE_SUCCESSOR} instead: ${MIGRATION_HINT}.`, {
-      headers: { ...BILLING_USAGE_DEPRECATION_HEADERS },
+      // RFC 8594: for these accounts the endpoint was retired at the cutoff.
+      headers: { ...BILLING_USAGE_DEPRECATION_HEADERS, Sunset: new Date(BILLING_USAGE_CUTOFF).toUTCString() },
     });
   }
 }
