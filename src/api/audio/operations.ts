@@ -123,7 +123,7 @@ export const audioApi = defineApiGroup({
     {
       method: "post",
       path: "/audio/voices",
-      operationId: "createVoice",
+      operationId: "createClonedVoice",
       summary: "Clone a voice",
       description: "Derives a voice from a sample; use the returned id as `voice` in /audio/speech with the same model.",
       access: "paid",

@@ -11,7 +11,7 @@ export const billingApi = defineApiGroup({
     {
       method: "get",
       path: "/billing/balance",
-      operationId: "getBalance",
+      operationId: "getBillingBalance",
       summary: "Get the account balance",
       access: "apiKey",
       responses: { 200: { description: "Balances and what the next charge draws on", content: { "application/json": schemas.BillingBalanceResponse } } },

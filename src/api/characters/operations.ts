@@ -26,7 +26,7 @@ export const charactersApi = defineApiGroup({
     {
       method: "get",
       path: "/characters/{slug}",
-      operationId: "getCharacter",
+      operationId: "getCharacterBySlug",
       summary: "Get one character",
       access: "apiKey",
       params: z.object({ slug: z.string() }),

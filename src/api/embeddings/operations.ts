@@ -9,7 +9,7 @@ export const embeddingsApi = defineApiGroup({
     {
       method: "post",
       path: "/embeddings",
-      operationId: "createEmbeddings",
+      operationId: "createEmbedding",
       summary: "Create embeddings",
       description: "Token-array inputs are refused with a 400: send strings.",
       access: "paid",

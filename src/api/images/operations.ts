@@ -46,7 +46,7 @@ export const imagesApi = defineApiGroup({
     {
       method: "post",
       path: "/images/generations",
-      operationId: "createImage",
+      operationId: "simpleGenerateImage",
       summary: "Generate an image (chat-completions standard)",
       description: "A model this node does not have (an OpenAI model name, say) means the default image model. `url` results are data URLs.",
       access: "paid",

@@ -10,7 +10,7 @@ export const keysApi = defineApiGroup({
     {
       method: "get",
       path: "/api_keys/rate_limits",
-      operationId: "getRateLimits",
+      operationId: "getApiKeyRateLimits",
       summary: "The calling key's rate limits and balances",
       access: "apiKey",
       responses: { 200: { description: "Limits per model", content: { "application/json": schemas.RateLimitsResponse } } },
@@ -18,7 +18,7 @@ export const keysApi = defineApiGroup({
     ...(["/api_keys/rate_limits/log", "/api_keys/rate_limit_logs"] as const).map((path, i) => ({
       method: "get" as const,
       path,
-      operationId: i === 0 ? "getRateLimitLog" : "getRateLimitLogs",
+      operationId: i === 0 ? "getApiKeyRateLimitLogs" : "getApiKeyRateLimitLogsAlias",
       summary: i === 0 ? "Recent rate-limit refusals of the account" : "Recent rate-limit refusals (alias of /api_keys/rate_limits/log)",
       access: "apiKey" as const,
       responses: { 200: { description: "The most recent refusals", content: { "application/json": schemas.RateLimitLogResponse } } },
@@ -51,7 +51,7 @@ export const keysApi = defineApiGroup({
     {
       method: "get",
       path: "/api_keys",
-      operationId: "listApiKeys",
+      operationId: "getApiKeys",
       summary: "List the account's API keys",
       access: "adminKey",
       responses: { 200: { description: "The keys (never their secrets)", content: { "application/json": schemas.ApiKeyList } } },
@@ -59,7 +59,7 @@ export const keysApi = defineApiGroup({
     {
       method: "get",
       path: "/api_keys/{id}",
-      operationId: "getApiKey",
+      operationId: "getApiKeyById",
       summary: "Get one API key",
       access: "adminKey",
       params: z.object({ id: z.string() }),

@@ -10,7 +10,7 @@ export const rpcApi = defineApiGroup({
     {
       method: "get",
       path: "/crypto/rpc/networks",
-      operationId: "listRpcNetworks",
+      operationId: "listCryptoRpcNetworks",
       summary: "List the proxied networks",
       access: "public",
       responses: { 200: { description: "Network slugs for POST /crypto/rpc/{network}", content: { "application/json": schemas.RpcNetworksResponse } } },
@@ -18,7 +18,7 @@ export const rpcApi = defineApiGroup({
     {
       method: "post",
       path: "/crypto/rpc/{network}",
-      operationId: "callRpc",
+      operationId: "cryptoRpcProxy",
       summary: "Forward a JSON-RPC call or batch",
       access: "paid",
       params: z.object({ network: z.string().describe("A slug from GET /crypto/rpc/networks") }),

@@ -12,7 +12,7 @@ export const x402Api = defineApiGroup({
     {
       method: "post",
       path: "/x402/top-up",
-      operationId: "topUpWallet",
+      operationId: "topUpX402Balance",
       summary: "Top up a wallet's credit",
       description:
         "Without a PAYMENT-SIGNATURE header: 402 with the payment requirements (also in the PAYMENT-REQUIRED header). With one: verifies and settles the payment and credits the paying wallet.",
@@ -39,7 +39,7 @@ export const x402Api = defineApiGroup({
     {
       method: "get",
       path: "/x402/balance/{walletAddress}",
-      operationId: "getWalletBalance",
+      operationId: "getX402Balance",
       summary: "A signed-in wallet's credit",
       access: "wallet",
       params: wallet,
@@ -49,7 +49,7 @@ export const x402Api = defineApiGroup({
     {
       method: "get",
       path: "/x402/transactions/{walletAddress}",
-      operationId: "listWalletTransactions",
+      operationId: "getX402Transactions",
       summary: "A signed-in wallet's ledger",
       access: "wallet",
       params: wallet,
