@@ -117,6 +117,21 @@ export class PaymentRequirements {
     };
   }
 
+  /**
+   * POST /x402/top-up on a node whose operator has not enabled top-ups: the provider's 402 with
+   * nothing in `accepts` (its document has no 501), saying why, with or without a payment sent.
+   */
+  topUpsDisabled(req: Request): { body: PaymentRequired & { message: string }; headers: Record<string, string> } {
+    const required = this.paymentRequired(req, "X402_TOPUPS_DISABLED");
+    const body = {
+      ...required,
+      accepts: [],
+      message:
+        "Wallet top-ups are not enabled on this node: its operator has not configured an x402 settlement mode (--x402-settlement) and payment rail (--wallet-config). Use an API key instead.",
+    };
+    return { body, headers: { "PAYMENT-REQUIRED": encodeJsonHeader(body) } };
+  }
+
   /** POST /x402/top-up without a payment: the requirements, in the body and the PAYMENT-REQUIRED header. */
   topUpRequired(req: Request): { body: PaymentRequired; headers: Record<string, string> } {
     const body = this.paymentRequired(req, "PAYMENT-SIGNATURE header is required");

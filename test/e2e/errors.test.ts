@@ -23,7 +23,8 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     ["empty messages", { ...valid, messages: [] }, ["messages"]],
     ["a message with an unknown role", { ...valid, messages: [{ role: "robot", content: "x" }] }, ["messages", "0", "role"]],
     ["missing model", { messages: valid.messages }, ["model"]],
-    ["max_tokens of zero", { ...valid, max_tokens: 0 }, ["max_tokens"]],
+    ["a fractional max_tokens", { ...valid, max_tokens: 2.5 }, ["max_tokens"]],
+    ["max_completion_tokens of zero (only max_tokens <= 0 means the default, as the provider documents)", { ...valid, max_completion_tokens: 0 }, ["max_completion_tokens"]],
     ["n of zero", { ...valid, n: 0 }, ["n"]],
   ])("%s -> 400 with the zod issue tree naming the field", async (_name, body, path) => {
     const res = await post(server, "/chat/completions", body);

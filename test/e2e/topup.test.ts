@@ -194,11 +194,15 @@ describe("a node without a settlement mode", () => {
   it("answers top-ups with a clear 'not enabled' error, and its discovery 402 offers no payment", async () => {
     const plain = await startTestServer({ models: [], config: { wallet: { x402: { base: { payTo: PAY_TO } } } } as never });
     try {
+      // The provider's document has no 501 here: its 402, offering nothing, and saying why.
       const res = await fetch(`${plain.baseUrl}/x402/top-up`, { method: "POST" });
-      expect(res.status).toBe(501);
-      expect(await res.json()).toMatchObject({ error: "X402_TOPUPS_DISABLED", message: expect.stringMatching(/not enabled on this node/) });
+      expect(res.status).toBe(402);
+      const body = (await res.json()) as { x402Version: number; error: string; message: string; accepts: unknown[] };
+      expect(body).toMatchObject({ x402Version: 2, error: "X402_TOPUPS_DISABLED", accepts: [], message: expect.stringMatching(/not enabled on this node/) });
+      expect(JSON.parse(Buffer.from(res.headers.get("payment-required")!, "base64").toString()).accepts).toEqual([]);
       const withPayment = await fetch(`${plain.baseUrl}/x402/top-up`, { method: "POST", headers: { "PAYMENT-SIGNATURE": (await pay(evmWallet())).header } });
-      expect(withPayment.status).toBe(501);
+      expect(withPayment.status).toBe(402);
+      expect(((await withPayment.json()) as { accepts: unknown[] }).accepts).toEqual([]);
     } finally {
       await plain.stop();
     }

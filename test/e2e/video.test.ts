@@ -75,7 +75,11 @@ describe("queue, then retrieve", () => {
     expect(1_000_000 - getBalances(server.db, accountId).USD).toBe(240_000 + 100_000);
 
     const retrieve = (queueId: string, extra: Record<string, unknown> = {}) => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId, ...extra }, { key });
-    const waiting = await json(await retrieve(second.queue_id));
+    const waitingRes = await retrieve(second.queue_id);
+    // The model's headers and the caller's balance, as on every model call.
+    expect(waitingRes.headers.get("x-service-model-id")).toBe("tiny-video");
+    expect(Number(waitingRes.headers.get("x-service-balance-usd"))).toBeCloseTo(1 - 0.34, 6);
+    const waiting = await json(waitingRes);
     expect(waiting).toMatchObject({ status: "PROCESSING", state: "QUEUED", queue_position: 1, progress: 0 });
     expect(waiting.average_execution_time).toEqual(expect.any(Number));
     expect(waiting.execution_duration).toBeGreaterThanOrEqual(0);

@@ -1,4 +1,7 @@
-import { Router } from "express";
+import { Router, type Response } from "express";
+import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import type { ModelEntry } from "../../config/modelRegistry.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
@@ -7,6 +10,14 @@ import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, Quote
 import { VideoFailedError, VideoService } from "./service.js";
 
 export type VideoRouterDeps = Pick<AppDeps, "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
+
+/** Retrieve and complete answer with the model's headers and the caller's balances, as every model call does. */
+function followUpHeaders(deps: VideoRouterDeps, res: Response, entry: ModelEntry): void {
+  const ctx = res.locals.ctx;
+  res.set(deps.limits.admit(ctx, entry, "video_retrieve"));
+  setModelHeaders(res, entry, "hearth-jobs");
+  if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
+}
 
 export function videoRouter(deps: VideoRouterDeps): Router {
   const service = new VideoService(deps.models, deps.db, deps.credits, deps.jobs);
@@ -36,7 +47,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
     const body = parse(RetrieveVideoRequest, req.body);
     const ctx = res.locals.ctx;
     const entry = deps.models.get(body.model, "video");
-    res.set(deps.limits.admit(ctx, entry, "video_retrieve"));
+    followUpHeaders(deps, res, entry);
     const job = service.find(entry.id, body.queue_id, ctx.auth);
     if (job.status === "FAILED") throw new VideoFailedError(job);
     if (job.status !== "COMPLETED") {
@@ -53,7 +64,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
     const body = parse(CompleteVideoRequest, req.body);
     const ctx = res.locals.ctx;
     const entry = deps.models.get(body.model, "video");
-    res.set(deps.limits.admit(ctx, entry, "video_retrieve"));
+    followUpHeaders(deps, res, entry);
     service.complete(service.find(entry.id, body.queue_id, ctx.auth));
     res.json({ success: true });
   });

@@ -33,7 +33,6 @@ export const x402Api = defineApiGroup({
       },
       errors: {
         500: "The transfer is not confirmed yet (`error` X402_SETTLEMENT_PENDING; send the same payment again for the result), or the chain node could not be asked (`error` PAYMENT_VERIFICATION_FAILED, `details.reason` settlement_node_unavailable)",
-        501: "Top-ups are not enabled on this node (`error` X402_TOPUPS_DISABLED)",
       },
     },
     {

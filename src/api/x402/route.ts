@@ -10,7 +10,6 @@ import type { Db } from "../../store/Store.js";
 import { findWallet } from "../../store/wallets.js";
 import { firstHeader, PAYMENT_HEADERS } from "../../x402/encoding.js";
 import { normalizeAnyAddress } from "../../x402/networks.js";
-import { topUpsDisabled } from "../../x402/TopUps.js";
 import { TransactionsQuery, WalletAddressParam, type X402BalanceResponse, type X402Transaction, type X402TransactionsResponse } from "./schema.js";
 
 /** Ledger kinds as the reference's transaction types. */
@@ -29,7 +28,11 @@ export function x402Router(deps: X402RouterDeps): Router {
   const config = deps.config.wallet.x402;
 
   router.post("/x402/top-up", async (req, res) => {
-    if (!topUps.enabled) throw topUpsDisabled();
+    if (!topUps.enabled) {
+      const { body, headers } = requirements.topUpsDisabled(req);
+      res.status(402).set(headers).json(body);
+      return;
+    }
     const header = firstHeader(req, PAYMENT_HEADERS);
     if (!header) {
       const { body, headers } = requirements.topUpRequired(req);
