@@ -56,7 +56,8 @@ const screenshot = (p: Page, name: string) => p.screenshot({ path: join(shots, `
 beforeAll(async () => {
   server = await startTestServer({
     models: [
-      tinyChatEntry({ pricing: { input: { usd: 100, diem: 100 }, output: { usd: 200, diem: 200 } } }),
+      // Greedy by default: the playground's reply must not depend on a random model's random draw (an end of text first).
+      tinyChatEntry({ pricing: { input: { usd: 100, diem: 100 }, output: { usd: 200, diem: 200 } }, constraints: { temperature: { default: 0 } } }),
       tinyKokoroEntry(),
       tinyImageEntry({ image: { defaultWidth: 64, defaultHeight: 64, defaultSteps: 2 } }),
     ],

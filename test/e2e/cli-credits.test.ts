@@ -160,7 +160,8 @@ describe("hearth credits and hearth usage", () => {
         const res = await fetch(`${baseUrl}/chat/completions`, {
           method: "POST",
           headers: { authorization: `Bearer ${alice.secret}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content }], max_tokens: 3 }),
+          // Greedy: a random draw could end the reply before its first token, leaving no output charge.
+          body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content }], max_tokens: 3, temperature: 0 }),
         });
         expect(res.status).toBe(200);
       }
