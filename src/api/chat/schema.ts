@@ -221,6 +221,12 @@ function acceptProviderAliases(input: unknown): unknown {
   if (typeof body.tool_choice === "string" && !["auto", "none", "required"].includes(body.tool_choice)) {
     body.tool_choice = { type: "function", function: { name: body.tool_choice } };
   }
+  applyServiceParameterAliases(body);
+  return body;
+}
+
+/** The provider's spellings (venice_parameters, include_venice_system_prompt) as aliases of the neutral names, on a body the caller owns. */
+export function applyServiceParameterAliases(body: Record<string, unknown>): void {
   if (body.service_parameters === undefined && body.venice_parameters !== undefined) body.service_parameters = body.venice_parameters;
   delete body.venice_parameters;
   const params = body.service_parameters;
@@ -230,7 +236,6 @@ function acceptProviderAliases(input: unknown): unknown {
     delete copy.include_venice_system_prompt;
     body.service_parameters = copy;
   }
-  return body;
 }
 
 export const ChatCompletionRequest = z.preprocess(acceptProviderAliases, ChatCompletionFields);

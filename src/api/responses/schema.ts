@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { checkJsonShape } from "../../http/jsonShape.js";
-import { Cost, ServiceParameters, USER_SCHEMA_SHAPE } from "../chat/schema.js";
+import { applyServiceParameterAliases, Cost, ServiceParameters, USER_SCHEMA_SHAPE } from "../chat/schema.js";
 
 /**
  * POST /responses: the Responses standard's request and response, served by translation
@@ -169,15 +169,7 @@ const REFUSED_FIELDS = ["conversation", "prompt", "context_management"] as const
 function acceptProviderAliases(input: unknown): unknown {
   if (!input || typeof input !== "object" || Array.isArray(input)) return input;
   const body = { ...(input as Record<string, unknown>) };
-  if (body.service_parameters === undefined && body.venice_parameters !== undefined) body.service_parameters = body.venice_parameters;
-  delete body.venice_parameters;
-  const params = body.service_parameters;
-  if (params && typeof params === "object" && !Array.isArray(params)) {
-    const copy = { ...(params as Record<string, unknown>) };
-    if (copy.include_service_system_prompt === undefined && copy.include_venice_system_prompt !== undefined) copy.include_service_system_prompt = copy.include_venice_system_prompt;
-    delete copy.include_venice_system_prompt;
-    body.service_parameters = copy;
-  }
+  applyServiceParameterAliases(body);
   return body;
 }
 
