@@ -5,19 +5,11 @@ import { parse, requireJson } from "../../http/parse.js";
 import { ChatCompletionRequest } from "./schema.js";
 import { ChatService } from "./service.js";
 import { sendTextResponse } from "./textResponse.js";
-import { WebAugmenter } from "./webSearch.js";
 
 export type ChatRouterDeps = Pick<AppDeps, "config" | "logger" | "models" | "characters" | "metrics" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
 
 export function chatRouter(deps: ChatRouterDeps): Router {
-  const service = new ChatService(
-    deps.models,
-    deps.characters,
-    deps.config.requestTimeoutMs,
-    WebAugmenter.fromConfig(deps.config, deps.logger),
-    { maxFileBytes: Math.round(deps.config.maxUploadMb * 1e6), maxFileChars: deps.config.maxFileChars, requestTimeoutMs: deps.config.requestTimeoutMs },
-    deps.metrics,
-  );
+  const service = ChatService.fromDeps(deps);
   const router = Router();
   router.post("/chat/completions", deps.authenticate, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/chat/completions" }, async (paid) => {

@@ -1,3 +1,4 @@
+import type { AppDeps } from "../../appDeps.js";
 import type { Cost } from "../../billing/credits.js";
 import { maxTextCost, textCost } from "../../billing/pricing.js";
 import type { RequestMeter } from "../../billing/RequestMeter.js";
@@ -35,7 +36,7 @@ import {
   type ServiceParametersEcho,
 } from "./schema.js";
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
-import { documentsToolCall, placeWebContext, type WebAugmentation, type WebAugmenter } from "./webSearch.js";
+import { documentsToolCall, placeWebContext, type WebAugmentation, WebAugmenter } from "./webSearch.js";
 import { withDeadline } from "../../http/withDeadline.js";
 import { GenerationCutShortError } from "../../engines/GenerationCutShortError.js";
 import { startStreamedGeneration } from "./streamedGeneration.js";
@@ -91,6 +92,19 @@ export class ChatService {
     private readonly partLimits: ContentPartLimits,
     private readonly metrics: Metrics,
   ) {}
+
+  /** The service as the routes that translate into chat (chat, responses) build it from the app. */
+  static fromDeps(deps: Pick<AppDeps, "config" | "logger" | "models" | "characters" | "metrics">): ChatService {
+    const { config } = deps;
+    return new ChatService(
+      deps.models,
+      deps.characters,
+      config.requestTimeoutMs,
+      WebAugmenter.fromConfig(config, deps.logger),
+      { maxFileBytes: Math.round(config.maxUploadMb * 1e6), maxFileChars: config.maxFileChars, requestTimeoutMs: config.requestTimeoutMs },
+      deps.metrics,
+    );
+  }
 
   /**
    * Every check that needs only the request, before any paid or slow work: the route admits

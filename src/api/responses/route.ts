@@ -4,7 +4,6 @@ import { metered } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { ChatService } from "../chat/service.js";
 import { sendTextResponse } from "../chat/textResponse.js";
-import { WebAugmenter } from "../chat/webSearch.js";
 import { InputItemsQuery, ResponseIdParams, ResponseRequest } from "./schema.js";
 import { ResponsesService } from "./service.js";
 
@@ -16,14 +15,7 @@ export type ResponsesRouterDeps = Pick<AppDeps, "config" | "logger" | "models" |
  * /responses/{id}/input_items, each the caller's own only.
  */
 export function responsesRouter(deps: ResponsesRouterDeps): Router {
-  const chat = new ChatService(
-    deps.models,
-    deps.characters,
-    deps.config.requestTimeoutMs,
-    WebAugmenter.fromConfig(deps.config, deps.logger),
-    { maxFileBytes: Math.round(deps.config.maxUploadMb * 1e6), maxFileChars: deps.config.maxFileChars, requestTimeoutMs: deps.config.requestTimeoutMs },
-    deps.metrics,
-  );
+  const chat = ChatService.fromDeps(deps);
   const service = new ResponsesService(chat, {
     db: deps.db,
     now: deps.now,
