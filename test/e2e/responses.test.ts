@@ -235,7 +235,7 @@ describe("POST /responses: structured output and reasoning", () => {
     expect(next.usage!.input_tokens).toBeGreaterThan(response.usage!.input_tokens);
     expect(next.output.map((item) => item.type)).toEqual(["message"]);
 
-    const stream = client.responses.stream({ model: "tiny-reasoning", input: "Why?", reasoning: { effort: "low", summary: "auto" }, max_output_tokens: 40 });
+    const stream = client.responses.stream({ model: "tiny-reasoning", input: "Why?", reasoning: { effort: "low", summary: "auto" }, max_output_tokens: 40, temperature: 0 });
     const types: string[] = [];
     for await (const event of stream) types.push(event.type);
     expect(types).toContain("response.reasoning_text.delta");
