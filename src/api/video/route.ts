@@ -1,7 +1,5 @@
-import { Router, type Response } from "express";
-import { balanceHeaders } from "../../billing/balanceHeaders.js";
-import type { ModelEntry } from "../../config/modelRegistry.js";
-import { setModelHeaders } from "../../http/modelHeaders.js";
+import { Router } from "express";
+import { jobFollowUpHeaders } from "../../http/jobFollowUpHeaders.js";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
@@ -10,14 +8,6 @@ import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, Quote
 import { VideoFailedError, VideoService } from "./service.js";
 
 export type VideoRouterDeps = Pick<AppDeps, "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
-
-/** Retrieve and complete answer with the model's headers and the caller's balances, as every model call does. */
-function followUpHeaders(deps: VideoRouterDeps, res: Response, entry: ModelEntry): void {
-  const ctx = res.locals.ctx;
-  res.set(deps.limits.admit(ctx, entry, "video_retrieve"));
-  setModelHeaders(res, entry, "hearth-jobs");
-  if (ctx.auth) res.set(balanceHeaders(deps.credits.snapshot(ctx.auth.accountId)));
-}
 
 export function videoRouter(deps: VideoRouterDeps): Router {
   const service = new VideoService(deps.models, deps.db, deps.credits, deps.jobs);
@@ -47,7 +37,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
     const body = parse(RetrieveVideoRequest, req.body);
     const ctx = res.locals.ctx;
     const entry = deps.models.get(body.model, "video");
-    followUpHeaders(deps, res, entry);
+    jobFollowUpHeaders(deps, res, entry);
     const job = service.find(entry.id, body.queue_id, ctx.auth);
     if (job.status === "FAILED") throw new VideoFailedError(job);
     if (job.status !== "COMPLETED") {
@@ -64,7 +54,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
     const body = parse(CompleteVideoRequest, req.body);
     const ctx = res.locals.ctx;
     const entry = deps.models.get(body.model, "video");
-    followUpHeaders(deps, res, entry);
+    jobFollowUpHeaders(deps, res, entry);
     service.complete(service.find(entry.id, body.queue_id, ctx.auth));
     res.json({ success: true });
   });
