@@ -1,3 +1,4 @@
+import { setFlacTotalSamples } from "./flac.js";
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
@@ -109,7 +110,8 @@ export function encodeAudio(samples: Float32Array, sampleRate: number, format: A
   // Opus only runs at 48/24/16/12/8 kHz; let ffmpeg resample to 48 kHz there.
   if (format === "opus") cmd.audioFrequency(48000);
   else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
-  return collect(cmd, signal);
+  const encoded = collect(cmd, signal);
+  return format === "flac" ? encoded.then((flac) => setFlacTotalSamples(flac, samples.length, sampleRate)) : encoded;
 }
 
 /**

@@ -2,6 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KokoroEngine } from "../../src/engines/kokoro/KokoroEngine.js";
 import { probeMedia } from "../../src/media/ffmpeg.js";
+import { fileDurationSeconds } from "../helpers/audio.js";
 import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
 import { engineOf, post, startTestServer, tinyKokoroEntry, tinyVitsEntry, type TestServer } from "../helpers/testServer.js";
@@ -39,6 +40,9 @@ describe("POST /audio/speech with the openai client", () => {
     expect(info.container).toBe(CONTAINERS[format]);
     expect(info.streams[0]?.kind).toBe("audio");
     expect(info.durationSeconds).toBeGreaterThan(0.5);
+    // A whole file's own headers give its duration, as a player reads it from disk (FLAC's
+    // STREAMINFO once said N/A: ffmpeg wrote it to a pipe with the sample count unknown).
+    expect(fileDurationSeconds(audio, CONTAINERS[format])).toBeCloseTo(info.durationSeconds!, 0);
   });
 
   it("speaks more slowly at speed 0.5 and faster at 2 (Kokoro takes speed as a model input)", async () => {
