@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { AppDeps } from "./appDeps.js";
 import { billingRouter } from "./api/billing/route.js";
 import { adminRouter } from "./api/admin/route.js";
+import { audioJobsRouter } from "./api/audio/jobsRoute.js";
 import { audioRouter } from "./api/audio/route.js";
 import { charactersRouter } from "./api/characters/route.js";
 import { chatRouter } from "./api/chat/route.js";
@@ -44,6 +45,7 @@ const ROUTERS = [
   responsesRouter,
   charactersRouter,
   audioRouter,
+  audioJobsRouter,
   imagesRouter,
   embeddingsRouter,
   videoRouter,

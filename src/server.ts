@@ -10,6 +10,9 @@ import type { Express } from "express";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
+import { AUDIO_JOB } from "./api/audio/AudioJobService.js";
+import { audioJobHandler } from "./api/audio/audioJob.js";
+import { SpeechService } from "./api/audio/SpeechService.js";
 import { VIDEO_JOB } from "./api/video/service.js";
 import { videoJobHandler } from "./api/video/videoJob.js";
 import type { ModelsConfig } from "./config/modelRegistry.js";
@@ -111,7 +114,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // Job timestamps are wall-clock (run times, retention); the injectable clock is billing's.
     now: Date.now,
     logger,
-  }).register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")));
+  })
+    .register(VIDEO_JOB, videoJobHandler(models, join(config.dataDir, "media", "videos")))
+    .register(AUDIO_JOB, audioJobHandler(models, new SpeechService(models, db, now, config.requestTimeoutMs), join(config.dataDir, "media", "audio")));
   jobs.recover();
   const characters = new CharacterCatalog(db, fileCharacters);
   const requestLog = new RequestLog();

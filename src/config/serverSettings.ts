@@ -65,7 +65,7 @@ export const SERVER_SETTINGS = {
     flag: "--video-workers <n>",
     env: "HEARTH_VIDEO_WORKERS",
     default: "1",
-    description: "video jobs generated at the same time (the rest wait in the durable queue)",
+    description: "video and audio jobs generated at the same time (the rest wait in the durable queue)",
   },
   preload: {
     flag: "--preload <ids>",

@@ -19,6 +19,11 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
     "POST /completions": 8e6,
     // 4,096 characters of input and a 500-character prompt.
     "POST /audio/speech": 64e3,
+    // Long speech: a text of at most 100,000 characters (AUDIO_JOB_MAX_CHARACTERS), 4 UTF-8 bytes each at most, and escaping room.
+    "POST /audio/queue": 1e6,
+    "POST /audio/quote": 16e3,
+    "POST /audio/retrieve": 16e3,
+    "POST /audio/complete": 16e3,
     // Prompts of at most 20,000 characters each (video/queue); the other video calls take ids.
     "POST /video/queue": 256e3,
     "POST /video/quote": 16e3,

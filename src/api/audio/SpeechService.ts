@@ -104,7 +104,8 @@ export class SpeechService {
     speech.meter.reserve(speechCost(speech.entry, speech.characters));
   }
 
-  private resolveVoice(entry: ModelEntry, engine: SpeechEngine, requested: string | undefined, accountId: string | undefined): SpeechVoice {
+  /** The voice a request names (or the model's default): a preset, an alias of one, or the account's cloned voice. */
+  resolveVoice(entry: ModelEntry, engine: SpeechEngine, requested: string | undefined, accountId: string | undefined): SpeechVoice {
     const offered = engine.voices();
     const name = requested ?? entry.speech.defaultVoice ?? offered[0];
     if (!name) throw InvalidRequestError.forField(["voice"], `${entry.id} needs a voice`);
@@ -249,9 +250,8 @@ export class SpeechService {
     }
   }
 
-  private async synthesizePiece(engine: PcmSpeechEngine, speech: PreparedSpeech, piece: string, signal: AbortSignal): Promise<Float32Array> {
-    const samples = await engine.synthesize(this.synthesisOptions(speech, piece, signal));
-    return engine.nativeSpeed ? samples : stretchAudio(samples, engine.sampleRate, speech.speed, signal);
+  private synthesizePiece(engine: PcmSpeechEngine, speech: PreparedSpeech, piece: string, signal: AbortSignal): Promise<Float32Array> {
+    return synthesizeAtSpeed(engine, this.synthesisOptions(speech, piece, signal));
   }
 
   private synthesisOptions(speech: PreparedSpeech, text: string, signal: AbortSignal) {
@@ -302,8 +302,14 @@ async function* coalesced(stream: Readable): AsyncGenerator<Buffer> {
   }
 }
 
+/** One piece of text as samples at the requested speed (stretched by ffmpeg when the model has no speed control of its own). */
+export async function synthesizeAtSpeed(engine: PcmSpeechEngine, options: Parameters<PcmSpeechEngine["synthesize"]>[0]): Promise<Float32Array> {
+  const samples = await engine.synthesize(options);
+  return engine.nativeSpeed ? samples : stretchAudio(samples, engine.sampleRate, options.speed, options.signal);
+}
+
 /** A complete file: WAV and PCM framed here (exact header), the compressed formats by ffmpeg. */
-async function encodeWhole(samples: Float32Array, sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {
+export async function encodeWhole(samples: Float32Array, sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {
   if (format === "wav") {
     const data = floatToPcm16(samples);
     return Buffer.concat([wavHeader(sampleRate, data.length), data]);

@@ -1,3 +1,4 @@
+import { audioJobsApi } from "../audio/jobOperations.js";
 import { audioApi } from "../audio/operations.js";
 import { augmentApi } from "../augment/operations.js";
 import { billingApi } from "../billing/operations.js";
@@ -29,6 +30,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   responsesApi,
   charactersApi,
   audioApi,
+  audioJobsApi,
   imagesApi,
   embeddingsApi,
   videoApi,

@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { SPEECH_FORMATS } from "../../config/backendSettings.js";
+
+/**
+ * Audio jobs: the reference's Quote/Queue/Retrieve/CompleteAudioRequest. On this node a job is
+ * long speech: a text-to-speech model reads a text longer than /audio/speech takes, sentence by
+ * sentence, into one file that survives restarts until it is completed.
+ */
+
+/** The most characters one job reads (Unicode code points): about two and a half hours of speech. */
+export const AUDIO_JOB_MAX_CHARACTERS = 100_000;
+
+/** Fields of the reference's music models: refused with a 400 naming each when the model is a speech model. */
+export const MUSIC_ONLY_FIELDS = ["lyrics_prompt", "duration_seconds", "force_instrumental", "lyrics_optimizer", "loop"] as const;
+
+/** The reference's duration hint: a positive integer or a numeric string. */
+const DurationSeconds = z.union([z.number().int().positive(), z.string().regex(/^\d+$/, "a whole number of seconds")]);
+
+export const QuoteAudioRequest = z.looseObject({
+  model: z.string().min(1),
+  duration_seconds: DurationSeconds.optional(),
+  /** Required for models priced per character (every speech model). */
+  character_count: z.number().int().positive().optional(),
+});
+export type QuoteAudioRequest = z.infer<typeof QuoteAudioRequest>;
+
+export const QuoteAudioResponse = z.object({ quote: z.number() });
+
+export const QueueAudioRequest = z.looseObject({
+  model: z.string().min(1),
+  /** For a speech model: the text to read. */
+  prompt: z
+    .string()
+    .min(1)
+    .refine((s) => [...s].length <= AUDIO_JOB_MAX_CHARACTERS, { message: `Too big: expected at most ${AUDIO_JOB_MAX_CHARACTERS} characters` }),
+  lyrics_prompt: z.string().optional(),
+  duration_seconds: DurationSeconds.optional(),
+  force_instrumental: z.boolean().optional(),
+  lyrics_optimizer: z.boolean().optional(),
+  loop: z.boolean().optional(),
+  voice: z.string().min(1).max(512).optional(),
+  language_code: z.string().min(2).max(32).optional(),
+  speed: z.number().min(0.25).max(4).optional(),
+  /** Hearth extension: the file's format (default: the model's speech.defaultFormat). */
+  response_format: z.enum(SPEECH_FORMATS).optional(),
+});
+export type QueueAudioRequest = z.infer<typeof QueueAudioRequest>;
+
+export const QueueAudioResponse = z.object({
+  model: z.string(),
+  queue_id: z.string(),
+  status: z.literal("QUEUED"),
+});
+export type QueueAudioResponse = z.infer<typeof QueueAudioResponse>;
+
+export const RetrieveAudioRequest = z.looseObject({
+  model: z.string().min(1),
+  queue_id: z.string().min(1),
+  delete_media_on_completion: z.boolean().default(false),
+});
+
+/** While the job runs. `status` keeps the reference's value; `state`, `progress` and `queue_position` say more. */
+export const AudioStatusResponse = z.object({
+  status: z.literal("PROCESSING"),
+  average_execution_time: z.number(),
+  execution_duration: z.number(),
+  state: z.enum(["QUEUED", "RUNNING"]),
+  progress: z.number(),
+  queue_position: z.number().int().optional(),
+});
+
+export const CompleteAudioRequest = z.looseObject({ model: z.string().min(1), queue_id: z.string().min(1) });
+export const CompleteAudioResponse = z.object({ success: z.boolean() });
