@@ -16,6 +16,7 @@ import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { docsRouter, openapiRouter } from "./api/openapi/route.js";
 import { rpcRouter } from "./api/rpc/route.js";
+import { upscaleRouter } from "./api/images/upscaleRoute.js";
 import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
 import { consoleStatic } from "./console/consoleStatic.js";
@@ -46,6 +47,7 @@ const ROUTERS = [
   charactersRouter,
   audioRouter,
   audioJobsRouter,
+  upscaleRouter,
   imagesRouter,
   embeddingsRouter,
   videoRouter,

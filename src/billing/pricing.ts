@@ -78,6 +78,14 @@ export function imageCost(entry: ModelEntry, usage: { images: number; steps: num
   return [costLine(sku, usage.images, 1, tier)].filter((line) => line.units > 0);
 }
 
+/** Per picture, at the reference's 2x or 4x price (a factor the node reduced to fit its size limit pays the 4x price above 2). */
+export function upscaleCost(entry: ModelEntry, scale: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("upscale" in pricing)) return [];
+  const tier = scale > 2 ? "4x" : "2x";
+  return [costLine(`${entry.id}-upscale-${tier}`, 1, 1, pricing.upscale[tier])];
+}
+
 /** Per million input tokens. */
 export function embeddingCost(entry: ModelEntry, tokens: number): CostLine[] {
   const pricing = entry.pricing;

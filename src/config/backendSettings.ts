@@ -104,6 +104,17 @@ export const EmbeddingSettings = z.strictObject({
 });
 export type EmbeddingSettings = z.infer<typeof EmbeddingSettings>;
 
+/** Super-resolution models (type "upscale"). */
+export const UpscaleSettings = z.strictObject({
+  /** Input pixels per side of one tile: the model sees tiles of at most this size, so memory stays flat whatever the picture's size. */
+  tileSize: z.number().int().min(16).max(2048).default(256),
+  /** Input pixels each tile reads beyond its share on every side (and then drops), so no seam shows between tiles. */
+  tileOverlap: z.number().int().min(0).max(256).default(16),
+  /** The largest picture answered (width x height after scaling); the reference's limit. */
+  maxOutputPixels: z.number().int().positive().default(16_777_216),
+});
+export type UpscaleSettings = z.infer<typeof UpscaleSettings>;
+
 /** The six speech output formats (the reference's response_format values). */
 export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];

@@ -35,12 +35,14 @@ export const VideoDurationPricing = z.strictObject({
     z.strictObject({ usd: z.number().nonnegative(), diem: z.number().nonnegative(), min_seconds: z.number().nonnegative(), max_seconds: z.number().positive() }),
   ),
 });
-export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing, VideoDurationPricing]);
+/** The reference's upscale shape: a price per picture for 2x and for 4x. */
+export const UpscalePricing = z.strictObject({ upscale: z.strictObject({ "2x": Price, "4x": Price }) });
+export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing, VideoDurationPricing, UpscalePricing]);
 export type ModelPricing = z.infer<typeof ModelPricing>;
 
 /**
  * The pricing shapes each model type takes, with the sentence that says so when an entry
- * gets it wrong. Types not listed (upscale, inpaint, music) take any of the shapes.
+ * gets it wrong. Types not listed (inpaint, music) take any of the shapes.
  */
 const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> = {
   text: { shapes: [TextPricing], message: "per million input and output tokens: { input, output, cache_input?, cache_write? }" },
@@ -50,6 +52,7 @@ const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> 
   asr: { shapes: [AudioSecondPricing], message: "per audio second: { per_audio_second }" },
   image: { shapes: [ImagePricing], message: "per image: { generation, steps? }" },
   video: { shapes: [VideoSecondPricing, VideoDurationPricing], message: "per second ({ per_second, resolutions? }) or by duration tier ({ durations })" },
+  upscale: { shapes: [UpscalePricing], message: 'per picture and factor: { upscale: { "2x", "4x" } }' },
 };
 
 /**

@@ -509,6 +509,25 @@ export interface EmbeddingEngine extends EngineBase {
   readonly countsAreBounds?: boolean;
 }
 
+export interface UpscaleOptions {
+  /** Interleaved RGB, `width` x `height`. */
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+  /** How many times the model runs over the picture: each pass multiplies both sides by `modelScale`. */
+  passes: number;
+  signal?: AbortSignal;
+  /** Fraction of the tiles done, across passes. */
+  onProgress?: (fraction: number) => void;
+}
+
+/** Super-resolution: the picture `modelScale` times larger per pass, in tiles so a large picture never needs the model's memory for the whole of it. */
+export interface UpscaleEngine extends EngineBase {
+  readonly kind: "upscale";
+  readonly modelScale: number;
+  upscale(options: UpscaleOptions): Promise<{ rgb: Uint8Array; width: number; height: number }>;
+}
+
 /**
  * Engine kinds by name. A new kind (speech, transcription) is one entry here plus its
  * interface; ModelManager.engine(id, kind) then returns it typed.
@@ -520,6 +539,7 @@ export interface EnginesByKind {
   image: ImageEngine;
   video: VideoEngine;
   embedding: EmbeddingEngine;
+  upscale: UpscaleEngine;
 }
 export type EngineKind = keyof EnginesByKind;
 export type Engine = EnginesByKind[EngineKind];

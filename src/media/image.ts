@@ -36,3 +36,12 @@ export async function decodeImage(bytes: Buffer): Promise<{ rgb: Uint8Array; wid
   const { data, info } = await image.removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
 }
+
+/** Resizes interleaved RGB (Lanczos), e.g. to the exact size a model's fixed factor overshoots. */
+export async function resizeRgb(rgb: Uint8Array, width: number, height: number, toWidth: number, toHeight: number): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+  const { data, info } = await sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: 3 } })
+    .resize(toWidth, toHeight, { fit: "fill", kernel: "lanczos3" })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
+}

@@ -14,6 +14,7 @@ export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = {
   image: "image",
   video: "video",
   embedding: "embedding",
+  upscale: "upscale",
 };
 
 export type ModelState = "unloaded" | "loading" | "loaded" | "failed";

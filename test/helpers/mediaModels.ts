@@ -58,3 +58,18 @@ export function tinyGgufEmbeddingEntry(overrides: Partial<Record<string, unknown
     ...rest,
   });
 }
+
+/** The tiny Swin2SR-layout upscaler (x2 per pass), priced $0.002 for 2x and $0.008 for 4x. */
+export function tinyUpscaleEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { upscale, ...rest } = overrides as { upscale?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-upscale",
+    type: "upscale",
+    backend: "transformers",
+    file: join(fixturesDir(), "tiny-swin2sr"),
+    onnx: { threads: 1 },
+    upscale: { ...upscale },
+    pricing: { upscale: { "2x": { usd: 0.002, diem: 0.002 }, "4x": { usd: 0.008, diem: 0.008 } } },
+    ...rest,
+  });
+}

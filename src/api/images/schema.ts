@@ -91,7 +91,6 @@ export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z
 
 /** Image operations of the reference this node does not offer (each answers 404 naming itself). */
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
-  "/image/upscale": "Image upscaling",
   "/image/edit": "Image editing",
   "/image/multi-edit": "Multi-image editing",
   "/image/background-remove": "Background removal",

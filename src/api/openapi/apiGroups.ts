@@ -10,6 +10,7 @@ import { completionsApi } from "../completions/operations.js";
 import { responsesApi } from "../responses/operations.js";
 import { embeddingsApi } from "../embeddings/operations.js";
 import { imagesApi } from "../images/operations.js";
+import { upscaleApi } from "../images/upscaleOperations.js";
 import { keysApi } from "../keys/operations.js";
 import { modelsApi } from "../models/operations.js";
 import { rpcApi } from "../rpc/operations.js";
@@ -32,6 +33,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   audioApi,
   audioJobsApi,
   imagesApi,
+  upscaleApi,
   embeddingsApi,
   videoApi,
   billingApi,

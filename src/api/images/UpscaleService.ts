@@ -1,0 +1,81 @@
+import type { ModelEntry } from "../../config/modelRegistry.js";
+import type { UpscaleEngine } from "../../engines/types.js";
+import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import { decodeImage, encodeImage, resizeRgb } from "../../media/image.js";
+import type { ModelManager } from "../../models/ModelManager.js";
+import type { UpscaleImageRequest } from "./upscaleSchema.js";
+
+export interface UpscalePlan {
+  entry: ModelEntry;
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+  /** The factor asked for (2 or 4), what the price is for. */
+  requestedScale: number;
+  /** The factor applied: the requested one, or less when the result would pass the model's pixel limit. */
+  scale: number;
+  targetWidth: number;
+  targetHeight: number;
+  /** Runs of the model (each multiplies by its own factor); the last run may overshoot, then the picture is resized to the target. */
+  passes: number;
+  /** Fields accepted but not honoured. */
+  unsupported: string[];
+}
+
+const field = (path: string, message: string) => InvalidRequestError.forField([path], message);
+
+/** Wire upscale request -> decoded picture, factor and passes -> PNG. Knows nothing about Express. */
+export class UpscaleService {
+  constructor(private readonly models: ModelManager) {}
+
+  entryFor(modelId: string | undefined): ModelEntry {
+    const id = modelId ?? this.models.defaultFor("upscale")?.id;
+    if (!id) throw field("model", "no upscale model is configured on this node");
+    return this.models.get(id, "upscale");
+  }
+
+  /** Checks and decodes the request for a loaded model (`modelScale`: its own factor per pass). */
+  async plan(entry: ModelEntry, request: UpscaleImageRequest, upload: Buffer | undefined, modelScale: number): Promise<UpscalePlan> {
+    if (request.scale !== 2 && request.scale !== 4) throw field("scale", "scale is 2 or 4");
+    const bytes = upload ?? (request.image !== undefined ? decodeBase64Image(request.image) : undefined);
+    if (!bytes) throw field("image", "an image is required: a file part named image, or a base64 string in image");
+    const picture = await decodeImage(bytes).catch(() => {
+      throw field("image", "the image could not be decoded (PNG, JPEG, WebP, GIF, AVIF and TIFF are read)");
+    });
+    const limit = entry.upscale.maxOutputPixels;
+    const pixels = picture.width * picture.height;
+    const scale = Math.min(request.scale, Math.sqrt(limit / pixels));
+    if (scale < 1.01) throw new PayloadTooLargeError(`the image (${picture.width}x${picture.height}) is too large to upscale: results are limited to ${limit} pixels`);
+    const passes = Math.max(1, Math.ceil(Math.log(scale) / Math.log(modelScale) - 1e-9));
+    const unsupported = request.creativity !== undefined && request.creativity !== null ? ["creativity"] : [];
+    return {
+      entry,
+      ...picture,
+      requestedScale: request.scale,
+      scale,
+      targetWidth: Math.round(picture.width * scale),
+      targetHeight: Math.round(picture.height * scale),
+      passes,
+      unsupported,
+    };
+  }
+
+  /** The model's passes, then an exact resize to the target when the passes overshoot it; PNG. */
+  async run(plan: UpscalePlan, engine: UpscaleEngine, signal: AbortSignal): Promise<Buffer> {
+    const upscaled = await engine.upscale({ rgb: plan.rgb, width: plan.width, height: plan.height, passes: plan.passes, signal });
+    const exact =
+      upscaled.width === plan.targetWidth && upscaled.height === plan.targetHeight
+        ? upscaled
+        : await resizeRgb(upscaled.rgb, upscaled.width, upscaled.height, plan.targetWidth, plan.targetHeight);
+    return encodeImage(exact.rgb, exact.width, exact.height, "png");
+  }
+}
+
+/** Base64, or a data: URL; a 400 naming `image` when it is neither. */
+function decodeBase64Image(value: string): Buffer {
+  const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
+  if (!/^[A-Za-z0-9+/=\s_-]+$/.test(base64)) throw field("image", "image is a base64 string or a data: URL");
+  const bytes = Buffer.from(base64, "base64");
+  if (bytes.length === 0) throw field("image", "image is empty");
+  return bytes;
+}

@@ -1,0 +1,50 @@
+import express, { Router } from "express";
+import type { AppDeps } from "../../appDeps.js";
+import { costHeaders } from "../../billing/costHeaders.js";
+import { upscaleCost } from "../../billing/pricing.js";
+import { metered } from "../../http/meteredRequest.js";
+import { readMultipart } from "../../http/multipart.js";
+import { parse, requireJson } from "../../http/parse.js";
+import { UpscaleService } from "./UpscaleService.js";
+import { UpscaleImageRequest } from "./upscaleSchema.js";
+
+export type UpscaleRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
+
+/** POST /image/upscale: JSON with a base64 image, or multipart with the file; answers the PNG. */
+export function upscaleRouter(deps: UpscaleRouterDeps): Router {
+  const service = new UpscaleService(deps.models);
+  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
+  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const router = Router();
+
+  router.post("/image/upscale", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
+    metered(deps, res, { endpoint: "/image/upscale" }, async (paid) => {
+      let body: UpscaleImageRequest;
+      let upload: Buffer | undefined;
+      if (req.is("multipart/form-data")) {
+        const form = readMultipart(req);
+        body = parse(UpscaleImageRequest, form.textFields());
+        upload = form.file("image")?.data;
+      } else {
+        requireJson(req);
+        body = parse(UpscaleImageRequest, req.body);
+      }
+      const entry = service.entryFor(body.model);
+      paid.admit(entry, "image");
+      paid.record(entry.id);
+      const meter = paid.meterFor(entry.id);
+      meter.reserve(upscaleCost(entry, body.scale));
+      const { engine } = paid.hold(await deps.models.acquire(entry.id, "upscale"));
+      paid.serve(entry, engine.router);
+      const plan = await service.plan(entry, body, upload, engine.modelScale);
+      const png = await service.run(plan, engine, paid.signal);
+      const cost = meter.settle(upscaleCost(entry, plan.requestedScale));
+      paid.usage = { finishReason: `upscaled:${plan.targetWidth}x${plan.targetHeight}` };
+      res.set(costHeaders(cost));
+      if (plan.unsupported.length > 0) res.set("x-service-unsupported-parameters", plan.unsupported.join(","));
+      res.type("image/png").send(png);
+    }),
+  );
+
+  return router;
+}
