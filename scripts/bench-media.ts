@@ -1,5 +1,6 @@
 /**
- * Media benchmark: seconds per image, seconds of generation per second of video, and
+ * Media benchmark: seconds per image, seconds of generation per second of video, seconds per
+ * upscaled megapixel (of output), real-time factor of long speech as an audio job, and
  * embeddings per second at batch 1 and 32, on the demo models (or the models of --config),
  * measured through a real server in this process over HTTP, so the numbers include the
  * worker threads, encoding (sharp, ffmpeg), billing and the job queue.
@@ -18,6 +19,7 @@ import { createLogger } from "../src/logger.js";
 import { startServer } from "../src/server.js";
 import { createAccount } from "../src/store/accounts.js";
 import { createApiKey } from "../src/store/apiKeys.js";
+import sharp from "sharp";
 import { getJob } from "../src/store/jobs.js";
 
 const { values } = parseArgs({
@@ -26,6 +28,10 @@ const { values } = parseArgs({
     images: { type: "string", default: "5" },
     "video-seconds": { type: "string", default: "5" },
     "embedding-requests": { type: "string", default: "100" },
+    /** Side of the square picture upscaled 2x (the result is 4x as many pixels). */
+    "upscale-size": { type: "string", default: "512" },
+    /** Characters of text read by an audio job. */
+    "speech-characters": { type: "string", default: "3000" },
   },
 });
 
@@ -99,6 +105,59 @@ try {
       `${duration} at ${resolution}, ${entry.video.fps} fps (${frames} frames), ${entry.image.defaultSteps} steps`,
       `${seconds(run / videoSeconds)} s per video second`,
     ]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "upscale")) {
+    const side = Number(values["upscale-size"]);
+    const noise = Buffer.from(Array.from({ length: side * side * 3 }, (_, i) => (i * 2654435761) % 251));
+    const image = (
+      await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+        .png()
+        .toBuffer()
+    ).toString("base64");
+    await (
+      await call("/image/upscale", {
+        model: entry.id,
+        image: (
+          await sharp(noise.subarray(0, 48), { raw: { width: 4, height: 4, channels: 3 } })
+            .png()
+            .toBuffer()
+        ).toString("base64"),
+      })
+    ).arrayBuffer();
+    const t0 = performance.now();
+    await (await call("/image/upscale", { model: entry.id, image, scale: 2 })).arrayBuffer();
+    const run = performance.now() - t0;
+    const megapixels = (side * 2) ** 2 / 1e6;
+    results[entry.id] = { input: `${side}x${side}`, scale: 2, tileSize: entry.upscale.tileSize, seconds: seconds(run), secondsPerOutputMegapixel: seconds(run / megapixels) };
+    rows.push([entry.id, `${side}x${side} -> ${side * 2}x${side * 2}, tiles of ${entry.upscale.tileSize}`, `${seconds(run / megapixels)} s per output megapixel`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "tts" && m.backend !== "upstream")) {
+    const sentence = "The quick brown fox jumps over the lazy dog near the river bank. ";
+    const text = sentence.repeat(Math.ceil(Number(values["speech-characters"]) / sentence.length)).trim();
+    const poll = async (queueId: string) => {
+      for (;;) {
+        const res = await call("/audio/retrieve", { model: entry.id, queue_id: queueId });
+        if (!res.headers.get("content-type")?.includes("json")) return Buffer.from(await res.arrayBuffer());
+        await res.arrayBuffer();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await poll(((await (await call("/audio/queue", { model: entry.id, prompt: "Warm up.", response_format: "wav" })).json()) as { queue_id: string }).queue_id);
+    const { queue_id } = (await (await call("/audio/queue", { model: entry.id, prompt: text, response_format: "wav" })).json()) as { queue_id: string };
+    const wav = await poll(queue_id);
+    const job = getJob(server.db, queue_id) as { startedAt: number; finishedAt: number };
+    // 16-bit mono WAV: the header's sample rate, then the data.
+    const audioSeconds = (wav.length - 44) / 2 / wav.readUInt32LE(24);
+    const rtf = (job.finishedAt - job.startedAt) / 1000 / audioSeconds;
+    results[`${entry.id} (audio job)`] = {
+      characters: text.length,
+      audioSeconds: seconds(audioSeconds * 1000),
+      jobSeconds: seconds(job.finishedAt - job.startedAt),
+      realTimeFactor: Math.round(rtf * 1000) / 1000,
+    };
+    rows.push([`${entry.id} (audio job)`, `${text.length} characters -> ${seconds(audioSeconds * 1000)} s of speech`, `real-time factor ${Math.round(rtf * 1000) / 1000}`]);
   }
 
   for (const entry of models.filter((m) => m.type === "embedding")) {

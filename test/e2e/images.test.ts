@@ -127,9 +127,11 @@ describe("POST /image/generate", () => {
     expect((await post(server, "/image/generate", { model: "tiny-chat", prompt: "x" })).status).toBe(404);
   });
 
-  it("says upscale, edit, multi-edit and background removal are not available here", async () => {
+  it("says edit, multi-edit and background removal are not available here, and upscaling without an upscale model", async () => {
+    const upscale = await post(server, "/image/upscale", { image: "x" });
+    expect(upscale.status).toBe(404);
+    expect((await json(upscale)).error).toBe("Image upscaling (POST /image/upscale) is not available on this node: no upscale model is configured.");
     for (const [path, name] of [
-      ["/image/upscale", "Image upscaling"],
       ["/image/edit", "Image editing"],
       ["/image/multi-edit", "Multi-image editing"],
       ["/image/background-remove", "Background removal"],

@@ -1,6 +1,6 @@
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { UpscaleEngine } from "../../engines/types.js";
-import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import { InvalidRequestError, NotFoundError, PayloadTooLargeError } from "../../errors.js";
 import { decodeImage, encodeImage, resizeRgb } from "../../media/image.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import type { UpscaleImageRequest } from "./upscaleSchema.js";
@@ -30,7 +30,7 @@ export class UpscaleService {
 
   entryFor(modelId: string | undefined): ModelEntry {
     const id = modelId ?? this.models.defaultFor("upscale")?.id;
-    if (!id) throw field("model", "no upscale model is configured on this node");
+    if (!id) throw new NotFoundError("Image upscaling (POST /image/upscale) is not available on this node: no upscale model is configured.");
     return this.models.get(id, "upscale");
   }
 
