@@ -16,6 +16,7 @@ import { keysRouter } from "./api/keys/route.js";
 import { modelsRouter } from "./api/models/route.js";
 import { docsRouter, openapiRouter } from "./api/openapi/route.js";
 import { rpcRouter } from "./api/rpc/route.js";
+import { backgroundRemoveRouter } from "./api/images/backgroundRemoveRoute.js";
 import { upscaleRouter } from "./api/images/upscaleRoute.js";
 import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
@@ -48,6 +49,7 @@ const ROUTERS = [
   audioRouter,
   audioJobsRouter,
   upscaleRouter,
+  backgroundRemoveRouter,
   imagesRouter,
   embeddingsRouter,
   videoRouter,

@@ -130,6 +130,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       inFlight.track(res);
       app(req, res);
     });
+    // Idle keep-alive connections stay open longer than clients keep them (undici 4 s, most HTTP
+    // clients under a minute): the client always closes first. With Node's 5 s default a client
+    // could send its next request on a socket the server was closing that instant (ECONNRESET).
+    s.keepAliveTimeout = 65_000;
+    s.headersTimeout = 66_000;
     s.once("error", reject);
     s.listen(config.port, config.host, () => resolve(s));
   });

@@ -86,6 +86,13 @@ export function upscaleCost(entry: ModelEntry, scale: number): CostLine[] {
   return [costLine(`${entry.id}-upscale-${tier}`, 1, 1, pricing.upscale[tier])];
 }
 
+/** Per picture, at the model's `generation` price. */
+export function backgroundRemovalCost(entry: ModelEntry, pictures: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing || !("generation" in pricing) || pictures <= 0) return [];
+  return [costLine(`${entry.id}-background-removal`, pictures, 1, pricing.generation)];
+}
+
 /** Per million input tokens. */
 export function embeddingCost(entry: ModelEntry, tokens: number): CostLine[] {
   const pricing = entry.pricing;

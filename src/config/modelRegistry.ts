@@ -46,7 +46,8 @@ export const ModelEntry = z.strictObject({
   description: z.string().optional(),
   /** Other names a request may use for this model (e.g. the standard's "whisper-1"); they win over the built-in standard names. */
   aliases: z.array(z.string().min(1).max(256)).default([]),
-  type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music"]),
+  /** "background-removal" is Hearth's own: such models serve POST /image/background-remove and are not listed in GET /models (the reference has no such type). */
+  type: z.enum(["text", "embedding", "tts", "asr", "image", "video", "upscale", "inpaint", "music", "background-removal"]),
   /** Which engine runs it (src/engines/registry.ts describes each). */
   backend: z.enum(BACKEND_NAMES),
   /**
@@ -56,7 +57,19 @@ export const ModelEntry = z.strictObject({
   file: z.string().optional(),
   /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
   generate: z
-    .enum(["tiny-chat", "tiny-reasoning", "tiny-coder", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf", "tiny-swin2sr"])
+    .enum([
+      "tiny-chat",
+      "tiny-reasoning",
+      "tiny-coder",
+      "tiny-kokoro",
+      "tiny-vits",
+      "tiny-whisper",
+      "tiny-sd",
+      "tiny-embedding",
+      "tiny-embedding-gguf",
+      "tiny-swin2sr",
+      "tiny-modnet",
+    ])
     .optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
   onnx: OnnxSettings.default(OnnxSettings.parse({})),

@@ -53,6 +53,7 @@ const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> 
   image: { shapes: [ImagePricing], message: "per image: { generation, steps? }" },
   video: { shapes: [VideoSecondPricing, VideoDurationPricing], message: "per second ({ per_second, resolutions? }) or by duration tier ({ durations })" },
   upscale: { shapes: [UpscalePricing], message: 'per picture and factor: { upscale: { "2x", "4x" } }' },
+  "background-removal": { shapes: [ImagePricing], message: "per picture: { generation }" },
 };
 
 /**

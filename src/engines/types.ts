@@ -528,6 +528,12 @@ export interface UpscaleEngine extends EngineBase {
   upscale(options: UpscaleOptions): Promise<{ rgb: Uint8Array; width: number; height: number }>;
 }
 
+/** Background removal: the picture with an alpha channel from the model's matte (transparent where the background was). */
+export interface BackgroundRemovalEngine extends EngineBase {
+  readonly kind: "background";
+  removeBackground(options: { rgb: Uint8Array; width: number; height: number; signal?: AbortSignal }): Promise<{ rgba: Uint8Array; width: number; height: number }>;
+}
+
 /**
  * Engine kinds by name. A new kind (speech, transcription) is one entry here plus its
  * interface; ModelManager.engine(id, kind) then returns it typed.
@@ -540,6 +546,7 @@ export interface EnginesByKind {
   video: VideoEngine;
   embedding: EmbeddingEngine;
   upscale: UpscaleEngine;
+  background: BackgroundRemovalEngine;
 }
 export type EngineKind = keyof EnginesByKind;
 export type Engine = EnginesByKind[EngineKind];

@@ -14,6 +14,7 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
     "POST /image/generate": uploads,
     "POST /images/generations": uploads,
     "POST /image/upscale": uploads,
+    "POST /image/background-remove": uploads,
     // Up to 2,048 inputs of an embedding model's context each: 8 MB holds 2,048 inputs of ~4,000 characters, or a few inputs of a long-context model.
     "POST /embeddings": 8e6,
     // A raw prompt (a source file and its FIM suffix, or lists of prompts or token ids), refused past the context by length or a sliced count.

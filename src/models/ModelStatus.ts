@@ -15,6 +15,7 @@ export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = {
   video: "video",
   embedding: "embedding",
   upscale: "upscale",
+  "background-removal": "background",
 };
 
 export type ModelState = "unloaded" | "loading" | "loaded" | "failed";

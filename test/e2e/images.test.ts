@@ -127,14 +127,16 @@ describe("POST /image/generate", () => {
     expect((await post(server, "/image/generate", { model: "tiny-chat", prompt: "x" })).status).toBe(404);
   });
 
-  it("says edit, multi-edit and background removal are not available here, and upscaling without an upscale model", async () => {
+  it("says edit and multi-edit are not available here, and upscaling and background removal without their models", async () => {
     const upscale = await post(server, "/image/upscale", { image: "x" });
     expect(upscale.status).toBe(404);
     expect((await json(upscale)).error).toBe("Image upscaling (POST /image/upscale) is not available on this node: no upscale model is configured.");
+    const background = await post(server, "/image/background-remove", { image: "x" });
+    expect(background.status).toBe(404);
+    expect((await json(background)).error).toBe("Background removal (POST /image/background-remove) is not available on this node: no background-removal model is configured.");
     for (const [path, name] of [
       ["/image/edit", "Image editing"],
       ["/image/multi-edit", "Multi-image editing"],
-      ["/image/background-remove", "Background removal"],
     ]) {
       const res = await post(server, path!, { image: "x" });
       expect(res.status).toBe(404);

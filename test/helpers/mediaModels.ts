@@ -73,3 +73,16 @@ export function tinyUpscaleEntry(overrides: Partial<Record<string, unknown>> = {
     ...rest,
   });
 }
+
+/** The tiny MODNet-layout matting model (light subjects kept, dark ground dropped), $0.001 a picture. */
+export function tinyBackgroundRemovalEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({
+    id: "tiny-background-removal",
+    type: "background-removal",
+    backend: "transformers",
+    file: join(fixturesDir(), "tiny-modnet"),
+    onnx: { threads: 1 },
+    pricing: { generation: { usd: 0.001, diem: 0.001 } },
+    ...overrides,
+  });
+}

@@ -118,7 +118,7 @@ describe("ONNX fixture layouts", () => {
         .filter((f) => f.endsWith(".onnx"))
         .map((f) => join(fixtures, name, f)),
     );
-    expect(onnxFiles).toHaveLength(11);
+    expect(onnxFiles).toHaveLength(12);
     for (const file of onnxFiles) {
       const model = decodeModelProto(readFileSync(file));
       expect(model.ir_version, relative(fixtures, file)).toBe(8);

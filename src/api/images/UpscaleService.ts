@@ -1,7 +1,7 @@
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { UpscaleEngine } from "../../engines/types.js";
 import { InvalidRequestError, NotFoundError, PayloadTooLargeError } from "../../errors.js";
-import { decodeImage, encodeImage, resizeRgb } from "../../media/image.js";
+import { encodeImage, resizeRgb } from "../../media/image.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import type { UpscaleImageRequest } from "./upscaleSchema.js";
 
@@ -34,14 +34,9 @@ export class UpscaleService {
     return this.models.get(id, "upscale");
   }
 
-  /** Checks and decodes the request for a loaded model (`modelScale`: its own factor per pass). */
-  async plan(entry: ModelEntry, request: UpscaleImageRequest, upload: Buffer | undefined, modelScale: number): Promise<UpscalePlan> {
+  /** Checks the request for a loaded model (`modelScale`: its own factor per pass) and its decoded picture. */
+  plan(entry: ModelEntry, request: UpscaleImageRequest, picture: { rgb: Uint8Array; width: number; height: number }, modelScale: number): UpscalePlan {
     if (request.scale !== 2 && request.scale !== 4) throw field("scale", "scale is 2 or 4");
-    const bytes = upload ?? (request.image !== undefined ? decodeBase64Image(request.image) : undefined);
-    if (!bytes) throw field("image", "an image is required: a file part named image, or a base64 string in image");
-    const picture = await decodeImage(bytes).catch(() => {
-      throw field("image", "the image could not be decoded (PNG, JPEG, WebP, GIF, AVIF and TIFF are read)");
-    });
     const limit = entry.upscale.maxOutputPixels;
     const pixels = picture.width * picture.height;
     const scale = Math.min(request.scale, Math.sqrt(limit / pixels));
@@ -69,13 +64,4 @@ export class UpscaleService {
         : await resizeRgb(upscaled.rgb, upscaled.width, upscaled.height, plan.targetWidth, plan.targetHeight);
     return encodeImage(exact.rgb, exact.width, exact.height, "png");
   }
-}
-
-/** Base64, or a data: URL; a 400 naming `image` when it is neither. */
-function decodeBase64Image(value: string): Buffer {
-  const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
-  if (!/^[A-Za-z0-9+/=\s_-]+$/.test(base64)) throw field("image", "image is a base64 string or a data: URL");
-  const bytes = Buffer.from(base64, "base64");
-  if (bytes.length === 0) throw field("image", "image is empty");
-  return bytes;
 }

@@ -93,7 +93,6 @@ export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
   "/image/edit": "Image editing",
   "/image/multi-edit": "Multi-image editing",
-  "/image/background-remove": "Background removal",
   "/images/edits": "Image editing",
   "/images/variations": "Image variations",
 } as const;

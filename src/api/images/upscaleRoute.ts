@@ -5,6 +5,7 @@ import { upscaleCost } from "../../billing/pricing.js";
 import { metered } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
+import { readImageInput } from "./imageInput.js";
 import { UpscaleService } from "./UpscaleService.js";
 import { UpscaleImageRequest } from "./upscaleSchema.js";
 
@@ -36,7 +37,8 @@ export function upscaleRouter(deps: UpscaleRouterDeps): Router {
       meter.reserve(upscaleCost(entry, body.scale));
       const { engine } = paid.hold(await deps.models.acquire(entry.id, "upscale"));
       paid.serve(entry, engine.router);
-      const plan = await service.plan(entry, body, upload, engine.modelScale);
+      const picture = await readImageInput({ upload, base64: body.image }, deps.config, paid.signal);
+      const plan = service.plan(entry, body, picture, engine.modelScale);
       const png = await service.run(plan, engine, paid.signal);
       const cost = meter.settle(upscaleCost(entry, plan.requestedScale));
       paid.usage = { finishReason: `upscaled:${plan.targetWidth}x${plan.targetHeight}` };

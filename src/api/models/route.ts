@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { basename } from "node:path";
 import type { ModelEntry } from "../../config/modelRegistry.js";
+import { ModelNotFoundError } from "../../errors.js";
 import { backendOf, type ProbedChatFeatures } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
@@ -102,7 +103,7 @@ export function toModelRecord(
   const record: ModelRecord = {
     id: entry.id,
     object: "model",
-    type: entry.type,
+    type: entry.type as ModelRecord["type"],
     created: entry.created ?? Math.floor(startedAt / 1000),
     owned_by: "hearth",
     model_spec: {
@@ -175,6 +176,11 @@ function speechSpec(entry: ModelEntry, voices: readonly string[]): Partial<Model
   };
 }
 
+/** Background-removal models are Hearth's own type (the reference lists none): GET /admin/models shows them, GET /models does not. */
+function isListed(entry: ModelEntry): entry is ModelEntry & { type: Exclude<ModelEntry["type"], "background-removal"> } {
+  return entry.type !== "background-removal";
+}
+
 export type ModelsRouterDeps = Pick<AppDeps, "models" | "config" | "startedAt">;
 
 export function modelsRouter(deps: ModelsRouterDeps): Router {
@@ -190,7 +196,7 @@ export function modelsRouter(deps: ModelsRouterDeps): Router {
   });
   router.get("/models", async (req, res) => {
     const { type } = parse(ListModelsQuery, req.query);
-    const entries = deps.models.list().filter((m) => type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type));
+    const entries = deps.models.list().filter((m) => isListed(m) && (type === "all" || (type === "code" ? m.capabilities.optimizedForCode : m.type === type)));
     const data = await Promise.all(entries.map(async (m) => toModelRecord(m, deps.startedAt, await extrasOf(m))));
     res.json({ object: "list", type, data });
   });
@@ -216,6 +222,7 @@ export function modelsRouter(deps: ModelsRouterDeps): Router {
   router.get("/models/*id", async (req, res) => {
     const id = (req.params as { id: string[] }).id.join("/");
     const entry = deps.models.get(id);
+    if (!isListed(entry)) throw new ModelNotFoundError(id);
     res.json(toModelRecord(entry, deps.startedAt, await extrasOf(entry)));
   });
   return router;

@@ -11,6 +11,7 @@ import { responsesApi } from "../responses/operations.js";
 import { embeddingsApi } from "../embeddings/operations.js";
 import { imagesApi } from "../images/operations.js";
 import { upscaleApi } from "../images/upscaleOperations.js";
+import { backgroundRemoveApi } from "../images/backgroundRemoveOperations.js";
 import { keysApi } from "../keys/operations.js";
 import { modelsApi } from "../models/operations.js";
 import { rpcApi } from "../rpc/operations.js";
@@ -34,6 +35,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   audioJobsApi,
   imagesApi,
   upscaleApi,
+  backgroundRemoveApi,
   embeddingsApi,
   videoApi,
   billingApi,

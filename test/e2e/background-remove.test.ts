@@ -1,0 +1,97 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getBalances } from "../../src/store/ledger.js";
+import { tinyBackgroundRemovalEntry } from "../helpers/mediaModels.js";
+import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
+
+let server: TestServer;
+let peer: Server;
+let peerUrl: string;
+beforeAll(async () => {
+  server = await startTestServer({ models: [tinyBackgroundRemovalEntry()], config: { webScraping: "on" } });
+  // A file server on loopback, for image_url.
+  const png = await portrait(80, 60);
+  peer = createServer((req, res) => {
+    if (req.url === "/portrait.png") res.writeHead(200, { "content-type": "image/png" }).end(png);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => peer.listen(0, "127.0.0.1", resolve));
+  peerUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await server.stop();
+  peer.close();
+});
+
+/** A light subject (a disc) on a dark ground. */
+async function portrait(width: number, height: number): Promise<Buffer> {
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const inside = (x - width / 2) ** 2 + (y - height / 2) ** 2 < (Math.min(width, height) / 3) ** 2;
+      rgb.fill(inside ? 230 : 20, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    }
+  return sharp(rgb, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
+}
+
+async function alphaOf(png: Buffer) {
+  const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+  const alpha = (x: number, y: number) => data[(y * info.width + x) * info.channels + 3]!;
+  return { info, alpha };
+}
+
+describe("POST /image/background-remove", () => {
+  it("answers a PNG of the same size with an alpha channel: opaque on the subject, transparent on the ground, charged per picture", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const res = await post(server, "/image/background-remove", { image: (await portrait(80, 60)).toString("base64") }, { key });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/png");
+    const { info, alpha } = await alphaOf(Buffer.from(await res.arrayBuffer()));
+    expect({ width: info.width, height: info.height, channels: info.channels }).toEqual({ width: 80, height: 60, channels: 4 });
+    expect(alpha(40, 30)).toBeGreaterThan(200);
+    expect(alpha(3, 3)).toBeLessThan(50);
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 1000);
+  });
+
+  it("takes a multipart upload, and image_url from a peer when fetching is on", async () => {
+    const form = new FormData();
+    form.append("image", new Blob([await portrait(64, 64)], { type: "image/png" }), "p.png");
+    const multipart = await fetch(`${server.baseUrl}/image/background-remove`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
+    expect(multipart.status).toBe(200);
+    expect((await alphaOf(Buffer.from(await multipart.arrayBuffer()))).info.channels).toBe(4);
+    const byUrl = await post(server, "/image/background-remove", { image_url: `${peerUrl}/portrait.png` });
+    expect(byUrl.status).toBe(200);
+    expect((await alphaOf(Buffer.from(await byUrl.arrayBuffer()))).info.width).toBe(80);
+    const missing = await post(server, "/image/background-remove", { image_url: `${peerUrl}/missing.png` });
+    expect(missing.status).toBe(422);
+  });
+
+  it("answers bad input with a 4xx naming the field, and charges nothing", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{}, 400, "image"],
+      [{ image: "@@@" }, 400, "image"],
+      [{ image: Buffer.from("not a picture").toString("base64") }, 400, "image"],
+      [{ image_url: "ftp://example.com/a.png" }, 400, "image_url"],
+      [{ image: "aGk=", model: "nope" }, 404, "nope"],
+    ];
+    for (const [body, status, name] of cases) {
+      const res = await post(server, "/image/background-remove", body, { key });
+      expect(res.status, name).toBe(status);
+      expect(JSON.stringify(await res.json()), name).toContain(name);
+    }
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
+  });
+
+  it("is not listed in GET /models (a type of this node's own), and shows in GET /admin/models", async () => {
+    const listed = (await (await fetch(`${server.baseUrl}/models?type=all`)).json()) as { data: { id: string }[] };
+    expect(listed.data.map((m) => m.id)).not.toContain("tiny-background-removal");
+    expect((await fetch(`${server.baseUrl}/models/tiny-background-removal`)).status).toBe(404);
+    const admin = await fetch(`${server.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${server.adminKey}` } });
+    expect(JSON.stringify(await admin.json())).toContain("tiny-background-removal");
+  });
+});
