@@ -59,6 +59,30 @@ describe("the JSON Schema subset held by grammar", () => {
     }
   });
 
+  it.each([
+    [{ type: "string", pattern: "^a" }, { kind: "string", minLength: 0, maxLength: null, format: null }, ["pattern"]],
+    [{ type: "string", format: "email", maxLength: 9 }, { kind: "string", minLength: 0, maxLength: 9, format: null }, ["format"]],
+    [{ type: "string", format: "date", minLength: 10 }, { kind: "string", minLength: 0, maxLength: null, format: "date" }, ["minLength"]],
+    [{ type: "number", minimum: 2, maximum: 3.5 }, { kind: "number", nonNegative: true }, ["maximum", "minimum"]],
+    [{ type: "number", minimum: -2 }, { kind: "number", nonNegative: false }, ["minimum"]],
+    [{ type: "integer", minimum: 5, maximum: 100000 }, { kind: "integer", min: 1, max: 999999 }, ["maximum", "minimum"]],
+    [{ type: "integer", minimum: -5, maximum: 5000 }, { kind: "integer", min: null, max: 9999 }, ["maximum", "minimum"]],
+    [{ type: "integer", exclusiveMinimum: 4, maximum: 5000 }, { kind: "integer", min: 1, max: 9999 }, ["exclusiveMinimum", "maximum"]],
+    [{ type: "integer", exclusiveMinimum: 4, maximum: 99 }, { kind: "integer", min: 5, max: 99 }, []],
+    [{ allOf: [{ type: "string" }], not: { const: "x" } }, { kind: "any" }, ["allOf", "not"]],
+    [{ type: "array", items: { type: "boolean" }, uniqueItems: true }, { kind: "array", prefix: [], items: { kind: "boolean" }, minItems: 0, maxItems: null }, ["uniqueItems"]],
+  ])("with `unenforced`, loosens %j to what the grammar holds and names what it left out", (schema, root, names) => {
+    const unenforced = new Set<string>();
+    expect(toJsonSchemaSubset(schema, { unenforced }).root).toEqual(root);
+    expect([...unenforced].sort()).toEqual(names);
+  });
+
+  it("with `unenforced`, still refuses what is no schema", () => {
+    for (const schema of [{ type: "wat" }, { type: "string", minLength: 3, maxLength: 1 }, { type: "integer", minimum: 5, maximum: 4 }, { $ref: "https://example.com/schema" }]) {
+      expect(() => toJsonSchemaSubset(schema, { unenforced: new Set() })).toThrow(UnsupportedJsonSchemaError);
+    }
+  });
+
   it("writes grammars llama.cpp accepts", async () => {
     const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
     const schemas = [

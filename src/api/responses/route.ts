@@ -28,6 +28,7 @@ export function responsesRouter(deps: ResponsesRouterDeps): Router {
       requireJson(req);
       const body = parse(ResponseRequest, req.body);
       const resolved = service.resolve(body, paid.ctx.auth!.accountId);
+      paid.attribute({ user: resolved.chat.request.user, metadata: resolved.chat.request.metadata });
       // Admitted once the model is known and before any paid or slow work, as chat is.
       paid.admit(resolved.chat.entry, "chat", { showBalance: false });
       paid.countTokens(resolved.chat.entry);
