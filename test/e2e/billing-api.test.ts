@@ -453,7 +453,12 @@ describe("user and metadata of a request on its usage entries", () => {
     expect(labelled.status).toBe(200);
     const labelledId = ((await json(labelled)) as { id: string }).id;
     tick(MINUTE);
-    const responses = await post(server, "/responses", { model: "tiny-chat", input: "hello there", max_output_tokens: 3, temperature: 0, metadata: { via: "responses" } }, { key: caller.key });
+    const responses = await post(
+      server,
+      "/responses",
+      { model: "tiny-chat", input: "hello there", max_output_tokens: 3, temperature: 0, metadata: { via: "responses" } },
+      { key: caller.key },
+    );
     expect(responses.status).toBe(200);
     tick(MINUTE);
     await chat(caller);
