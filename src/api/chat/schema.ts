@@ -176,7 +176,10 @@ const ChatCompletionFields = z
     n: z.number().int().min(1).max(128).nullish(),
     /** The caller's end user and labels: kept on the request's usage row (GET /billing/usage shows them). */
     user: z.string().max(256).nullish(),
-    metadata: z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "metadata holds at most 16 keys").nullish(),
+    metadata: z
+      .record(z.string().max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, "metadata holds at most 16 keys")
+      .nullish(),
     /** Accepted; not honoured (named in x-service-unsupported-parameters): completions are not stored, verbosity is the model's own. */
     store: z.boolean().nullish(),
     verbosity: z.enum(["low", "medium", "high"]).nullish(),

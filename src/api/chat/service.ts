@@ -231,10 +231,7 @@ export class ChatService {
   }
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
-  async complete(
-    chat: PreparedChat,
-    clientSignal: AbortSignal,
-  ): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult; headers: Record<string, string> }> {
+  async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult; headers: Record<string, string> }> {
     const planned = this.plan(chat);
     const timer = this.metrics.chatTimer(chat.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
