@@ -1,3 +1,4 @@
+import { CHAT_REQUEST_HEADERS } from "../chat/operations.js";
 import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
@@ -20,7 +21,7 @@ export const responsesApi = defineApiGroup({
       responses: {
         200: {
           description: "The response, or with `stream: true` its events (a stream's cost is in its terminal event's `response.cost`)",
-          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...CHAT_REQUEST_HEADERS },
           content: {
             "application/json": schemas.ResponseObject,
             "text/event-stream": {
