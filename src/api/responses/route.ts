@@ -44,14 +44,17 @@ export function responsesRouter(deps: ResponsesRouterDeps): Router {
     }),
   );
   router.get("/responses/:id", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.retrieve(res.locals.ctx.auth!.accountId, id));
   });
   router.delete("/responses/:id", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.delete(res.locals.ctx.auth!.accountId, id));
   });
   router.get("/responses/:id/input_items", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.inputItems(res.locals.ctx.auth!.accountId, id, parse(InputItemsQuery, req.query)));
   });

@@ -24,6 +24,8 @@ export function videoRouter(deps: VideoRouterDeps): Router {
   const router = Router();
 
   router.post("/video/quote", deps.authenticate, deps.jsonBody, (req, res) => {
+    // A quote runs no model and is not paid: the account window.
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     requireJson(req);
     const body = parse(QuoteVideoRequest, req.body);
     const quote = service.quote(body);
