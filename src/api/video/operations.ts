@@ -1,3 +1,4 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
 import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, MODEL_HEADERS, RATE_LIMIT_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
@@ -13,7 +14,13 @@ export const videoApi = defineApiGroup({
       summary: "Price a video",
       access: "paid",
       body: { content: { "application/json": schemas.QuoteVideoRequest } },
-      responses: { 200: { description: "The price in USD", content: { "application/json": schemas.QuoteVideoResponse } } },
+      responses: {
+        200: {
+          description: "The price in USD",
+          headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, "x-service-unsupported-parameters": "Fields accepted but not honoured here, comma-separated" },
+          content: { "application/json": schemas.QuoteVideoResponse },
+        },
+      },
       errors: { 404: INFERENCE_ERRORS[404] },
     },
     {
