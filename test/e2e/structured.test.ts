@@ -125,6 +125,12 @@ describe("structured output held by grammar", () => {
       ["response_format", "json_schema", "schema"],
       /cannot be checked/,
     ],
+    [
+      "a pattern whose backtracking can grow without bound",
+      { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "string", pattern: "^(\\w+\\s?)+$" } } } } },
+      ["response_format", "json_schema", "schema"],
+      /properties\.a\.pattern repeats a group/,
+    ],
     ["an unknown format type", { type: "xml" }, ["response_format", "type"], /./],
   ])("%s -> 400 naming response_format", async (_name, format, path, message) => {
     const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: ask, max_tokens: 5, response_format: format });

@@ -1,6 +1,7 @@
 import { getLlama, LlamaGrammar, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../src/engines/jsonSchemaSubset.js";
+import { nestsUnboundedQuantifiers } from "../../src/api/chat/schemaCheck.js";
 import { DynamicTemperatureSampler } from "../../src/engines/llama/DynamicTemperatureSampler.js";
 import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
 import { ReasoningSplitter } from "../../src/engines/llama/ReasoningSplitter.js";
@@ -80,6 +81,13 @@ describe("the JSON Schema subset held by grammar", () => {
   it("with `unenforced`, still refuses what is no schema", () => {
     for (const schema of [{ type: "wat" }, { type: "string", minLength: 3, maxLength: 1 }, { type: "integer", minimum: 5, maximum: 4 }, { $ref: "https://example.com/schema" }]) {
       expect(() => toJsonSchemaSubset(schema, { unenforced: new Set() })).toThrow(UnsupportedJsonSchemaError);
+    }
+  });
+
+  it("tells patterns that repeat an unboundedly repeating group from those that do not", () => {
+    for (const pattern of ["(a+)+", "^(\\w+\\s?)+$", "(a*)*b", "((ab)+c)*", "(x{2,})+", "(?:a|b+)*"]) expect(nestsUnboundedQuantifiers(pattern), pattern).toBe(true);
+    for (const pattern of ["^[a-z]+$", "(ab)+", "(a+)b+", "(a+){2}", "(a+)?", "[(a+)]+", "\\(a+\\)+", "^\\d{3}-\\d{4}$"]) {
+      expect(nestsUnboundedQuantifiers(pattern), pattern).toBe(false);
     }
   });
 

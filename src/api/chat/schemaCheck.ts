@@ -23,6 +23,15 @@ const DRAFT_07_OR_OLDER = /draft-0[4-7]/;
 /** Compiles the caller's schema for the check; a schema the validator cannot compile is a 400 on `path`. */
 export function schemaCheck(schema: Record<string, unknown>, unenforced: string[], path: (string | number)[]): SchemaCheck {
   const { $schema, ...rest } = schema;
+  // The caller's patterns run on this node: one that can backtrack without bound would stall it.
+  for (const { pattern, at } of patternsOf(rest, [])) {
+    if (nestsUnboundedQuantifiers(pattern)) {
+      throw InvalidRequestError.forField(
+        path,
+        `the pattern at ${at.join(".")} repeats a group that itself repeats without bound (like "(a+)+"), which can take exponential time to check; write it without the nesting`,
+      );
+    }
+  }
   // Schemas name their draft, or are read as 2020-12 (zod's and the standard's), unless they use draft-07's tuple form.
   const older = (typeof $schema === "string" && DRAFT_07_OR_OLDER.test($schema)) || usesTupleItems(rest);
   const ajv = older ? new Ajv({ strict: false, validateSchema: false, logger: false }) : new Ajv2020({ strict: false, validateSchema: false, logger: false });
@@ -51,4 +60,56 @@ function usesTupleItems(node: unknown): boolean {
   if (Array.isArray(node)) return node.some(usesTupleItems);
   if (typeof node !== "object" || node === null) return false;
   return Object.entries(node).some(([key, value]) => (key === "items" && Array.isArray(value)) || usesTupleItems(value));
+}
+
+/** Every regular expression of a schema (`pattern` values, `patternProperties` keys) with where it is. */
+function patternsOf(node: unknown, at: (string | number)[]): { pattern: string; at: (string | number)[] }[] {
+  if (Array.isArray(node)) return node.flatMap((item, i) => patternsOf(item, [...at, i]));
+  if (typeof node !== "object" || node === null) return [];
+  return Object.entries(node).flatMap(([key, value]) => {
+    const here = [...at, key];
+    const own: { pattern: string; at: (string | number)[] }[] = [];
+    if (key === "pattern" && typeof value === "string") own.push({ pattern: value, at: here });
+    if (key === "patternProperties" && typeof value === "object" && value !== null) {
+      for (const name of Object.keys(value)) own.push({ pattern: name, at: [...here, name] });
+    }
+    return [...own, ...patternsOf(value, here)];
+  });
+}
+
+/**
+ * Whether a group holding an unbounded quantifier (`*`, `+`, `{n,}`) is itself repeated by
+ * one: the shape of the expressions whose backtracking grows exponentially with the input.
+ */
+export function nestsUnboundedQuantifiers(pattern: string): boolean {
+  const groups: boolean[] = [];
+  let inClass = false;
+  let lastGroupUnbounded = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\") {
+      i++;
+      lastGroupUnbounded = false;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+      continue;
+    }
+    const unboundedHere = c === "*" || c === "+" || (c === "{" && /^\{\d*,\}/.test(pattern.slice(i)));
+    if (unboundedHere) {
+      if (lastGroupUnbounded) return true;
+      if (groups.length > 0) groups[groups.length - 1] = true;
+    }
+    lastGroupUnbounded = false;
+    if (c === "[") inClass = true;
+    else if (c === "(") groups.push(false);
+    else if (c === ")") {
+      const inner = groups.pop() ?? false;
+      lastGroupUnbounded = inner;
+      // A repeated group makes the group around it repeat too.
+      if (inner && groups.length > 0) groups[groups.length - 1] = true;
+    }
+  }
+  return false;
 }
