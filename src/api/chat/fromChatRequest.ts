@@ -172,7 +172,7 @@ export function requireFunctionCalling(tools: ToolOptions | undefined, modelId: 
  * support is `requireStructuredOutput`'s. Keywords the grammar cannot hold are left to a check
  * of the finished output (`check`), not refused.
  */
-export function toResponseFormat(request: ChatCompletionRequest): (ResponseFormat & { check?: SchemaCheck }) | undefined {
+export function toResponseFormat(request: ChatCompletionRequest): RequestedFormat | undefined {
   const format = request.response_format;
   if (!format || format.type === "text") return undefined;
   if (format.type === "json_object") return { type: "json_object" };
@@ -190,6 +190,16 @@ export function toResponseFormat(request: ChatCompletionRequest): (ResponseForma
   const subset = schemaSubset(schema, path, unenforced);
   const check = unenforced.size > 0 ? schemaCheck(source.schema, [...unenforced].sort(), path) : undefined;
   return { type: "json_schema", schema: subset, source, ...(check ? { check } : {}) };
+}
+
+/** The output format a request asked for, with the check after generation its schema needs (if any). */
+export type RequestedFormat = { type: "json_object" } | (Extract<ResponseFormat, { type: "json_schema" }> & { check?: SchemaCheck });
+
+/** The format as the engine takes it: the check after generation stays with the service. */
+export function engineFormat(format: RequestedFormat | undefined): ResponseFormat | undefined {
+  if (format?.type !== "json_schema") return format;
+  const { check: _check, ...rest } = format;
+  return rest;
 }
 
 export function requireStructuredOutput(format: ResponseFormat | undefined, modelId: string, features: ChatFeatures): ResponseFormat | undefined {

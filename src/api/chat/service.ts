@@ -12,6 +12,7 @@ import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
+  engineFormat,
   toChoiceCount,
   toEngineMessages,
   toLogprobs,
@@ -153,8 +154,7 @@ export class ChatService {
     const headers: Record<string, string> = {};
     const unsupported = unsupportedParameters(request, params);
     if (unsupported.length > 0) headers["x-service-unsupported-parameters"] = unsupported.join(",");
-    const { check: schemaCheck, ...format } = requestedFormat ?? {};
-    const responseFormat = requestedFormat ? (format as NonNullable<ResolvedChat["requestedFormat"]>) : undefined;
+    const schemaCheck = requestedFormat?.type === "json_schema" ? requestedFormat.check : undefined;
     // Streaming can only say which keywords are left to the check: the check's answer comes with the whole output.
     if (schemaCheck) headers["x-service-schema-unenforced"] = schemaCheck.unenforced.join(",");
     if (logprobs && (request.top_logprobs ?? 0) > MAX_TOP_LOGPROBS) headers["x-service-clamped-parameters"] = `top_logprobs=${MAX_TOP_LOGPROBS}`;
@@ -173,7 +173,7 @@ export class ChatService {
         choices: toChoiceCount(request, entry.id, features),
         logprobs,
         tools: requireFunctionCalling(requestedTools, entry.id, features),
-        responseFormat: requireStructuredOutput(responseFormat, entry.id, features),
+        responseFormat: requireStructuredOutput(engineFormat(requestedFormat), entry.id, features),
         reasoning: toReasoning(request, params),
         cache: toPromptCache(request, conversation.positionOf),
       },
