@@ -29,6 +29,7 @@ import { formatErrorBody } from "./http/errorFormat.js";
 import { jsonBodyByRoute } from "./http/jsonBody.js";
 import { errorHostHeader, formatServiceVersion, requestContext } from "./http/requestContext.js";
 import { AbuseGuard } from "./limits/abuseGuard.js";
+import { withAccountLimit } from "./limits/accountCalls.js";
 import type { Logger } from "./logger.js";
 import { metricsRouter } from "./metrics/metricsRouter.js";
 import { observeRequests } from "./http/observeRequests.js";
@@ -76,7 +77,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     ...deps,
     authenticate: auth.paid,
     authenticateWallet: auth.walletSignIn,
-    authenticateKey: auth.apiKey,
+    // Every endpoint behind a key alone is an account endpoint: admitted to the account window (x-ratelimit-* headers).
+    authenticateKey: withAccountLimit(auth.apiKey, deps.limits),
     // Each route's own size limit (uploads only where a route takes files), and a nesting bound on every body.
     jsonBody: jsonBodyByRoute(routeBodyLimits(deps.config)),
   };

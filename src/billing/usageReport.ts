@@ -20,12 +20,19 @@ export function toUsageEntry(row: UsageEntryRow): UsageEntry {
     currency: row.currency,
     notes: row.note ?? DEFAULT_NOTES,
     inferenceDetails: row.requestId
-      ? { requestId: row.requestId, inferenceExecutionTime: row.durationMs, promptTokens: row.promptTokens, completionTokens: row.completionTokens }
+      ? {
+          requestId: row.requestId,
+          inferenceExecutionTime: row.durationMs,
+          promptTokens: row.promptTokens,
+          completionTokens: row.completionTokens,
+          ...(row.user !== null ? { user: row.user } : {}),
+          ...(row.metadata !== null ? { metadata: JSON.parse(row.metadata) as Record<string, string> } : {}),
+        }
       : null,
   };
 }
 
-/** The CSV columns of every usage export: the entry's fields with inferenceDetails flattened. */
+/** The CSV columns of every usage export: the entry's fields with inferenceDetails flattened (metadata as JSON text). */
 export const USAGE_CSV_COLUMNS = [
   "timestamp",
   "sku",
@@ -38,6 +45,8 @@ export const USAGE_CSV_COLUMNS = [
   "inferenceExecutionTime",
   "promptTokens",
   "completionTokens",
+  "user",
+  "metadata",
 ] as const;
 
 const CRLF = "\r\n";
@@ -65,6 +74,9 @@ export function usageCsvRow(entry: UsageEntry): string {
     details?.inferenceExecutionTime,
     details?.promptTokens,
     details?.completionTokens,
+    details?.user,
+    // The labels as one JSON object.
+    details?.metadata ? JSON.stringify(details.metadata) : undefined,
   ];
   return values.map(csvField).join(",") + CRLF;
 }

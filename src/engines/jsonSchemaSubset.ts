@@ -89,8 +89,25 @@ const UNSUPPORTED = new Set([
 const TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"] as const;
 type TypeName = (typeof TYPES)[number];
 
+/**
+ * How keywords that constrain values but cannot be enforced while generating are treated:
+ * refused (the default), or, when `unenforced` is given, left out of the tree (or loosened to
+ * the nearest bound that can be enforced) with their names added to it, so the caller can
+ * check them on the finished output. A schema that is not one (an unknown type, a bad $ref,
+ * maxLength below minLength ...) is refused either way.
+ */
+export interface JsonSchemaSubsetOptions {
+  unenforced?: Set<string>;
+}
+
 /** Checks a JSON Schema and turns it into the normalized tree; throws UnsupportedJsonSchemaError. */
-export function toJsonSchemaSubset(schema: unknown): JsonSchemaSubset {
+export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOptions = {}): JsonSchemaSubset {
+  const { unenforced } = options;
+  /** A keyword the grammar cannot hold: refused, or (with `unenforced`) named and left to the check after generation. */
+  const cannotEnforce = (path: (string | number)[], keyword: string, reason: string): void => {
+    if (!unenforced) throw new UnsupportedJsonSchemaError([...path, keyword], reason);
+    unenforced.add(keyword);
+  };
   const defs: Record<string, JsonShape> = {};
   const rawDefs = new Map<string, { schema: unknown; path: (string | number)[] }>();
   if (isObject(schema)) {
@@ -102,7 +119,12 @@ export function toJsonSchemaSubset(schema: unknown): JsonSchemaSubset {
     }
   }
   const refName = (ref: string) => ref.slice(2).replaceAll("/", "-");
-  const convert = (node: unknown, path: (string | number)[]): JsonShape => {
+  const convert = (raw: unknown, path: (string | number)[]): JsonShape => {
+    let node = raw;
+    if (unenforced && isObject(node) && Object.keys(node).some((k) => UNSUPPORTED.has(k))) {
+      for (const key of Object.keys(node)) if (UNSUPPORTED.has(key)) unenforced.add(key);
+      node = Object.fromEntries(Object.entries(node).filter(([k]) => !UNSUPPORTED.has(k)));
+    }
     if (node === true || (isObject(node) && Object.keys(node).every((k) => ANNOTATIONS.has(k)))) return { kind: "any" };
     if (node === false) throw new UnsupportedJsonSchemaError(path, "a schema of false accepts nothing");
     if (!isObject(node)) throw new UnsupportedJsonSchemaError(path, "a schema must be an object or a boolean");
@@ -158,26 +180,36 @@ export function toJsonSchemaSubset(schema: unknown): JsonSchemaSubset {
     };
     switch (type) {
       case "string": {
-        const minLength = count("minLength", 0)!;
-        const maxLength = count("maxLength", null);
+        let minLength = count("minLength", 0)!;
+        let maxLength = count("maxLength", null);
         if (maxLength !== null && maxLength < minLength) throw new UnsupportedJsonSchemaError([...path, "maxLength"], "maxLength is below minLength");
         const format = typeof node.format === "string" && ["date", "time", "date-time", "uuid"].includes(node.format) ? (node.format as StringFormat) : null;
-        if (format && (node.minLength !== undefined || node.maxLength !== undefined))
-          throw new UnsupportedJsonSchemaError([...path, "format"], "format cannot be combined with minLength or maxLength");
+        // Other formats are annotations to the grammar; a caller that checks the output afterwards checks them there.
+        if (unenforced && typeof node.format === "string" && !format) unenforced.add("format");
+        if (format && (node.minLength !== undefined || node.maxLength !== undefined)) {
+          for (const key of ["minLength", "maxLength"]) {
+            if (node[key] !== undefined) cannotEnforce(path, key, `format cannot be combined with minLength or maxLength`);
+          }
+          minLength = 0;
+          maxLength = null;
+        }
         return { kind: "string", minLength, maxLength, format };
       }
       case "integer":
-        return integerShape(node, path);
+        return integerShape(node, path, cannotEnforce);
       case "number": {
         const { minimum, maximum, exclusiveMinimum, exclusiveMaximum } = node;
-        if (maximum !== undefined || exclusiveMaximum !== undefined)
-          throw new UnsupportedJsonSchemaError(
-            [...path, maximum !== undefined ? "maximum" : "exclusiveMaximum"],
-            "an upper bound on a number cannot be enforced while generating; use an integer range or an enum",
-          );
-        if (exclusiveMinimum !== undefined) throw new UnsupportedJsonSchemaError([...path, "exclusiveMinimum"], "exclusiveMinimum on a number cannot be enforced while generating");
-        if (minimum !== undefined && minimum !== 0) throw new UnsupportedJsonSchemaError([...path, "minimum"], "on a number only minimum 0 can be enforced while generating");
-        return { kind: "number", nonNegative: minimum === 0 };
+        for (const [key, value] of Object.entries({ minimum, maximum, exclusiveMinimum, exclusiveMaximum })) {
+          if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value))) throw new UnsupportedJsonSchemaError([...path, key], `${key} must be a number`);
+        }
+        if (maximum !== undefined) cannotEnforce(path, "maximum", "an upper bound on a number cannot be enforced while generating; use an integer range or an enum");
+        if (exclusiveMaximum !== undefined)
+          cannotEnforce(path, "exclusiveMaximum", "an upper bound on a number cannot be enforced while generating; use an integer range or an enum");
+        if (exclusiveMinimum !== undefined) cannotEnforce(path, "exclusiveMinimum", "exclusiveMinimum on a number cannot be enforced while generating");
+        if (minimum !== undefined && minimum !== 0) cannotEnforce(path, "minimum", "on a number only minimum 0 can be enforced while generating");
+        // A positive lower bound still rules out negative numbers, which the grammar can hold.
+        const nonNegative = (typeof minimum === "number" && minimum >= 0) || (typeof exclusiveMinimum === "number" && exclusiveMinimum >= 0);
+        return { kind: "number", nonNegative };
       }
       case "boolean":
         return { kind: "boolean" };
@@ -227,7 +259,7 @@ export function toJsonSchemaSubset(schema: unknown): JsonSchemaSubset {
  * sign and digit count cover non-negative, positive and symmetric power-of-ten ranges
  * (which includes the safe-integer bounds schema generators such as zod write).
  */
-function integerShape(node: Record<string, unknown>, path: (string | number)[]): JsonShape {
+function integerShape(node: Record<string, unknown>, path: (string | number)[], cannotEnforce: (path: (string | number)[], keyword: string, reason: string) => void): JsonShape {
   const bound = (key: string): number | null => {
     const value = node[key];
     if (value === undefined) return null;
@@ -250,10 +282,18 @@ function integerShape(node: Record<string, unknown>, path: (string | number)[]):
   const digitBound = max === null || isAllNines(max);
   const signBound = min === null || min === 0 || min === 1 || (max !== null && min === -max && isAllNines(max));
   if (!enumerable && !(digitBound && signBound)) {
-    throw new UnsupportedJsonSchemaError(
-      [...path, min !== null && !signBound ? "minimum" : "maximum"],
-      `this integer range cannot be enforced while generating (supported: ranges of at most ${ENUMERABLE_RANGE} values, minimum 0 or 1, maximum 9, 99, 999 ...)`,
-    );
+    const reason = `this integer range cannot be enforced while generating (supported: ranges of at most ${ENUMERABLE_RANGE} values, minimum 0 or 1, maximum 9, 99, 999 ...)`;
+    const keyword = (bound: "minimum" | "maximum") => {
+      const exclusive = bound === "minimum" ? "exclusiveMinimum" : "exclusiveMaximum";
+      return node[bound] === undefined && node[exclusive] !== undefined ? exclusive : bound;
+    };
+    // Refused, or loosened to the nearest range the grammar holds (the exact one is checked afterwards).
+    if (min !== null && !signBound) cannotEnforce(path, keyword("minimum"), reason);
+    if (!digitBound) cannotEnforce(path, keyword("maximum"), reason);
+    if (min !== null && !signBound) min = min >= 1 ? 1 : min >= 0 ? 0 : null;
+    if (max !== null && !digitBound) max = max > 0 ? 10 ** String(max).length - 1 : null;
+    if (min !== null && max === null && min < 0) min = null;
+    if (min === null && max !== null && max < 0) max = null;
   }
   return { kind: "integer", min, max };
 }

@@ -66,6 +66,7 @@ export class MeteredRequest {
   private readonly exitHooks: ((exit: MeteredExit) => void)[] = [];
   private tokenEntry: ModelEntry | undefined;
   private tokens: TokenReservation | undefined;
+  private labels: Pick<UsageRow, "user" | "metadata"> = {};
 
   constructor(
     private readonly deps: MeteredDeps,
@@ -123,6 +124,11 @@ export class MeteredRequest {
     if (this.tokens && !this.res.headersSent) this.res.set(this.tokens.headers);
   }
 
+  /** The end user and labels the request names (chat and responses `user`, `metadata`): kept on its usage row. */
+  attribute(labels: { user?: string | null; metadata?: Record<string, string> | null }): void {
+    this.labels = { user: labels.user ?? null, metadata: labels.metadata ? JSON.stringify(labels.metadata) : null };
+  }
+
   /** From here on the request writes a usage row naming `model`, whatever happens. */
   record(model: string): void {
     this.model = model;
@@ -175,7 +181,7 @@ export class MeteredRequest {
         if (this.tokens) this.tokens.settle(used);
         else this.deps.limits.recordTokens(this.ctx, this.tokenEntry, used);
       }
-      if (this.model !== undefined) recordRequestUsage(this.deps.db, this.ctx, { endpoint, model: this.model, status, ...this.usage }, now);
+      if (this.model !== undefined) recordRequestUsage(this.deps.db, this.ctx, { endpoint, model: this.model, status, ...this.usage, ...this.labels }, now);
     }
   }
 

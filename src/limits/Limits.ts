@@ -55,20 +55,43 @@ export class Limits {
   }
 
   /**
-   * A per-caller request cap outside the model tiers (the crypto RPC proxy's 100 per minute).
-   * Throws 429 with X-RateLimit-Limit/-Remaining/-Reset (the proxy's header names).
+   * A call to an endpoint that runs no model and is not paid (API keys, billing, characters,
+   * voices, stored responses, quotes): one window per caller across them, by the key's tier
+   * (per-key overrides are for the model tiers and do not apply). Throws 429; returns the
+   * x-ratelimit-* headers to send.
    */
-  admitCalls(ctx: RequestContext, scope: string, rpm: number): void {
+  admitAccount(ctx: RequestContext): Record<string, string> {
     const auth = ctx.auth;
-    if (!auth) return;
+    if (!auth) return {};
+    const limit = resolveLimit(auth.rateLimitTier, "account", null);
+    const decision = this.limiter.admit(subject(authSubject(auth), "account", "account"), limit);
+    if (!decision.allowed) {
+      this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:account`, "RPM");
+      throw new RateLimitError(
+        `Rate limit exceeded: this key may make ${limit.rpm} requests per minute to the account endpoints. Retry after x-ratelimit-reset-requests.`,
+        decision.headers,
+      );
+    }
+    return decision.headers;
+  }
+
+  /**
+   * A per-caller request cap outside the model tiers (the crypto RPC proxy's 100 per minute).
+   * Returns the x-ratelimit-* headers of its window; throws 429 with those and
+   * X-RateLimit-Limit/-Remaining/-Reset (the proxy's header names).
+   */
+  admitCalls(ctx: RequestContext, scope: string, rpm: number): Record<string, string> {
+    const auth = ctx.auth;
+    if (!auth) return {};
     const decision = this.limiter.admit(subject(authSubject(auth), scope, "calls"), { rpm });
-    if (decision.allowed) return;
-    this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${scope}`, "RPM");
-    throw new RateLimitError(`Rate limit exceeded: at most ${rpm} requests per minute on ${scope}`, {
+    const proxyHeaders = {
       "X-RateLimit-Limit": String(rpm),
-      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Remaining": decision.headers["x-ratelimit-remaining-requests"]!,
       "X-RateLimit-Reset": decision.headers["x-ratelimit-reset-requests"]!,
-    });
+    };
+    if (decision.allowed) return { ...decision.headers, ...proxyHeaders };
+    this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:${scope}`, "RPM");
+    throw new RateLimitError(`Rate limit exceeded: at most ${rpm} requests per minute on ${scope}`, { ...decision.headers, ...proxyHeaders, "X-RateLimit-Remaining": "0" });
   }
 
   /**

@@ -10,7 +10,7 @@ export interface Limit {
   tpm?: number;
 }
 
-export type LimitClass = "text:XS" | "text:S" | "text:M" | "text:L" | "image" | "audio" | "embedding" | "video_queue" | "video_retrieve" | "augment";
+export type LimitClass = "text:XS" | "text:S" | "text:M" | "text:L" | "image" | "audio" | "embedding" | "video_queue" | "video_retrieve" | "augment" | "account";
 export type RateLimitTier = "standard" | "partner";
 
 export const RATE_LIMIT_TABLES = Object.freeze({
@@ -26,6 +26,9 @@ export const RATE_LIMIT_TABLES = Object.freeze({
     video_retrieve: { rpm: 120 },
     // The brief gives none for web search, scraping and text parsing: the audio tier's.
     augment: { rpm: 60 },
+    // Nor for the account endpoints (keys, billing, characters, voices, stored responses ...): a
+    // generous window of their own, so every authenticated answer carries x-ratelimit-* headers that hold.
+    account: { rpm: 300 },
   },
   // The brief gives no partner video limits: partners keep the standard ones there.
   partner: {
@@ -39,6 +42,7 @@ export const RATE_LIMIT_TABLES = Object.freeze({
     video_queue: { rpm: 40 },
     video_retrieve: { rpm: 120 },
     augment: { rpm: 120 },
+    account: { rpm: 600 },
   },
 } as const satisfies Record<RateLimitTier, Record<LimitClass, Limit>>);
 

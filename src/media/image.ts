@@ -13,6 +13,8 @@ export interface EncodeImageOptions {
   blur?: boolean;
   /** Written into the EXIF ImageDescription (generation settings, when asked for). */
   description?: string;
+  /** jpeg and webp quality, 1 to 100 (default 90); png ignores it. */
+  quality?: number;
 }
 
 export async function encodeImage(rgb: Uint8Array, width: number, height: number, format: ImageFormat, options: EncodeImageOptions = {}): Promise<Buffer> {
@@ -23,9 +25,9 @@ export async function encodeImage(rgb: Uint8Array, width: number, height: number
     case "png":
       return image.png().toBuffer();
     case "jpeg":
-      return image.jpeg({ quality: 90 }).toBuffer();
+      return image.jpeg({ quality: options.quality ?? 90 }).toBuffer();
     case "webp":
-      return image.webp({ quality: 90 }).toBuffer();
+      return image.webp({ quality: options.quality ?? 90 }).toBuffer();
   }
 }
 

@@ -371,4 +371,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX responses_expiry ON responses(expires_at);
     `,
   },
+  {
+    version: 710,
+    name: "usage.user and usage.metadata: the caller's end user and labels of a text request",
+    sql: `
+      -- What a chat or responses request names as its end user (user) and its labels (metadata,
+      -- a JSON object of strings), kept so usage history can show and filter by them. NULL when not sent.
+      ALTER TABLE usage ADD COLUMN user TEXT;
+      ALTER TABLE usage ADD COLUMN metadata TEXT;
+    `,
+  },
 ];

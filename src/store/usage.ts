@@ -18,15 +18,19 @@ export interface UsageRow {
   characters?: number;
   /** Transcription: seconds of audio; speech: seconds produced. */
   audioSeconds?: number;
+  /** The end user the request named (chat and responses `user`). */
+  user?: string | null;
+  /** The request's labels (chat and responses `metadata`), as JSON text. */
+  metadata?: string | null;
 }
 
 export function recordUsage(db: Db, row: UsageRow): void {
   db.prepare(
     `INSERT INTO usage (request_id, account_id, api_key_id, endpoint, model, prompt_tokens, completion_tokens, cached_tokens,
-       duration_ms, status, finish_reason, created_at, characters, audio_seconds)
+       duration_ms, status, finish_reason, created_at, characters, audio_seconds, user, metadata)
      VALUES (@requestId, @accountId, @apiKeyId, @endpoint, @model, @promptTokens, @completionTokens, @cachedTokens,
-       @durationMs, @status, @finishReason, @createdAt, @characters, @audioSeconds)`,
-  ).run({ characters: 0, audioSeconds: 0, ...row });
+       @durationMs, @status, @finishReason, @createdAt, @characters, @audioSeconds, @user, @metadata)`,
+  ).run({ characters: 0, audioSeconds: 0, user: null, metadata: null, ...row });
 }
 
 /** The request a usage row describes (a structural slice of the HTTP request context). */
@@ -64,7 +68,7 @@ export function listUsage(db: Db, accountId?: string): UsageRow[] {
   const select = `SELECT request_id AS requestId, account_id AS accountId, api_key_id AS apiKeyId, endpoint, model,
     prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cached_tokens AS cachedTokens,
     duration_ms AS durationMs, status, finish_reason AS finishReason, created_at AS createdAt,
-    characters, audio_seconds AS audioSeconds FROM usage`;
+    characters, audio_seconds AS audioSeconds, user, metadata FROM usage`;
   return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
 }
 

@@ -27,6 +27,9 @@ export interface UsageEntryRow {
   durationMs: number | null;
   promptTokens: number | null;
   completionTokens: number | null;
+  /** The end user the request named, and its labels as JSON text; null when not sent. */
+  user: string | null;
+  metadata: string | null;
 }
 
 export interface UsageFilter {
@@ -42,7 +45,7 @@ export interface UsageFilter {
 
 const SELECT_ENTRY = `SELECT l.id, l.account_id AS accountId, l.created_at AS createdAt, l.sku, l.units, l.price_per_unit_usd AS pricePerUnitUsd,
     -l.delta_micros AS micros, l.currency, l.note, l.request_id AS requestId, l.api_key_id AS apiKeyId, l.model,
-    u.duration_ms AS durationMs, u.prompt_tokens AS promptTokens, u.completion_tokens AS completionTokens
+    u.duration_ms AS durationMs, u.prompt_tokens AS promptTokens, u.completion_tokens AS completionTokens, u.user, u.metadata
   FROM ledger l
   LEFT JOIN usage u ON u.id = (SELECT MIN(id) FROM usage WHERE request_id = l.request_id)`;
 

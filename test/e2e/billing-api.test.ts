@@ -130,7 +130,14 @@ function csvEntries(text: string, withUnitAlias = false) {
       currency: r.currency,
       notes: r.notes,
       inferenceDetails: r.requestId
-        ? { requestId: r.requestId, inferenceExecutionTime: num(r.inferenceExecutionTime!), promptTokens: num(r.promptTokens!), completionTokens: num(r.completionTokens!) }
+        ? {
+            requestId: r.requestId,
+            inferenceExecutionTime: num(r.inferenceExecutionTime!),
+            promptTokens: num(r.promptTokens!),
+            completionTokens: num(r.completionTokens!),
+            ...(r.user ? { user: r.user } : {}),
+            ...(r.metadata ? { metadata: JSON.parse(r.metadata) } : {}),
+          }
         : null,
     };
   });
@@ -433,6 +440,68 @@ describe("GET /billing/usage-history", () => {
     expect((await get("/billing/usage-history?pageSize=1001", walker)).status).toBe(400);
     const backwards = await get(`/billing/usage-history?startTimestamp=2026-07-02T00:00:00Z&endTimestamp=2026-07-01T00:00:00Z`, walker);
     expect((await json(backwards)).details.endTimestamp._errors.length).toBe(1);
+  });
+});
+
+describe("user and metadata of a request on its usage entries", () => {
+  it("shows the user and metadata a chat or responses request sent, in the JSON and the CSV; requests without them have neither", async () => {
+    const caller = callerCreatedAt(OLD, "labelled key");
+    grantCredits(server.db, caller.accountId, "USD", toMicros(1), "test", clock);
+    const ask = { model: "tiny-chat", messages: [{ role: "user", content: "hello there" }], max_tokens: 3, temperature: 0 };
+    tick(MINUTE);
+    const labelled = await post(server, "/chat/completions", { ...ask, user: "end-user-7", metadata: { team: "a,b", run: '"x"' } }, { key: caller.key });
+    expect(labelled.status).toBe(200);
+    const labelledId = ((await json(labelled)) as { id: string }).id;
+    tick(MINUTE);
+    const responses = await post(
+      server,
+      "/responses",
+      { model: "tiny-chat", input: "hello there", max_output_tokens: 3, temperature: 0, metadata: { via: "responses" } },
+      { key: caller.key },
+    );
+    expect(responses.status).toBe(200);
+    tick(MINUTE);
+    await chat(caller);
+
+    const res = await get("/billing/usage-history", caller);
+    expect(res.status).toBe(200);
+    const entries = (await json(res)).data as { inferenceDetails: Record<string, unknown> }[];
+    const requests = [...new Set(entries.map((e) => e.inferenceDetails.requestId as string))];
+    expect(requests).toHaveLength(3);
+    const detailsOf = (requestId: string) => entries.filter((e) => e.inferenceDetails.requestId === requestId).map((e) => e.inferenceDetails);
+    const [first, second, third] = requests.map(detailsOf);
+    // The chat's id is the request id without dashes.
+    expect((first![0]!.requestId as string).replaceAll("-", "")).toBe(labelledId.replace("chatcmpl-", ""));
+    for (const details of first!) {
+      expect(details.user).toBe("end-user-7");
+      expect(details.metadata).toEqual({ team: "a,b", run: '"x"' });
+    }
+    for (const details of second!) {
+      expect(details).not.toHaveProperty("user");
+      expect(details.metadata).toEqual({ via: "responses" });
+    }
+    for (const details of third!) {
+      expect(details).not.toHaveProperty("user");
+      expect(details).not.toHaveProperty("metadata");
+    }
+
+    const csv = await get("/billing/usage-history", caller, "text/csv");
+    expect(csv.status).toBe(200);
+    expect(csvEntries(await csv.text())).toEqual(entries);
+  });
+
+  it("refuses metadata that is not an object of short strings, naming the field", async () => {
+    const caller = server.createKey();
+    const ask = { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 1 };
+    const tooMany = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
+    for (const metadata of [{ a: 1 }, { a: "x".repeat(513) }, tooMany, "labels"]) {
+      const res = await post(server, "/chat/completions", { ...ask, metadata }, { key: caller.key });
+      expect(res.status).toBe(400);
+      expect((await json(res)).details).toHaveProperty("metadata");
+    }
+    const res = await post(server, "/chat/completions", { ...ask, user: 7 }, { key: caller.key });
+    expect(res.status).toBe(400);
+    expect((await json(res)).details).toHaveProperty("user");
   });
 });
 

@@ -332,6 +332,13 @@ describe("POST /completions on the llama engine", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
+  it("keeps user on the request's usage row", async () => {
+    const res = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 2, user: "completions-user-1" });
+    expect(res.status).toBe(200);
+    const rows = listUsage(server.db).filter((row) => row.user === "completions-user-1");
+    expect(rows.map((row) => [row.endpoint, row.metadata])).toEqual([["/completions", null]]);
+  });
+
   it("shows in the Prometheus token counters as chat does", async () => {
     const counter = async (name: string) => {
       const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).text();

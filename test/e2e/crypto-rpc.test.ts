@@ -260,7 +260,14 @@ describe("crypto RPC caps", () => {
           body: JSON.stringify(call("eth_chainId")),
         });
       const { key } = capped.createKey({ usd: 1 });
-      expect((await send(key)).status).toBe(200);
+      const first = await send(key);
+      expect(first.status).toBe(200);
+      // The per-minute cap's window on every answer, in the node's names and the proxy's.
+      expect(first.headers.get("x-ratelimit-limit-requests")).toBe("3");
+      expect(first.headers.get("x-ratelimit-remaining-requests")).toBe("2");
+      expect(first.headers.get("x-ratelimit-limit")).toBe("3");
+      expect(first.headers.get("x-ratelimit-remaining")).toBe("2");
+      expect(first.headers.get("x-ratelimit-reset")).toBe(first.headers.get("x-ratelimit-reset-requests"));
       expect((await send(key)).status).toBe(200);
       const overCredits = await send(key); // 40 used + 20 > 50
       expect(overCredits.status).toBe(429);

@@ -149,6 +149,38 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
+  it("store, verbosity, prompt_cache_retention and reasoning.summary are accepted and named as not honoured; bad values are a 400 naming the field", async () => {
+    const res = await post(server, "/chat/completions", {
+      ...valid,
+      store: true,
+      verbosity: "low",
+      prompt_cache_retention: "24h",
+      reasoning: { summary: "auto" },
+      service_parameters: { enable_x_search: true },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("enable_x_search,store,verbosity,prompt_cache_retention,reasoning.summary");
+    // What this node does anyway is not named.
+    const honoured = await post(server, "/chat/completions", { ...valid, store: false, prompt_cache_retention: "default" });
+    expect(honoured.status).toBe(200);
+    expect(honoured.headers.get("x-service-unsupported-parameters")).toBeNull();
+    for (const [field, value] of [
+      ["store", "yes"],
+      ["verbosity", "loud"],
+      ["prompt_cache_retention", "1y"],
+    ] as const) {
+      const bad = await post(server, "/chat/completions", { ...valid, [field]: value });
+      expect(bad.status, field).toBe(400);
+      expect(((await bad.json()) as any).details, field).toHaveProperty(field);
+    }
+  });
+
+  it("/responses names text.verbosity and max_tool_calls as not honoured", async () => {
+    const res = await post(server, "/responses", { model: "tiny-chat", input: "hi", max_output_tokens: 2, text: { verbosity: "high" }, max_tool_calls: 2 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("max_tool_calls,text.verbosity");
+  });
+
   it("web search switched on without a configured provider is a 400", async () => {
     const res = await post(server, "/chat/completions", { ...valid, service_parameters: { enable_web_search: "on" } });
     expect(res.status).toBe(400);

@@ -12,6 +12,7 @@ import { listUsage } from "../../src/store/usage.js";
 import { tinyImageEntry, tinySdPath } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 import { countReservations } from "../../src/store/reservations.js";
+import { providerDocument, providerSchemaValidator } from "../helpers/providerSchema.js";
 
 const PRICED = { pricing: { generation: { usd: 0.01, diem: 0.01 }, steps: { turbo: { usd: 0.002, diem: 0.002, max_steps: 4 } } } };
 let server: TestServer;
@@ -39,6 +40,55 @@ describe("POST /images/generations (the standard's endpoint, official client)", 
     const url = result.data![0]!.url!;
     expect(url.startsWith("data:image/webp;base64,")).toBe(true);
     expect(await decodeImage(Buffer.from(url.split(",")[1]!, "base64"))).toMatchObject({ format: "webp", width: 512, height: 512 });
+  });
+});
+
+describe("POST /images/generations: the standard's other fields", () => {
+  // Its own key: the image tier allows 20 requests a minute.
+  let key: string;
+  beforeAll(() => {
+    key = server.createKey({ usd: 10 }).key;
+  });
+  const simple = (body: Record<string, unknown>) => post(server, "/images/generations", { model: "tiny-sd", prompt: "a red house", size: "256x256", ...body }, { key });
+
+  it("output_compression sets the jpeg and webp encoder's quality: lower is smaller", async () => {
+    for (const output_format of ["jpeg", "webp"]) {
+      const sizes: number[] = [];
+      for (const output_compression of [100, 10]) {
+        const res = await simple({ output_format, output_compression });
+        expect(res.status).toBe(200);
+        expect(res.headers.get("x-service-unsupported-parameters")).toBeNull();
+        const bytes = Buffer.from(((await res.json()) as any).data[0].b64_json, "base64");
+        expect((await decodeImage(bytes)).format).toBe(output_format);
+        sizes.push(bytes.length);
+      }
+      expect(sizes[1], output_format).toBeLessThan(sizes[0]! * 0.8);
+    }
+    const png = await simple({ output_format: "png", output_compression: 50 });
+    expect(png.status).toBe(200);
+    expect(png.headers.get("x-service-unsupported-parameters")).toBe("output_compression");
+  });
+
+  it("a transparent background, a quality and the vivid style are accepted and named as not honoured", async () => {
+    const res = await simple({ background: "transparent", quality: "hd", style: "vivid", user: "end-user-3" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("background,quality,style");
+    const bytes = Buffer.from(((await res.json()) as any).data[0].b64_json, "base64");
+    // No alpha channel: the background is opaque.
+    expect((await sharp(bytes).metadata()).hasAlpha).toBe(false);
+    const honoured = await simple({ background: "opaque", quality: "auto", style: "natural" });
+    expect(honoured.headers.get("x-service-unsupported-parameters")).toBeNull();
+    expect(listUsage(server.db).find((row) => row.user === "end-user-3")?.endpoint).toBe("/images/generations");
+    for (const [name, value] of [
+      ["background", "glass"],
+      ["output_compression", 101],
+      ["quality", "ultra"],
+      ["style", "moody"],
+    ] as const) {
+      const bad = await simple({ [name]: value });
+      expect(bad.status, name).toBe(400);
+      expect(((await bad.json()) as any).details, name).toHaveProperty(name);
+    }
   });
 });
 
@@ -113,8 +163,9 @@ describe("POST /image/generate", () => {
       [{ width: 2048 }, /up to 1280x1280/],
       [{ steps: 51 }, /at most 50 steps/],
       [{ variants: 2, return_binary: true }, /variants above 1 need return_binary: false/],
-      [{ style_references: [{ image: "https://example.com/a.png" }] }, /style references/],
-      [{ enhance_prompt: true }, /prompt enhancement/],
+      [{ style_references: [{ image: "https://example.com/a.png", strength: 2 }] }, /style_references|less than or equal/],
+      [{ enhance_prompt: "yes" }, /enhance_prompt|boolean/],
+      [{ quality: "ultra" }, /quality|Invalid option/],
       [{ format: "gif" }, /format/],
     ];
     for (const [body, message] of cases) {
@@ -125,6 +176,43 @@ describe("POST /image/generate", () => {
       expect(error.details).toBeDefined();
     }
     expect((await post(server, "/image/generate", { model: "tiny-chat", prompt: "x" })).status).toBe(404);
+  });
+
+  it("accepts the provider's full example body: honours what a local pipeline can and names the rest in x-service-unsupported-parameters", async () => {
+    const schema = providerDocument().components.schemas.GenerateImageRequest;
+    const example: Record<string, unknown> = Object.fromEntries(
+      Object.entries(schema.properties as Record<string, { example?: unknown }>)
+        .filter(([, property]) => property.example !== undefined)
+        .map(([name, property]) => [name, property.example]),
+    );
+    // Every field the provider lists, deprecated in-painting too (its document gives no example).
+    const body = { ...example, inpaint: { strength: 50, source_image: "aGVsbG8=" } };
+    expect(Object.keys(body).sort()).toEqual(Object.keys(schema.properties).sort());
+    // OpenAPI 3.0's boolean exclusiveMinimum as JSON Schema 2020-12 spells it; in-painting's `nullable` has no type to widen (it takes anything).
+    const exclusiveBounds = (copy: Record<string, any>) => {
+      for (const property of Object.values(copy.properties as Record<string, any>)) {
+        if (property.exclusiveMinimum === true) property.exclusiveMinimum = property.minimum;
+      }
+      delete copy.properties.inpaint.nullable;
+    };
+    expect(providerSchemaValidator("GenerateImageRequest", exclusiveBounds)(body)).toBeNull();
+    // Its own key: the image tier allows 20 requests a minute.
+    const { key } = server.createKey({ usd: 10 });
+    // This node's model, and a small size so the test stays quick; every other value is the provider's.
+    const res = await post(server, "/image/generate", { ...body, model: "tiny-sd", width: 64, height: 64, variants: 2 }, { key });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("style_references,inpaint,disable_prompt_optimization_thinking,lora_strength,quality,resolution");
+    const json = (await res.json()) as any;
+    expect(json.images).toHaveLength(2);
+    // Honoured: the format, the seed, the style preset (the style's prompt is applied, and the request echoed as sent).
+    expect(await decodeImage(Buffer.from(json.images[0], "base64"))).toMatchObject({ format: example.format, width: 64, height: 64 });
+    expect(json.request).toMatchObject({ seed: example.seed, style_preset: example.style_preset });
+    // Switched on, web search and prompt enhancement are named too; a plain request names nothing.
+    const switched = await generate({ width: 64, height: 64, enable_web_search: true, enhance_prompt: true }, key);
+    expect(switched.status).toBe(200);
+    expect(switched.headers.get("x-service-unsupported-parameters")).toBe("enable_web_search,enhance_prompt");
+    const plain = await generate({ width: 64, height: 64, enable_web_search: false, enhance_prompt: false }, key);
+    expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
   it("says edit and multi-edit are not available here, and upscaling and background removal without their models", async () => {

@@ -79,6 +79,10 @@ describe("rate limits per key and model tier", () => {
     const blocked = await post(server, "/chat/completions", ask, { key });
     expect(blocked.status).toBe(429);
     expect(((await blocked.json()) as { error: string }).error).toMatch(/wait 30 seconds/);
+    // When the block ends (Unix seconds), and whose it is.
+    expect(blocked.headers.get("x-ratelimit-reset-requests")).toBe(String(Math.ceil((now + 30_000) / 1000)));
+    expect(blocked.headers.get("x-ratelimit-type")).toBe("api_key");
+    expect(blocked.headers.get("retry-after")).toBe("30");
     // Another key is not affected.
     expect((await post(server, "/chat/completions", ask, { key: keyWith(server, null) })).status).toBe(200);
     now += 29_000;
@@ -105,5 +109,55 @@ describe("rate limits per key and model tier", () => {
     // No credentials: each answer is the x402 discovery 402, a failure like any other.
     for (let i = 0; i < 21; i++) expect((await post(server, "/chat/completions", ask, { key: null })).status).toBe(402);
     expect((await post(server, "/chat/completions", ask, { key: null })).status).toBe(429);
+  });
+});
+
+describe("x-ratelimit-* on the account endpoints", () => {
+  const get = (s: TestServer, path: string, key: string) => fetch(`${s.baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } });
+
+  it("keys, billing, characters, voices and stored responses share one window per key, with its headers", async () => {
+    const now = Date.parse("2026-05-01T10:00:10Z");
+    server = await startTestServer({ now: () => now });
+    const key = keyWith(server, null);
+    const calls: (() => Promise<Response>)[] = [
+      () => get(server!, "/billing/balance", key),
+      () => get(server!, "/billing/usage-history", key),
+      () => get(server!, "/api_keys/rate_limits", key),
+      () => get(server!, "/characters", key),
+      () => get(server!, "/audio/voices", key),
+      () => get(server!, "/responses/resp_missing", key),
+    ];
+    let remaining = 300;
+    for (const call of calls) {
+      const res = await call();
+      remaining--;
+      expect(res.headers.get("x-ratelimit-limit-requests"), res.url).toBe("300");
+      expect(res.headers.get("x-ratelimit-remaining-requests"), res.url).toBe(String(remaining));
+      expect(res.headers.get("x-ratelimit-reset-requests"), res.url).toBe(String(Date.parse("2026-05-01T10:01:00Z") / 1000));
+    }
+    // A model's own tier is apart: chat shows the text tier's window, untouched by the calls above.
+    const chat = await post(server, "/chat/completions", ask, { key });
+    expect(chat.headers.get("x-ratelimit-limit-requests")).toBe("75");
+    expect(chat.headers.get("x-ratelimit-remaining-requests")).toBe("74");
+    const partner = await get(server, "/billing/balance", keyWith(server, null, "partner"));
+    expect(partner.headers.get("x-ratelimit-limit-requests")).toBe("600");
+  });
+
+  it("refuses the 301st account call in a minute with a 429 and its headers, and a per-key override does not shrink the window", async () => {
+    let now = Date.parse("2026-05-01T10:00:10Z");
+    server = await startTestServer({ now: () => now });
+    const key = keyWith(server, { "*": { rpm: 1 } });
+    for (let i = 0; i < 300; i++) {
+      const res = await get(server, "/billing/balance", key);
+      if (res.status !== 200) expect.fail(`call ${i + 1} answered ${res.status}`);
+    }
+    const refused = await get(server, "/characters", key);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/300 requests per minute to the account endpoints/);
+    expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0");
+    expect(refused.headers.get("x-ratelimit-type")).toBe("api_key");
+    expect(listRateLimitRejections(server.db).map((row) => row.tier)).toEqual(["standard:account"]);
+    now = Date.parse("2026-05-01T10:01:00Z");
+    expect((await get(server, "/characters", key)).status).toBe(200);
   });
 });

@@ -159,6 +159,35 @@ describe("queue, then retrieve", () => {
     await retrieveUntilDone(() => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queued.queue_id }, { key: mine.key }));
   });
 
+  it("accepts audio, upscale_factor and omni_reference_task_type and names them as not honoured (the model makes silent video)", async () => {
+    const mine = fundedKey(1_000_000);
+    const body = { model: "tiny-video", prompt: "x", duration: "1s", audio: true, upscale_factor: 2, omni_reference_task_type: "auto" };
+    const queued = await post(server, "/video/queue", body, { key: mine.key });
+    expect(queued.status).toBe(200);
+    expect(queued.headers.get("x-service-unsupported-parameters")).toBe("audio,upscale_factor,omni_reference_task_type");
+    const queueId = (await json(queued)).queue_id as string;
+    const quote = await post(server, "/video/quote", { model: "tiny-video", duration: "1s", audio: true });
+    expect(quote.status).toBe(200);
+    expect(quote.headers.get("x-service-unsupported-parameters")).toBe("audio");
+    // audio: false is what the model does anyway.
+    const silent = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", audio: false }, { key: mine.key });
+    expect(silent.status).toBe(200);
+    expect(silent.headers.get("x-service-unsupported-parameters")).toBeNull();
+    for (const [name, value] of [
+      ["audio", "yes"],
+      ["omni_reference_task_type", "remix"],
+    ] as const) {
+      const bad = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", [name]: value }, { key: mine.key });
+      expect(bad.status, name).toBe(400);
+      expect((await json(bad)).details, name).toHaveProperty(name);
+    }
+    // The video is made, without an audio stream.
+    const { video } = await retrieveUntilDone(() => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId }, { key: mine.key }));
+    const kinds = probeMedia(video).streams.map((stream) => stream.kind);
+    expect(kinds).toContain("video");
+    expect(kinds).not.toContain("audio");
+  });
+
   it("applies the video queue and retrieve rate-limit tiers", async () => {
     const { key } = fundedKey(1_000_000, JSON.stringify({ video_queue: { rpm: 1 }, video_retrieve: { rpm: 2 } }));
     const first = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key });

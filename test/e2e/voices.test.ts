@@ -110,7 +110,13 @@ describe("voice cloning", () => {
   });
 
   it("lists the owner's voices", async () => {
-    const list = (await (await fetch(`${server.baseUrl}/audio/voices`, { headers: { authorization: `Bearer ${owner.key}` } })).json()) as { object: string; data: any[] };
+    const res = await fetch(`${server.baseUrl}/audio/voices`, { headers: { authorization: `Bearer ${owner.key}` } });
+    // The cloning model's headers, the balance and the account window's limits, as on the other endpoints.
+    expect(res.headers.get("x-service-model-id")).toBe("tts-kokoro");
+    expect(res.headers.get("x-service-model-router")).toBe("kokoro");
+    expect(res.headers.get("x-service-balance-usd")).toMatch(/^\d+(\.\d+)?$/);
+    expect(res.headers.get("x-ratelimit-limit-requests")).toBe("300");
+    const list = (await res.json()) as { object: string; data: any[] };
     expect(list.object).toBe("list");
     expect(list.data).toHaveLength(1);
     expect(list.data[0]).toMatchObject({ id: handle, object: "voice", model: "tts-kokoro", name: "George, slowly" });

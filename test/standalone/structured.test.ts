@@ -1,6 +1,7 @@
 import { getLlama, LlamaGrammar, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../src/engines/jsonSchemaSubset.js";
+import { nestsUnboundedQuantifiers } from "../../src/api/chat/schemaCheck.js";
 import { DynamicTemperatureSampler } from "../../src/engines/llama/DynamicTemperatureSampler.js";
 import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
 import { ReasoningSplitter } from "../../src/engines/llama/ReasoningSplitter.js";
@@ -56,6 +57,37 @@ describe("the JSON Schema subset held by grammar", () => {
     } catch (error) {
       expect(error).toBeInstanceOf(UnsupportedJsonSchemaError);
       expect((error as UnsupportedJsonSchemaError).path.join(".")).toBe(where);
+    }
+  });
+
+  it.each([
+    [{ type: "string", pattern: "^a" }, { kind: "string", minLength: 0, maxLength: null, format: null }, ["pattern"]],
+    [{ type: "string", format: "email", maxLength: 9 }, { kind: "string", minLength: 0, maxLength: 9, format: null }, ["format"]],
+    [{ type: "string", format: "date", minLength: 10 }, { kind: "string", minLength: 0, maxLength: null, format: "date" }, ["minLength"]],
+    [{ type: "number", minimum: 2, maximum: 3.5 }, { kind: "number", nonNegative: true }, ["maximum", "minimum"]],
+    [{ type: "number", minimum: -2 }, { kind: "number", nonNegative: false }, ["minimum"]],
+    [{ type: "integer", minimum: 5, maximum: 100000 }, { kind: "integer", min: 1, max: 999999 }, ["maximum", "minimum"]],
+    [{ type: "integer", minimum: -5, maximum: 5000 }, { kind: "integer", min: null, max: 9999 }, ["maximum", "minimum"]],
+    [{ type: "integer", exclusiveMinimum: 4, maximum: 5000 }, { kind: "integer", min: 1, max: 9999 }, ["exclusiveMinimum", "maximum"]],
+    [{ type: "integer", exclusiveMinimum: 4, maximum: 99 }, { kind: "integer", min: 5, max: 99 }, []],
+    [{ allOf: [{ type: "string" }], not: { const: "x" } }, { kind: "any" }, ["allOf", "not"]],
+    [{ type: "array", items: { type: "boolean" }, uniqueItems: true }, { kind: "array", prefix: [], items: { kind: "boolean" }, minItems: 0, maxItems: null }, ["uniqueItems"]],
+  ])("with `unenforced`, loosens %j to what the grammar holds and names what it left out", (schema, root, names) => {
+    const unenforced = new Set<string>();
+    expect(toJsonSchemaSubset(schema, { unenforced }).root).toEqual(root);
+    expect([...unenforced].sort()).toEqual(names);
+  });
+
+  it("with `unenforced`, still refuses what is no schema", () => {
+    for (const schema of [{ type: "wat" }, { type: "string", minLength: 3, maxLength: 1 }, { type: "integer", minimum: 5, maximum: 4 }, { $ref: "https://example.com/schema" }]) {
+      expect(() => toJsonSchemaSubset(schema, { unenforced: new Set() })).toThrow(UnsupportedJsonSchemaError);
+    }
+  });
+
+  it("tells patterns that repeat an unboundedly repeating group from those that do not", () => {
+    for (const pattern of ["(a+)+", "^(\\w+\\s?)+$", "(a*)*b", "((ab)+c)*", "(x{2,})+", "(?:a|b+)*"]) expect(nestsUnboundedQuantifiers(pattern), pattern).toBe(true);
+    for (const pattern of ["^[a-z]+$", "(ab)+", "(a+)b+", "(a+){2}", "(a+)?", "[(a+)]+", "\\(a+\\)+", "^\\d{3}-\\d{4}$"]) {
+      expect(nestsUnboundedQuantifiers(pattern), pattern).toBe(false);
     }
   });
 

@@ -1,5 +1,6 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
 import { z } from "zod";
-import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, text } from "../openapi/Operation.js";
+import { BALANCE_HEADERS, binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, MODEL_HEADERS, text } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 const audioBytes = Object.fromEntries(
@@ -137,7 +138,9 @@ export const audioApi = defineApiGroup({
       operationId: "listVoices",
       summary: "List the caller's cloned voices",
       access: "paid",
-      responses: { 200: { description: "The voices", content: { "application/json": schemas.VoiceList } } },
+      responses: {
+        200: { description: "The voices", headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, ...MODEL_HEADERS, ...BALANCE_HEADERS }, content: { "application/json": schemas.VoiceList } },
+      },
     },
     {
       method: "delete",
@@ -146,7 +149,13 @@ export const audioApi = defineApiGroup({
       summary: "Delete a cloned voice",
       access: "paid",
       params: z.object({ id: z.string() }),
-      responses: { 200: { description: "Deleted", content: { "application/json": schemas.DeleteVoiceResponse } } },
+      responses: {
+        200: {
+          description: "Deleted",
+          headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, ...MODEL_HEADERS, ...BALANCE_HEADERS },
+          content: { "application/json": schemas.DeleteVoiceResponse },
+        },
+      },
       errors: { 404: "No such voice" },
     },
   ],

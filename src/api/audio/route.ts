@@ -13,6 +13,8 @@ import { SpeechService, type PreparedSpeech } from "./SpeechService.js";
 import { streamUsage, TranscriptionService } from "./TranscriptionService.js";
 import { toVoiceRecord, VoiceService } from "./VoiceService.js";
 import { costHeaders } from "../../billing/costHeaders.js";
+import { balanceHeaders } from "../../billing/balanceHeaders.js";
+import { setModelHeaders } from "../../http/modelHeaders.js";
 
 // Binary and plain-text responses carry their cost in headers (JSON bodies also have a `cost`
 // field). A streamed speech response announces the cost of the whole input up front and sends
@@ -173,11 +175,22 @@ export function audioRouter(deps: AudioRouterDeps): Router {
     }),
   );
 
+  /** The account endpoints of voices: the account window's x-ratelimit-* headers, the balance, and the cloning model's headers. */
+  const voiceHeaders = (res: Response) => {
+    const ctx = res.locals.ctx;
+    res.set(deps.limits.admitAccount(ctx));
+    res.set(balanceHeaders(deps.credits.snapshot(ctx.auth!.accountId)));
+    const cloning = deps.models.list().find((m) => m.type === "tts" && m.voiceCloning);
+    if (cloning) setModelHeaders(res, cloning, cloning.backend);
+  };
+
   router.get("/audio/voices", deps.authenticate, (_req, res) => {
+    voiceHeaders(res);
     res.json({ object: "list", data: voices.list(res.locals.ctx.auth!.accountId).map(toVoiceRecord) });
   });
 
   router.delete("/audio/voices/:id", deps.authenticate, (req, res) => {
+    voiceHeaders(res);
     const voice = voices.delete(res.locals.ctx.auth!.accountId, req.params.id as string);
     res.json({ id: voice.id, object: "voice", deleted: true });
   });

@@ -1,6 +1,13 @@
 import { defineApiGroup, text } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
+/** The account window's headers (every endpoint that runs no model answers them; docs/billing.md). */
+export const ACCOUNT_RATE_LIMIT_HEADERS = {
+  "x-ratelimit-limit-requests": "Requests allowed per minute to the account endpoints (300, 600 for partner keys)",
+  "x-ratelimit-remaining-requests": "Requests left in this minute",
+  "x-ratelimit-reset-requests": "When the window resets (Unix seconds)",
+} as const;
+
 const csv = { "text/csv": text("The same entries as CSV (send `Accept: text/csv`)") };
 
 export const billingApi = defineApiGroup({
@@ -14,7 +21,9 @@ export const billingApi = defineApiGroup({
       operationId: "getBillingBalance",
       summary: "Get the account balance",
       access: "apiKey",
-      responses: { 200: { description: "Balances and what the next charge draws on", content: { "application/json": schemas.BillingBalanceResponse } } },
+      responses: {
+        200: { description: "Balances and what the next charge draws on", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.BillingBalanceResponse } },
+      },
     },
     {
       method: "get",
@@ -51,7 +60,7 @@ export const billingApi = defineApiGroup({
       responses: {
         200: {
           description: "A page of usage entries and the cursor of the next",
-          headers: { "x-next-cursor": "The cursor of the next page, when there is one" },
+          headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, "x-next-cursor": "The cursor of the next page, when there is one" },
           content: { "application/json": schemas.BillingUsageHistoryResponse, ...csv },
         },
       },
@@ -63,7 +72,7 @@ export const billingApi = defineApiGroup({
       summary: "Usage analytics by day, model and key",
       access: "apiKey",
       query: schemas.BillingUsageAnalyticsQuery,
-      responses: { 200: { description: "Totals and daily charts", content: { "application/json": schemas.BillingUsageAnalyticsResponse } } },
+      responses: { 200: { description: "Totals and daily charts", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.BillingUsageAnalyticsResponse } } },
     },
   ],
 });

@@ -57,6 +57,10 @@ export const InferenceDetails = z.object({
   inferenceExecutionTime: z.number().int().nullable(),
   promptTokens: z.number().int().nullable(),
   completionTokens: z.number().int().nullable(),
+  /** The end user the chat or responses request named (`user`); absent when it named none. */
+  user: z.string().optional(),
+  /** The request's labels (`metadata`); absent when it sent none. */
+  metadata: z.record(z.string(), z.string()).optional(),
 });
 
 export const UsageEntry = z.object({

@@ -1,3 +1,4 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
 import { z } from "zod";
 import { defineApiGroup } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
@@ -21,7 +22,9 @@ export const charactersApi = defineApiGroup({
       summary: "List characters",
       access: "apiKey",
       query: schemas.ListCharactersQuery,
-      responses: { 200: { description: "The matching characters", headers: PAGINATION_HEADERS, content: { "application/json": schemas.CharacterList } } },
+      responses: {
+        200: { description: "The matching characters", headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, ...PAGINATION_HEADERS }, content: { "application/json": schemas.CharacterList } },
+      },
     },
     {
       method: "get",
@@ -30,7 +33,7 @@ export const charactersApi = defineApiGroup({
       summary: "Get one character",
       access: "apiKey",
       params: z.object({ slug: z.string() }),
-      responses: { 200: { description: "The character", content: { "application/json": schemas.CharacterResponse } } },
+      responses: { 200: { description: "The character", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.CharacterResponse } } },
       errors: { 404: "No such character" },
     },
     {
@@ -45,7 +48,7 @@ export const charactersApi = defineApiGroup({
       responses: {
         200: {
           description: "A page of reviews",
-          headers: { ...PAGINATION_HEADERS, "x-pagination-total": "Reviews of the character" },
+          headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, ...PAGINATION_HEADERS, "x-pagination-total": "Reviews of the character" },
           content: { "application/json": schemas.CharacterReviewList },
         },
       },
@@ -71,7 +74,7 @@ export const charactersApi = defineApiGroup({
       description: "This node's extension: by the review's author, or with the node operator's key (moderation).",
       access: "apiKey",
       params: z.object({ slug: z.string(), id: z.string() }),
-      responses: { 200: { description: "Deleted", content: { "application/json": schemas.DeletedCharacterReview } } },
+      responses: { 200: { description: "Deleted", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.DeletedCharacterReview } } },
       errors: { 403: "Neither the author nor the operator", 404: "No such review of this character" },
     },
   ],

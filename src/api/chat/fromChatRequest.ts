@@ -2,6 +2,7 @@ import type { Character } from "../../characters/Character.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
+import { type SchemaCheck, schemaCheck } from "./schemaCheck.js";
 import type { ChatFeatures, ChatMessage, PromptCacheOptions, ReasoningOptions, ResponseFormat, SamplingOptions, ToolOptions } from "../../engines/types.js";
 import { readContentPart, type PartContext } from "./contentParts.js";
 import { type AppliedServiceParameters, type ChatCompletionRequest, type ChatMessageWire, type ContentPart, MAX_TOP_LOGPROBS, type ReasoningEffort } from "./schema.js";
@@ -166,8 +167,12 @@ export function requireFunctionCalling(tools: ToolOptions | undefined, modelId: 
   return tools;
 }
 
-/** The requested output format, its schema checked (before any paid or slow work); the model's support is `requireStructuredOutput`'s. */
-export function toResponseFormat(request: ChatCompletionRequest): ResponseFormat | undefined {
+/**
+ * The requested output format, its schema checked (before any paid or slow work); the model's
+ * support is `requireStructuredOutput`'s. Keywords the grammar cannot hold are left to a check
+ * of the finished output (`check`), not refused.
+ */
+export function toResponseFormat(request: ChatCompletionRequest): RequestedFormat | undefined {
   const format = request.response_format;
   if (!format || format.type === "text") return undefined;
   if (format.type === "json_object") return { type: "json_object" };
@@ -180,7 +185,21 @@ export function toResponseFormat(request: ChatCompletionRequest): ResponseFormat
     strict: nested && typeof wrapper.strict === "boolean" ? wrapper.strict : undefined,
     schema: schema as Record<string, unknown>,
   };
-  return { type: "json_schema", schema: schemaSubset(schema, ["response_format", "json_schema", ...(nested ? ["schema"] : [])]), source };
+  const path = ["response_format", "json_schema", ...(nested ? ["schema"] : [])];
+  const unenforced = new Set<string>();
+  const subset = schemaSubset(schema, path, unenforced);
+  const check = unenforced.size > 0 ? schemaCheck(source.schema, [...unenforced].sort(), path) : undefined;
+  return { type: "json_schema", schema: subset, source, ...(check ? { check } : {}) };
+}
+
+/** The output format a request asked for, with the check after generation its schema needs (if any). */
+export type RequestedFormat = { type: "json_object" } | (Extract<ResponseFormat, { type: "json_schema" }> & { check?: SchemaCheck });
+
+/** The format as the engine takes it: the check after generation stays with the service. */
+export function engineFormat(format: RequestedFormat | undefined): ResponseFormat | undefined {
+  if (format?.type !== "json_schema") return format;
+  const { check: _check, ...rest } = format;
+  return rest;
 }
 
 export function requireStructuredOutput(format: ResponseFormat | undefined, modelId: string, features: ChatFeatures): ResponseFormat | undefined {
@@ -188,9 +207,9 @@ export function requireStructuredOutput(format: ResponseFormat | undefined, mode
   return format;
 }
 
-function schemaSubset(schema: unknown, path: (string | number)[]) {
+function schemaSubset(schema: unknown, path: (string | number)[], unenforced?: Set<string>) {
   try {
-    return toJsonSchemaSubset(schema);
+    return toJsonSchemaSubset(schema, { unenforced });
   } catch (error) {
     if (error instanceof UnsupportedJsonSchemaError) {
       const where = error.path.length ? ` (at ${error.path.join(".")})` : "";

@@ -1,6 +1,17 @@
 import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
+/** What a chat request (and a responses request translated into one) says about the fields it could not fully honour. */
+export const CHAT_REQUEST_HEADERS = {
+  "x-service-unsupported-parameters":
+    "Fields accepted but not honoured on this node, comma-separated (enable_x_search, store, verbosity, prompt_cache_retention, reasoning.summary ...)",
+  "x-service-clamped-parameters": "Fields served at this node's bound (top_logprobs=20)",
+  "x-service-schema-unenforced":
+    "The response_format schema's keywords the grammar could not hold (pattern, format, maximum ...), sorted and comma-separated; the output is checked against them after generation",
+  "x-service-schema-valid":
+    "Not streaming, with x-service-schema-unenforced: whether each choice's output validates against the schema as sent (true/false per choice, in index order)",
+} as const;
+
 export const chatApi = defineApiGroup({
   tag: "Chat",
   description: "Chat completions in the chat-completions standard, with the service's extensions (`service_parameters`, characters, reasoning).",
@@ -18,7 +29,7 @@ export const chatApi = defineApiGroup({
       responses: {
         200: {
           description: "The completion, or with `stream: true` its chunks (a stream's cost is in its last chunks' `cost`: the headers are sent before it is known)",
-          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...CHAT_REQUEST_HEADERS },
           content: {
             "application/json": schemas.ChatCompletionResponse,
             "text/event-stream": {

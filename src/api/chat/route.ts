@@ -16,6 +16,7 @@ export function chatRouter(deps: ChatRouterDeps): Router {
       requireJson(req);
       const body = parse(ChatCompletionRequest, req.body);
       const resolved = service.resolve(body);
+      paid.attribute({ user: body.user, metadata: body.metadata });
       // Admitted once the model is known and before any paid or slow work (audio parts, pages,
       // search); the balance headers wait until audio parts are charged.
       paid.admit(resolved.entry, "chat", { showBalance: false });

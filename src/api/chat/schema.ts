@@ -174,7 +174,15 @@ const ChatCompletionFields = z
     presence_penalty: z.number().min(-2).max(2).nullish(),
     repetition_penalty: z.number().min(0).nullish(),
     n: z.number().int().min(1).max(128).nullish(),
-    user: z.string().nullish(),
+    /** The caller's end user and labels: kept on the request's usage row (GET /billing/usage shows them). */
+    user: z.string().max(256).nullish(),
+    metadata: z
+      .record(z.string().max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, "metadata holds at most 16 keys")
+      .nullish(),
+    /** Accepted; not honoured (named in x-service-unsupported-parameters): completions are not stored, verbosity is the model's own. */
+    store: z.boolean().nullish(),
+    verbosity: z.enum(["low", "medium", "high"]).nullish(),
     logprobs: z.boolean().nullish(),
     /** Above MAX_TOP_LOGPROBS it is served as that many, and the response says so (x-service-clamped-parameters). */
     top_logprobs: z.number().int().min(0).nullish(),

@@ -12,6 +12,7 @@ import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
+  engineFormat,
   toChoiceCount,
   toEngineMessages,
   toLogprobs,
@@ -40,6 +41,7 @@ import { documentsToolCall, placeWebContext, type WebAugmentation, WebAugmenter 
 import { withDeadline } from "../../http/withDeadline.js";
 import { GenerationCutShortError } from "../../engines/GenerationCutShortError.js";
 import { startStreamedGeneration } from "./streamedGeneration.js";
+import type { SchemaCheck } from "./schemaCheck.js";
 import type { MeteredRequest } from "../../http/meteredRequest.js";
 
 export interface PreparedChat {
@@ -61,6 +63,8 @@ export interface PreparedChat {
   reserveTokens: (count: number) => void;
   /** Web search / scraping: the sources, their billing and how the response shows them. */
   web: WebAugmentation;
+  /** A response_format schema with keywords the grammar could not hold: checked on the finished output. */
+  schemaCheck?: SchemaCheck;
 }
 
 /** A chat request checked against what needs only the request: the model, character and parameters it resolved to. */
@@ -148,8 +152,11 @@ export class ChatService {
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
     const logprobs = toLogprobs(request, entry.id, features);
     const headers: Record<string, string> = {};
-    // Accepted for compatibility; a local model has no native X search.
-    if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) headers["x-service-unsupported-parameters"] = "enable_x_search";
+    const unsupported = unsupportedParameters(request, params);
+    if (unsupported.length > 0) headers["x-service-unsupported-parameters"] = unsupported.join(",");
+    const schemaCheck = requestedFormat?.type === "json_schema" ? requestedFormat.check : undefined;
+    // Streaming can only say which keywords are left to the check: the check's answer comes with the whole output.
+    if (schemaCheck) headers["x-service-schema-unenforced"] = schemaCheck.unenforced.join(",");
     if (logprobs && (request.top_logprobs ?? 0) > MAX_TOP_LOGPROBS) headers["x-service-clamped-parameters"] = `top_logprobs=${MAX_TOP_LOGPROBS}`;
     const meter = meterFor(entry);
     return {
@@ -166,7 +173,7 @@ export class ChatService {
         choices: toChoiceCount(request, entry.id, features),
         logprobs,
         tools: requireFunctionCalling(requestedTools, entry.id, features),
-        responseFormat: requireStructuredOutput(requestedFormat, entry.id, features),
+        responseFormat: requireStructuredOutput(engineFormat(requestedFormat), entry.id, features),
         reasoning: toReasoning(request, params),
         cache: toPromptCache(request, conversation.positionOf),
       },
@@ -191,6 +198,7 @@ export class ChatService {
       meter,
       reserveTokens: (count) => call.reserveTokens(count),
       web,
+      ...(schemaCheck ? { schemaCheck } : {}),
     };
   }
 
@@ -223,7 +231,7 @@ export class ChatService {
   }
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
-  async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult }> {
+  async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult; headers: Record<string, string> }> {
     const planned = this.plan(chat);
     const timer = this.metrics.chatTimer(chat.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
@@ -231,8 +239,12 @@ export class ChatService {
     );
     timer.finished(result);
     const cost = settle(chat, result);
+    const headers: Record<string, string> = {};
+    // One verdict per choice, in index order: a choice cut short (finish_reason length) is not valid JSON.
+    if (chat.schemaCheck) headers["x-service-schema-valid"] = result.choices.map((choice) => String(chat.schemaCheck!.valid(choice.content))).join(",");
     return {
       result,
+      headers,
       response: {
         id: chat.id,
         object: "chat.completion",
@@ -311,6 +323,22 @@ export class ChatService {
     if (chat.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
     return result;
   }
+}
+
+/**
+ * Fields a client may send that this node accepts but does not honour, named in
+ * x-service-unsupported-parameters when they would change the answer: a local model has no
+ * native X search, completions are not stored for later retrieval, there is no verbosity
+ * control or longer prompt-cache retention, and chat answers carry no reasoning summary.
+ */
+function unsupportedParameters(request: ChatCompletionRequest, params: AppliedServiceParameters): string[] {
+  const names: string[] = [];
+  if (params.enable_x_search || request.tools?.some((t) => t.type === "x_search")) names.push("enable_x_search");
+  if (request.store === true) names.push("store");
+  if (request.verbosity != null) names.push("verbosity");
+  if (request.prompt_cache_retention != null && request.prompt_cache_retention !== "default") names.push("prompt_cache_retention");
+  if (request.reasoning?.summary != null) names.push("reasoning.summary");
+  return names;
 }
 
 /** stop_token_ids: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */

@@ -22,7 +22,7 @@ export async function sendTextResponse<R extends ChatGenerateResult>(
   call: {
     stream: boolean;
     chunks: () => AsyncGenerator<unknown, R | undefined, void>;
-    complete: () => Promise<{ response: { cost: Cost }; result: R }>;
+    complete: () => Promise<{ response: { cost: Cost }; result: R; headers?: Record<string, string> }>;
   },
 ): Promise<void> {
   // From here on the request writes a usage row (refusals while preparing do not).
@@ -51,7 +51,7 @@ export async function sendTextResponse<R extends ChatGenerateResult>(
     sse.end();
     return;
   }
-  const { response, result } = await call.complete();
+  const { response, result, headers } = await call.complete();
   recordResult(result);
-  if (result.finishReason !== "abort") paid.res.set(costHeaders(response.cost)).json(response);
+  if (result.finishReason !== "abort") paid.res.set({ ...headers, ...costHeaders(response.cost) }).json(response);
 }

@@ -16,6 +16,7 @@ export function completionsRouter(deps: CompletionsRouterDeps): Router {
     metered(deps, res, { endpoint: "/completions" }, async (paid) => {
       requireJson(req);
       const body = parse(CompletionRequest, req.body);
+      paid.attribute({ user: body.user });
       const entry = service.entry(body);
       // Admitted once the model is known and before it is loaded.
       paid.admit(entry, "chat", { showBalance: false });

@@ -6,6 +6,7 @@ const SAFETY_HEADERS = {
   "x-service-is-blurred": "Whether safe mode blurred an image",
   "x-service-is-content-violation": "Whether the safety classifier flagged an image",
   "x-service-safe-mode": '"unavailable" when safe mode was asked for but the model has no safety classifier',
+  "x-service-unsupported-parameters": "Fields accepted but not honoured on this node, comma-separated (style_references, enable_web_search, background ...)",
 };
 
 const imageBytes = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The image (return_binary: true)")]));

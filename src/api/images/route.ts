@@ -37,6 +37,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
   async function generate(plan: ImagePlan, paid: MeteredRequest): Promise<ImageOutcome & { cost: Cost }> {
     paid.admit(plan.entry, "image");
     paid.record(plan.entry.id);
+    if (plan.unsupported.length > 0) paid.res.set("x-service-unsupported-parameters", plan.unsupported.join(","));
     const meter = paid.meterFor(plan.entry.id);
     meter.reserve(imageCost(plan.entry, { images: plan.variants, steps: plan.steps }));
     const { engine } = paid.hold(await service.acquire(plan));
@@ -86,6 +87,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
       requireJson(req);
       const body = parse(SimpleGenerateImageRequest, req.body);
       const plan = service.planSimple(body);
+      paid.attribute({ user: body.user });
       const outcome = await generate(plan, paid);
       // The reference's `url` is a data URL: Hearth keeps no image store to link to.
       const contentType = IMAGE_FORMATS[plan.format];

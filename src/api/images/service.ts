@@ -23,6 +23,10 @@ export interface ImagePlan {
   format: ImageFormat;
   /** EXIF ImageDescription, when embed_exif_metadata asked for it. */
   exif?: string;
+  /** The encoder's quality (jpeg, webp), from the standard's output_compression. */
+  quality?: number;
+  /** Fields the request set that this node accepts but cannot honour (x-service-unsupported-parameters). */
+  unsupported: string[];
 }
 
 export interface ImageOutcome {
@@ -57,10 +61,17 @@ export class ImageService {
   planGenerate(request: GenerateImageRequest): ImagePlan {
     const entry = this.models.get(request.model, "image");
     const settings = entry.image;
-    if (request.style_references?.length) throw field("style_references", `${entry.id} does not support style references`);
-    if (request.enable_web_search) throw field("enable_web_search", "web search is not available for image generation on this node");
-    if (request.enhance_prompt) throw field("enhance_prompt", "prompt enhancement is not available on this node");
-    if (request.inpaint != null) throw field("inpaint", "in-painting was retired by the reference API and is not available");
+    // The provider's fields a local pipeline has no part for: accepted, generated without, and named.
+    const unsupported = [
+      request.style_references?.length ? "style_references" : undefined,
+      request.enable_web_search ? "enable_web_search" : undefined,
+      request.enhance_prompt ? "enhance_prompt" : undefined,
+      request.inpaint != null ? "inpaint" : undefined,
+      request.disable_prompt_optimization_thinking != null ? "disable_prompt_optimization_thinking" : undefined,
+      request.lora_strength !== undefined ? "lora_strength" : undefined,
+      request.quality !== undefined ? "quality" : undefined,
+      request.resolution !== undefined ? "resolution" : undefined,
+    ].filter((name): name is string => name !== undefined);
 
     let { width, height } = request;
     if (request.aspect_ratio && width === undefined && height === undefined) ({ width, height } = sizeForAspectRatio(request.aspect_ratio, entry));
@@ -89,6 +100,7 @@ export class ImageService {
       variants: request.variants ?? 1,
       safeMode: request.safe_mode,
       format: request.format,
+      unsupported,
     };
     this.checkSize(plan, "width", "height");
     if (request.embed_exif_metadata) {
@@ -118,7 +130,17 @@ export class ImageService {
       variants: 1,
       safeMode: request.moderation !== "low",
       format: request.output_format,
+      unsupported: [],
     };
+    // output_compression is the lossy encoders' quality (100: the least compression); PNG is lossless.
+    if (request.output_compression != null) {
+      if (plan.format === "png") plan.unsupported.push("output_compression");
+      else plan.quality = Math.max(1, request.output_compression);
+    }
+    // A transparent background needs a background-removal model; the others are what the pipeline draws.
+    if (request.background === "transparent") plan.unsupported.push("background");
+    if (request.quality != null && request.quality !== "auto") plan.unsupported.push("quality");
+    if (request.style === "vivid") plan.unsupported.push("style");
     this.checkSize(plan, "size", "size");
     return plan;
   }
@@ -158,7 +180,7 @@ export class ImageService {
     const flagged = result.images.some((i) => i.flagged === null) ? null : result.images.some((i) => i.flagged);
     const blurFlags = result.images.map((i) => plan.safeMode && i.flagged === true);
     const files = await Promise.all(
-      result.images.map((image, i) => encodeImage(image.rgb, image.width, image.height, plan.format, { blur: blurFlags[i], description: plan.exif })),
+      result.images.map((image, i) => encodeImage(image.rgb, image.width, image.height, plan.format, { blur: blurFlags[i], description: plan.exif, quality: plan.quality })),
     );
     return { engine, result, files, blurred: blurFlags.some(Boolean), flagged };
   }

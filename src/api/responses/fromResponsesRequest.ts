@@ -68,6 +68,7 @@ export function fromResponsesRequest(request: ResponseRequest, options: Translat
     response_format: toResponseFormat(request),
     reasoning: request.reasoning?.effort ? { effort: request.reasoning.effort } : undefined,
     user: request.user ?? request.safety_identifier ?? undefined,
+    metadata: request.metadata ?? undefined,
     prompt_cache_key: request.prompt_cache_key ?? undefined,
     prompt_cache_retention: request.prompt_cache_retention === "24h" ? "24h" : undefined,
     service_parameters: { ...tools.serviceParameters, ...request.service_parameters },

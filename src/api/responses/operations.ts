@@ -1,3 +1,5 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
+import { CHAT_REQUEST_HEADERS } from "../chat/operations.js";
 import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
@@ -20,7 +22,7 @@ export const responsesApi = defineApiGroup({
       responses: {
         200: {
           description: "The response, or with `stream: true` its events (a stream's cost is in its terminal event's `response.cost`)",
-          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS },
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, ...CHAT_REQUEST_HEADERS },
           content: {
             "application/json": schemas.ResponseObject,
             "text/event-stream": {
@@ -46,7 +48,7 @@ export const responsesApi = defineApiGroup({
       description: STORAGE_NOTE,
       access: "paid",
       params: schemas.ResponseIdParams,
-      responses: { 200: { description: "The response as it was answered", content: { "application/json": schemas.ResponseObject } } },
+      responses: { 200: { description: "The response as it was answered", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.ResponseObject } } },
       errors: { 404: "No stored response of the caller's with this id" },
     },
     {
@@ -57,7 +59,7 @@ export const responsesApi = defineApiGroup({
       description: STORAGE_NOTE,
       access: "paid",
       params: schemas.ResponseIdParams,
-      responses: { 200: { description: "Deleted", content: { "application/json": schemas.DeletedResponse } } },
+      responses: { 200: { description: "Deleted", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.DeletedResponse } } },
       errors: { 404: "No stored response of the caller's with this id" },
     },
     {
@@ -69,7 +71,7 @@ export const responsesApi = defineApiGroup({
       access: "paid",
       params: schemas.ResponseIdParams,
       query: schemas.InputItemsQuery,
-      responses: { 200: { description: "A page of input items", content: { "application/json": schemas.InputItemList } } },
+      responses: { 200: { description: "A page of input items", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.InputItemList } } },
       errors: { 404: "No stored response of the caller's with this id" },
     },
   ],

@@ -28,6 +28,7 @@ export function responsesRouter(deps: ResponsesRouterDeps): Router {
       requireJson(req);
       const body = parse(ResponseRequest, req.body);
       const resolved = service.resolve(body, paid.ctx.auth!.accountId);
+      paid.attribute({ user: resolved.chat.request.user, metadata: resolved.chat.request.metadata });
       // Admitted once the model is known and before any paid or slow work, as chat is.
       paid.admit(resolved.chat.entry, "chat", { showBalance: false });
       paid.countTokens(resolved.chat.entry);
@@ -43,14 +44,17 @@ export function responsesRouter(deps: ResponsesRouterDeps): Router {
     }),
   );
   router.get("/responses/:id", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.retrieve(res.locals.ctx.auth!.accountId, id));
   });
   router.delete("/responses/:id", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.delete(res.locals.ctx.auth!.accountId, id));
   });
   router.get("/responses/:id/input_items", deps.authenticate, (req, res) => {
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     const { id } = parse(ResponseIdParams, req.params);
     res.json(service.inputItems(res.locals.ctx.auth!.accountId, id, parse(InputItemsQuery, req.query)));
   });

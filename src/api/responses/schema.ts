@@ -143,9 +143,12 @@ const RequestFields = {
   tools: z.array(Tool).max(128).nullish(),
   text: z.looseObject({ format: TextFormat.optional(), verbosity: z.enum(["low", "medium", "high"]).nullish() }).nullish(),
   reasoning: z.looseObject({ effort: ReasoningEffort.nullish(), summary: z.enum(["auto", "concise", "detailed"]).nullish(), generate_summary: z.string().nullish() }).nullish(),
-  metadata: z.record(z.string().max(64), z.string().max(512)).nullish(),
-  user: z.string().nullish(),
-  safety_identifier: z.string().nullish(),
+  metadata: z
+    .record(z.string().max(64), z.string().max(512))
+    .refine((m) => Object.keys(m).length <= 16, "metadata holds at most 16 keys")
+    .nullish(),
+  user: z.string().max(256).nullish(),
+  safety_identifier: z.string().max(256).nullish(),
   prompt_cache_key: z.string().min(1).max(1024).nullish(),
   prompt_cache_retention: z.string().nullish(),
   truncation: z.enum(["auto", "disabled"]).nullish(),

@@ -126,7 +126,11 @@ export class ResponsesService {
       }
     }
     const { request } = resolved;
-    const unsupported = [prepared.headers["x-service-unsupported-parameters"], request.max_tool_calls != null ? "max_tool_calls" : undefined].filter(Boolean);
+    const unsupported = [
+      prepared.headers["x-service-unsupported-parameters"],
+      request.max_tool_calls != null ? "max_tool_calls" : undefined,
+      request.text?.verbosity != null ? "text.verbosity" : undefined,
+    ].filter(Boolean);
     if (unsupported.length > 0) prepared.headers["x-service-unsupported-parameters"] = unsupported.join(",");
     const skeleton = responseSkeleton(request, {
       id: itemId("resp"),
@@ -140,9 +144,9 @@ export class ResponsesService {
   }
 
   /** Non-streaming: the chat answer as the response (stored unless `store: false`). */
-  async complete(response: PreparedResponse, signal: AbortSignal): Promise<{ response: ResponseObject; result: ChatGenerateResult }> {
-    const { response: answer, result } = await withResponsesPathsAsync(response.translated.origins, () => this.chat.complete(response.prepared, signal));
-    if (result.finishReason === "abort") return { response: { ...response.skeleton, cost: answer.cost }, result };
+  async complete(response: PreparedResponse, signal: AbortSignal): Promise<{ response: ResponseObject; result: ChatGenerateResult; headers: Record<string, string> }> {
+    const { response: answer, result, headers } = await withResponsesPathsAsync(response.translated.origins, () => this.chat.complete(response.prepared, signal));
+    if (result.finishReason === "abort") return { response: { ...response.skeleton, cost: answer.cost }, result, headers };
     const output: OutputItem[] = toOutputItems(answer.choices[0]!, {
       logprobs: response.logprobs,
       summary: response.summary,
@@ -151,7 +155,7 @@ export class ResponsesService {
     });
     const finished = finishResponse(response.skeleton, output, result, answer.cost);
     this.store(response, finished);
-    return { response: finished, result };
+    return { response: finished, result, headers };
   }
 
   /**

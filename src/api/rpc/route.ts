@@ -50,7 +50,7 @@ export function rpcRouter(deps: RpcRouterDeps): Router {
       paid.record(network.slug);
       const meter = paid.meterFor(`crypto-rpc/${network.slug}`);
       try {
-        deps.limits.admitCalls(ctx, "the crypto RPC proxy", config.requestsPerMinute);
+        res.set(deps.limits.admitCalls(ctx, "the crypto RPC proxy", config.requestsPerMinute));
         const maxCredits = proxy.maxCredits(network, tiers);
         const usedToday = rpcCreditsSince(deps, auth.accountId, deps.now() - DAY_MS);
         if (usedToday + maxCredits > config.creditsPerDay) {

@@ -1,3 +1,4 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
 import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, MODEL_HEADERS, RATE_LIMIT_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
@@ -13,7 +14,13 @@ export const videoApi = defineApiGroup({
       summary: "Price a video",
       access: "paid",
       body: { content: { "application/json": schemas.QuoteVideoRequest } },
-      responses: { 200: { description: "The price in USD", content: { "application/json": schemas.QuoteVideoResponse } } },
+      responses: {
+        200: {
+          description: "The price in USD",
+          headers: { ...ACCOUNT_RATE_LIMIT_HEADERS, "x-service-unsupported-parameters": "Fields accepted but not honoured here, comma-separated" },
+          content: { "application/json": schemas.QuoteVideoResponse },
+        },
+      },
       errors: { 404: INFERENCE_ERRORS[404] },
     },
     {
@@ -21,10 +28,16 @@ export const videoApi = defineApiGroup({
       path: "/video/queue",
       operationId: "queueVideo",
       summary: "Queue a video generation",
-      description: `The credit is held when the job is queued and refunded when it fails. Inputs a text-to-video model has no use for (${schemas.UNSUPPORTED_VIDEO_INPUTS.join(", ")}) are refused with a 400 naming them.`,
+      description: `The credit is held when the job is queued and refunded when it fails. Inputs a text-to-video model has no use for (${schemas.UNSUPPORTED_VIDEO_INPUTS.join(", ")}) are refused with a 400 naming them; \`audio: true\`, \`upscale_factor\` and \`omni_reference_task_type\` are accepted and named in \`x-service-unsupported-parameters\` (the models make silent video and do not upscale).`,
       access: "paid",
       body: { content: { "application/json": schemas.QueueVideoRequest } },
-      responses: { 200: { description: "The job's queue id", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.QueueVideoResponse } } },
+      responses: {
+        200: {
+          description: "The job's queue id",
+          headers: { ...INFERENCE_HEADERS, ...COST_HEADERS, "x-service-unsupported-parameters": "Fields accepted but not honoured here, comma-separated" },
+          content: { "application/json": schemas.QueueVideoResponse },
+        },
+      },
       errors: { 403: INFERENCE_ERRORS[403], 404: INFERENCE_ERRORS[404] },
     },
     {

@@ -5,7 +5,7 @@ import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
-import { VideoFailedError, VideoService } from "./service.js";
+import { unsupportedVideoParameters, VideoFailedError, VideoService } from "./service.js";
 
 export type VideoRouterDeps = Pick<AppDeps, "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
 
@@ -14,8 +14,14 @@ export function videoRouter(deps: VideoRouterDeps): Router {
   const router = Router();
 
   router.post("/video/quote", deps.authenticate, deps.jsonBody, (req, res) => {
+    // A quote runs no model and is not paid: the account window.
+    res.set(deps.limits.admitAccount(res.locals.ctx));
     requireJson(req);
-    res.json({ quote: service.quote(parse(QuoteVideoRequest, req.body)) });
+    const body = parse(QuoteVideoRequest, req.body);
+    const quote = service.quote(body);
+    const unsupported = unsupportedVideoParameters(body);
+    if (unsupported.length > 0) res.set("x-service-unsupported-parameters", unsupported.join(","));
+    res.json({ quote });
   });
 
   router.post("/video/queue", deps.authenticate, deps.jsonBody, (req, res) =>
@@ -28,6 +34,8 @@ export function videoRouter(deps: VideoRouterDeps): Router {
       // The job is charged in full when queued (by the service, not a meter): this response shows that charge.
       const { queueId, cost } = service.queue(body, paid.ctx.auth);
       paid.serve(entry, "hearth-jobs");
+      const unsupported = unsupportedVideoParameters(body);
+      if (unsupported.length > 0) res.set("x-service-unsupported-parameters", unsupported.join(","));
       res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId, cost } satisfies QueueVideoResponse);
     }),
   );

@@ -23,6 +23,7 @@ export const QuoteVideoRequest = z.looseObject({
   duration: z.string().min(1),
   aspect_ratio: z.string().optional(),
   resolution: z.string().optional(),
+  /** Accepted; this node's video models make no audio and do not upscale (x-service-unsupported-parameters names them when asked for). */
   audio: z.boolean().optional(),
   upscale_factor: z.number().int().optional(),
 });
@@ -36,6 +37,8 @@ export const QueueVideoRequest = QuoteVideoRequest.extend({
   steps: z.number().int().min(1).optional(),
   cfg_scale: z.number().gt(0).max(20).optional(),
   seed: z.number().int().min(-999999999).max(999999999).optional(),
+  /** The provider's hint for its reference-to-video models: accepted, not used here. */
+  omni_reference_task_type: z.enum(["auto", "reference", "edit", "extend", "editing", "extension"]).optional(),
 });
 export type QueueVideoRequest = z.infer<typeof QueueVideoRequest>;
 

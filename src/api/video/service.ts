@@ -34,6 +34,18 @@ export class VideoFailedError extends JobFailedError {
 
 const field = (path: string, message: string) => InvalidRequestError.forField([path], message);
 
+/**
+ * Fields the provider lists that this node's text-to-video models cannot honour: audio (they make
+ * silent video), upscaling and the reference-to-video hint. Named in x-service-unsupported-parameters.
+ */
+export function unsupportedVideoParameters(request: QuoteVideoRequest & { omni_reference_task_type?: string }): string[] {
+  const names: string[] = [];
+  if (request.audio === true) names.push("audio");
+  if (request.upscale_factor !== undefined) names.push("upscale_factor");
+  if (request.omni_reference_task_type !== undefined) names.push("omni_reference_task_type");
+  return names;
+}
+
 /** Quotes, queues and looks up video jobs; the generation itself is the job queue's. */
 export class VideoService {
   private readonly paid: PaidJobs;
