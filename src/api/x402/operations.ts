@@ -26,9 +26,10 @@ export const x402Api = defineApiGroup({
           content: { "application/json": z.looseObject({ error: z.string() }) },
         },
         402: {
-          description: "The payment requirements",
-          headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" },
-          content: { "application/json": schemas.PaymentRequiredResponse },
+          description:
+            "The payment requirements (`accepts` empty when the node's operator has not enabled top-ups). The body has the provider's fields only; x402's whole PaymentRequired (resource, error, message, the sign-in-with-x extension) is in PAYMENT-REQUIRED.",
+          headers: { "PAYMENT-REQUIRED": "x402's PaymentRequired, base64 JSON" },
+          content: { "application/json": schemas.TopUpPaymentRequired },
         },
       },
       errors: {
