@@ -82,8 +82,7 @@ export type SimpleGenerateImageRequest = z.infer<typeof SimpleGenerateImageReque
 export const SimpleGenerateImageResponse = z.object({
   created: z.number().int(),
   data: z.array(z.union([z.object({ b64_json: z.string() }), z.object({ url: z.string() })])),
-  /** What the request was charged (also in x-service-cost-usd / x-service-cost-diem). */
-  cost: Cost,
+  // What the request was charged is in x-service-cost-usd / x-service-cost-diem: the reference's body is closed.
 });
 export type SimpleGenerateImageResponse = z.infer<typeof SimpleGenerateImageResponse>;
 

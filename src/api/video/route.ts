@@ -38,7 +38,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
       // The job is charged in full when queued (by the service, not a meter): this response shows that charge.
       const { queueId, cost } = service.queue(body, paid.ctx.auth);
       paid.serve(entry, "hearth-jobs");
-      res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId, cost } satisfies QueueVideoResponse);
+      res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId } satisfies QueueVideoResponse);
     }),
   );
 
