@@ -88,7 +88,11 @@ export type SimpleGenerateImageResponse = z.infer<typeof SimpleGenerateImageResp
 
 export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z.array(z.string()) });
 
-/** Image operations of the reference this node does not offer (each answers 404 naming itself). */
+/**
+ * Image operations of the reference (and the standard) this node does not offer: each answers a
+ * 404 naming itself, and none is in the served OpenAPI document (a route that only answers 404
+ * is no operation a client can use).
+ */
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
   "/image/upscale": "Image upscaling",
   "/image/edit": "Image editing",

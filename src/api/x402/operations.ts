@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineApiGroup } from "../openapi/Operation.js";
+import { defineApiGroup, SIWX_HEADER } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 const wallet = z.object({ walletAddress: schemas.WalletAddressParam });
@@ -42,6 +42,7 @@ export const x402Api = defineApiGroup({
       operationId: "getX402Balance",
       summary: "A signed-in wallet's credit",
       access: "wallet",
+      headers: SIWX_HEADER,
       params: wallet,
       responses: { 200: { description: "The balance", content: { "application/json": schemas.X402BalanceResponse } } },
       errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
@@ -52,6 +53,7 @@ export const x402Api = defineApiGroup({
       operationId: "getX402Transactions",
       summary: "A signed-in wallet's ledger",
       access: "wallet",
+      headers: SIWX_HEADER,
       params: wallet,
       query: schemas.TransactionsQuery,
       responses: { 200: { description: "Top-ups and charges, newest first", content: { "application/json": schemas.X402TransactionsResponse } } },
