@@ -1,14 +1,10 @@
-import { spawnSync } from "node:child_process";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ffmpegPath } from "../../src/media/ffmpeg.js";
 import { grantCredits } from "../../src/store/ledger.js";
 import { ensureWalletAccount } from "../../src/store/wallets.js";
-import { tinyEmbeddingEntry, tinyImageEntry, tinyVideoEntry } from "../helpers/mediaModels.js";
 import { parameterExample, requestExample } from "../helpers/providerExamples.js";
+import { PROVIDER_NODE_WALLET, PROVIDER_OPERATIONS_NOT_SERVED, type ProviderNode, startProviderNode } from "../helpers/providerNode.js";
 import { providerValidators } from "../helpers/providerSchema.js";
-import { startTestServer, tinyChatEntry, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
+import type { TestServer } from "../helpers/testServer.js";
 import { evmPayment, evmSignIn, evmWallet } from "../helpers/wallets.js";
 
 /**
@@ -21,17 +17,8 @@ import { evmPayment, evmSignIn, evmWallet } from "../helpers/wallets.js";
 
 type Json = Record<string, any>;
 
-/** Media operations of a later issue ("Media beyond text-to-image"); nothing else may be listed. */
-const NOT_SERVED = new Set([
-  "POST /image/upscale",
-  "POST /image/edit",
-  "POST /image/multi-edit",
-  "POST /image/background-remove",
-  "POST /audio/complete",
-  "POST /audio/queue",
-  "POST /audio/quote",
-  "POST /audio/retrieve",
-]);
+/** The media operations of a later issue; nothing else may be listed (see the helper). */
+const NOT_SERVED = PROVIDER_OPERATIONS_NOT_SERVED;
 
 /**
  * Where Hearth deliberately differs from the provider's document, each with its reason. Nothing
@@ -62,89 +49,19 @@ const operations = Object.entries(doc.paths as Json).flatMap(([path, item]) =>
     .map((method) => ({ method, path, name: `${method.toUpperCase()} ${path}` })),
 );
 
-const PAY_TO = evmWallet().address;
-const BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-const ARTICLE = `<!doctype html><html><head><title>Lighthouse keepers</title></head><body><article><h1>Lighthouse keepers</h1>
-<p>${"Keepers trimmed the wicks and wound the clockwork every night of the year. ".repeat(5)}</p></article></body></html>`;
-
+let provider: ProviderNode;
 let node: TestServer;
-let peer: Server;
 let peerBase: string;
-let video: Buffer;
 let spokenWav: Buffer;
 let domain: string;
-
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; base: string }> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-/** A two-second MP4 (blue frames, a sine tone) for /video/transcriptions to fetch. */
-function makeVideo(): Buffer {
-  const args = ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "color=c=blue:s=64x64:d=2", "-f", "lavfi", "-i", "sine=frequency=440:duration=2"];
-  const made = spawnSync(ffmpegPath(), [...args, "-shortest", "-c:v", "libx264", "-c:a", "aac", "-movflags", "frag_keyframe+empty_moov", "-f", "mp4", "pipe:1"], {
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  if (made.status !== 0) throw new Error(made.stderr.toString());
-  return made.stdout;
-}
+const { payTo: PAY_TO, baseUsdc: BASE_USDC } = PROVIDER_NODE_WALLET;
 
 beforeAll(async () => {
-  video = makeVideo();
-  // One loopback peer plays the web (a page, a video), a SearxNG server and an Ethereum JSON-RPC node.
-  ({ server: peer, base: peerBase } = await listen((req, res) => {
-    const url = new URL(req.url!, "http://peer");
-    if (url.pathname === "/search")
-      return res
-        .writeHead(200, { "content-type": "application/json" })
-        .end(JSON.stringify({ results: [{ title: "AI", url: "https://example.org/ai", content: "News about AI." }] }));
-    if (url.pathname === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(ARTICLE);
-    if (url.pathname === "/talk.mp4") return res.writeHead(200, { "content-type": "video/mp4", "content-length": String(video.length) }).end(video);
-    if (url.pathname === "/rpc") {
-      let body = "";
-      req.on("data", (chunk) => (body += chunk));
-      req.on("end", () => {
-        const calls = JSON.parse(body);
-        const answer = (call: { id: unknown }) => ({ jsonrpc: "2.0", id: call.id, result: "0x1" });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
-      });
-      return;
-    }
-    res.writeHead(404).end();
-  }));
-  node = await startTestServer({
-    models: [
-      tinyChatEntry(),
-      tinyEmbeddingEntry(),
-      tinyImageEntry({ image: { defaultSteps: 1, defaultWidth: 64, defaultHeight: 64 } }),
-      tinyVideoEntry({ video: { durations: ["1s"], resolutions: { "64p": 64 }, defaultResolution: "64p", fps: 2 } }),
-      tinyKokoroEntry(),
-      tinyWhisperEntry(),
-    ],
-    characters: [{ slug: "alan-watts", name: "Alan Watts", model: "tiny-chat", systemPrompt: "You are a philosopher.", tags: ["philosophy"] }],
-    config: {
-      searchUrl: peerBase,
-      webScraping: "on",
-      videoWorkers: 1,
-      wallet: {
-        x402: { settlement: "off", base: { payTo: PAY_TO } },
-        rpc: { networks: { "ethereum-mainnet": { url: `${peerBase}/rpc` } } },
-        // The provider's example asks for an ADMIN key for the wallet.
-        web3Keys: { allowAdminKeys: true },
-      },
-    } as never,
-  });
+  provider = await startProviderNode();
+  ({ node, peerBase, spokenWav } = provider);
   domain = new URL(node.url).host;
-  const speech = await node
-    .openai()
-    .audio.speech.create({ model: "tts-kokoro", voice: "bm_george", input: "This is my voice, reading a sample slowly.", response_format: "wav", speed: 0.6 } as never);
-  spokenWav = Buffer.from(await speech.arrayBuffer());
 }, 120_000);
-afterAll(async () => {
-  await node?.stop();
-  peer?.close();
-});
+afterAll(() => provider?.stop());
 
 interface Call {
   /** The concrete path (path parameters filled in); the operation's path by default. */
