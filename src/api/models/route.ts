@@ -163,7 +163,8 @@ export function toModelRecord(
             }
           : entry.capabilities,
       ),
-      constraints: { temperature: entry.constraints.temperature, top_p: entry.constraints.top_p },
+      // The registry's sampling defaults (temperature, top_p and any others configured): the reference's text shape; image and video models get theirs below.
+      constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
       ...(aliases.length ? { aliases } : {}),
