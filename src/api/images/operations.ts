@@ -10,8 +10,6 @@ const SAFETY_HEADERS = {
 
 const imageBytes = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The image (return_binary: true)")]));
 
-/** The reference's image operations this node does not offer: each answers 404 naming itself. */
-
 export const imagesApi = defineApiGroup({
   tag: "Images",
   description: "Text-to-image generation, in the reference's shape (/image/generate) and the chat-completions standard's (/images/generations).",
