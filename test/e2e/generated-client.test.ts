@@ -121,8 +121,8 @@ describe("the generated client, on every served operation", () => {
     const wallet = evmWallet();
     grantCredits(provider.node.db, ensureWalletAccount(provider.node.db, wallet.address, "evm"), "USD", 1_000_000, "test");
     const token = (await anonymous.GET("/api_keys/generate_web3_key")).data!.data.token;
-    const body = example<Json>("post", "/api_keys/generate_web3_key", { address: wallet.address, token, signature: await wallet.signMessage({ message: token }) });
-    const created = await anonymous.POST("/api_keys/generate_web3_key", { body: body as never });
+    const signature = await wallet.signMessage({ message: token });
+    const created = await anonymous.POST("/api_keys/generate_web3_key", { body: example("post", "/api_keys/generate_web3_key", { address: wallet.address, token, signature }) });
     expect(created.response.status).toBe(200);
     expect(created.data!.data.apiKey).toMatch(/^hth_/);
   });
