@@ -41,10 +41,13 @@ export function getCharacterReview(db: Db, id: string): CharacterReview | undefi
 }
 
 /** A page of a character's reviews, newest first, and how many there are. */
-export function listCharacterReviews(db: Db, characterSlug: string, limit: number, offset: number): { reviews: CharacterReview[]; total: number } {
+export function listCharacterReviews(db: Db, characterSlug: string, limit: number, offset: number): { reviews: CharacterReview[]; total: number; averageRating: number } {
   const reviews = db.prepare(`${SELECT} WHERE r.character_slug = ? ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`).all(characterSlug, limit, offset) as CharacterReview[];
-  const { total } = db.prepare("SELECT COUNT(*) AS total FROM character_reviews WHERE character_slug = ?").get(characterSlug) as { total: number };
-  return { reviews, total };
+  const { total, average } = db.prepare("SELECT COUNT(*) AS total, AVG(rating) AS average FROM character_reviews WHERE character_slug = ?").get(characterSlug) as {
+    total: number;
+    average: number | null;
+  };
+  return { reviews, total, averageRating: average ?? 0 };
 }
 
 export interface CharacterRating {

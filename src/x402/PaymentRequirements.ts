@@ -12,7 +12,7 @@ const DESCRIPTION = "Hearth API";
 
 /** The wire shapes are zod schemas in the x402 endpoint group (they are documented in the OpenAPI document). */
 export type { PaymentOption, PaymentRequired, SiwxChallenge } from "../api/x402/schema.js";
-import type { PaymentOption, PaymentRequired, SiwxChallenge } from "../api/x402/schema.js";
+import type { PaymentOption, PaymentRequired, SiwxChallenge, TopUpPaymentRequired } from "../api/x402/schema.js";
 
 /** The JSON Schema of a sign-in proof, as the x402 sign-in-with-x extension advertises it. */
 const SIWX_PROOF_SCHEMA = {
@@ -119,23 +119,28 @@ export class PaymentRequirements {
 
   /**
    * POST /x402/top-up on a node whose operator has not enabled top-ups: the provider's 402 with
-   * nothing in `accepts` (its document has no 501), saying why, with or without a payment sent.
+   * nothing in `accepts` (its document has no 501), with or without a payment sent. The body is
+   * the provider's two fields; why (error, message) and the rest of x402's PaymentRequired are in
+   * the PAYMENT-REQUIRED header.
    */
-  topUpsDisabled(req: Request): { body: PaymentRequired & { message: string }; headers: Record<string, string> } {
-    const required = this.paymentRequired(req, "X402_TOPUPS_DISABLED");
-    const body = {
-      ...required,
+  topUpsDisabled(req: Request): { body: TopUpPaymentRequired; headers: Record<string, string> } {
+    const required = {
+      ...this.paymentRequired(req, "X402_TOPUPS_DISABLED"),
       accepts: [],
       message:
         "Wallet top-ups are not enabled on this node: its operator has not configured an x402 settlement mode (--x402-settlement) and payment rail (--wallet-config). Use an API key instead.",
     };
-    return { body, headers: { "PAYMENT-REQUIRED": encodeJsonHeader(body) } };
+    return { body: { x402Version: required.x402Version, accepts: [] }, headers: { "PAYMENT-REQUIRED": encodeJsonHeader(required) } };
   }
 
-  /** POST /x402/top-up without a payment: the requirements, in the body and the PAYMENT-REQUIRED header. */
-  topUpRequired(req: Request): { body: PaymentRequired; headers: Record<string, string> } {
-    const body = this.paymentRequired(req, "PAYMENT-SIGNATURE header is required");
-    return { body, headers: { "PAYMENT-REQUIRED": encodeJsonHeader(body) } };
+  /**
+   * POST /x402/top-up without a payment: the requirements. The body has the provider's fields
+   * (x402Version, accepts) and nothing else, as its schema says; the PAYMENT-REQUIRED header
+   * carries x402's whole PaymentRequired (resource, error, the sign-in-with-x extension).
+   */
+  topUpRequired(req: Request): { body: TopUpPaymentRequired; headers: Record<string, string> } {
+    const required = this.paymentRequired(req, "PAYMENT-SIGNATURE header is required");
+    return { body: { x402Version: required.x402Version, accepts: required.accepts }, headers: { "PAYMENT-REQUIRED": encodeJsonHeader(required) } };
   }
 
   /** A paid endpoint called with no credentials at all: the x402 discovery answer. */

@@ -69,8 +69,6 @@ describe("API key management with an admin key", () => {
         limitPeriod: "MONTH",
         modelPrivacy: "PRIVATE_ONLY",
         expiresAt: `${expiry}T00:00:00.000Z`,
-        rateLimitTier: "standard",
-        rateLimits: null,
       },
     });
     // Stored as micros; the secret only as a hash.
@@ -98,12 +96,12 @@ describe("API key management with an admin key", () => {
       expiresAt: `${expiry}T00:00:00.000Z`,
       lastUsedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
       last6Chars: secret.slice(-6),
-      isOperator: false,
       usage: { trailingSevenDays: { usd: spent, vcu: "0.000000", diem: "0.000000" } },
       currentPeriodUsage: { usd: spent, diem: "0.000000" },
-      rateLimitTier: "standard",
-      rateLimits: null,
     });
+    // This node's fields (operator flag, rate-limit tier and overrides) only when asked for: the reference's key objects have none.
+    const extended = await call("GET", "/api_keys?include=service_fields", admin.key);
+    expect(extended.body.data.find((k: any) => k.id === id)).toEqual({ ...item, isOperator: false, rateLimitTier: "standard", rateLimits: null });
     // The admin key has no consumption limit, so no currentPeriodUsage.
     expect(listed.body.data.find((k: any) => k.id === admin.keyId).currentPeriodUsage).toBeUndefined();
 
@@ -219,9 +217,12 @@ describe("rate limits of a key", () => {
     const admin = server.createKey({ operator: true, usd: 5 });
     const { data } = (await call("POST", "/api_keys", admin.key, { apiKeyType: "INFERENCE", description: "limited" })).body;
     const overrides = { "text:S": { rpm: 2 }, "*": { tpm: 5000 } };
-    const patched = await call("PATCH", "/api_keys", admin.key, { id: data.id, rateLimitTier: "partner", rateLimits: overrides });
+    const patched = await call("PATCH", "/api_keys?include=service_fields", admin.key, { id: data.id, rateLimitTier: "partner", rateLimits: overrides });
     expect(patched.body.data).toMatchObject({ rateLimitTier: "partner", rateLimits: overrides });
-    expect((await call("GET", `/api_keys/${data.id}`, admin.key)).body.data).toMatchObject({ rateLimitTier: "partner", rateLimits: overrides });
+    expect((await call("GET", `/api_keys/${data.id}?include=service_fields`, admin.key)).body.data).toMatchObject({ rateLimitTier: "partner", rateLimits: overrides });
+    // Without the opt-in, the reference's key object alone.
+    expect((await call("GET", `/api_keys/${data.id}`, admin.key)).body.data).not.toHaveProperty("rateLimitTier");
+    expect((await call("PATCH", "/api_keys", admin.key, { id: data.id, description: "limited" })).body.data).not.toHaveProperty("rateLimits");
     const limitsOf = async () => (await call("GET", "/api_keys/rate_limits", data.apiKey)).body.data.rateLimits;
     expect(await limitsOf()).toEqual([
       {

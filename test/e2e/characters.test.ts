@@ -148,6 +148,8 @@ describe("character reviews", () => {
     expect(page.headers.get("x-pagination-total-pages")).toBe("2");
     expect(page.body.object).toBe("list");
     expect(page.body.pagination).toEqual({ page: 1, pageSize: 1, total: 2, totalPages: 2 });
+    // The summary covers every review, not only this page's: ratings 5 and 3.
+    expect(page.body.summary).toEqual({ averageRating: 4, totalReviews: 2 });
     expect(page.body.data).toEqual([expect.objectContaining({ rating: 3, message: null, isOwner: false, username: "test account", userAvatarUrl: null })]);
     const second = await get("/characters/tutor/reviews?pageSize=1&page=2", alice.key);
     expect(second.body.data).toEqual([

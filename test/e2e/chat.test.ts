@@ -109,7 +109,8 @@ describe("chat completions with the official openai client", () => {
     const ids = page.data.map((m) => m.id);
     expect(ids).toEqual(["tiny-chat", "old-chat"]);
     const record = (await (await fetch(`${server.baseUrl}/models/tiny-chat`)).json()) as Record<string, any>;
-    expect(record).toMatchObject({ id: "tiny-chat", object: "model", type: "text", owned_by: "hearth", context_length: 2048 });
+    // owned_by is the one value the reference's schema allows; who serves the model is served_by (docs/api.md).
+    expect(record).toMatchObject({ id: "tiny-chat", object: "model", type: "text", owned_by: "venice.ai", served_by: "hearth", context_length: 2048 });
     // Derived from the model's own template, which has a tool-call syntax and no thought block.
     expect(record.model_spec.capabilities).toMatchObject({ supportsFunctionCalling: true, supportsReasoning: false, supportsResponseSchema: true, supportsLogProbs: true });
     expect(record.model_spec.availableContextTokens).toBe(2048);

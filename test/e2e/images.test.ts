@@ -346,7 +346,8 @@ describe("safe mode", () => {
     expect(res.headers.get("x-service-safe-mode")).toBe("unavailable");
     expect(res.headers.get("x-service-is-content-violation")).toBeNull();
     const record = (await (await fetch(`${server.baseUrl}/models/tiny-sd`)).json()) as any;
-    expect(record.model_spec.capabilities.supportsSafeMode).toBe(false);
+    expect(record.model_spec.supportsSafeMode).toBe(false);
+    expect(record.model_spec.capabilities).not.toHaveProperty("supportsSafeMode");
     expect(record.model_spec.constraints).toMatchObject({ promptCharacterLimit: 2048, steps: { default: 4, max: 50 }, widthHeightDivisor: 8 });
   });
 
@@ -361,7 +362,7 @@ describe("safe mode", () => {
     });
     try {
       const record = (await (await fetch(`${checked.baseUrl}/models/checked`)).json()) as any;
-      expect(record.model_spec.capabilities.supportsSafeMode).toBe(true);
+      expect(record.model_spec.supportsSafeMode).toBe(true);
       const body = { model: "checked", prompt: "a cat", width: 128, height: 128, seed: 1, format: "png" };
       const safe = await post(checked, "/image/generate", body);
       expect(safe.headers.get("x-service-is-blurred")).toBe("true");

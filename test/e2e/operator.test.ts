@@ -80,7 +80,7 @@ describe("the node operator and account admins", () => {
     expect((await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).status).toBe(200);
     expect((await call("/billing/balance", account.key)).status).toBe(200);
     const made = await adminKeyMadeBy(account.key);
-    const listed = (await (await call("/api_keys", account.key)).json()) as { data: { id: string; isOperator: boolean }[] };
+    const listed = (await (await call("/api_keys?include=service_fields", account.key)).json()) as { data: { id: string; isOperator: boolean }[] };
     expect(listed.data.map((k) => k.isOperator)).toEqual([false, false]);
     expect(listed.data.map((k) => k.id)).toContain(made.id);
   });
@@ -88,7 +88,7 @@ describe("the node operator and account admins", () => {
   it("shows which key is the operator's and keeps it out of reach of its account's admins", async () => {
     const operatorKeyId = listApiKeys(server.db).find((key) => key.operator)!.id;
     const colleague = await adminKeyMadeBy(server.adminKey);
-    const listed = (await (await call("/api_keys", colleague.key)).json()) as { data: { id: string; isOperator: boolean }[] };
+    const listed = (await (await call("/api_keys?include=service_fields", colleague.key)).json()) as { data: { id: string; isOperator: boolean }[] };
     expect(listed.data.find((k) => k.id === operatorKeyId)?.isOperator).toBe(true);
     expect(listed.data.find((k) => k.id === colleague.id)?.isOperator).toBe(false);
     expect((await call(`/api_keys?id=${operatorKeyId}`, colleague.key, { method: "DELETE" })).status).toBe(403);

@@ -202,7 +202,9 @@ describe("models and voices", () => {
     expect(list.data.map((m) => m.id)).toEqual(["tts-kokoro", "tts-vits"]);
     const kokoro = list.data[0].model_spec;
     expect(kokoro.voices).toEqual(["af_heart", "af_bella", "am_adam", "bf_emma", "bm_george"]);
-    expect(kokoro.capabilities).toEqual({ supportsPromptParam: false, supportsTemperatureParam: false, supportsTopPParam: false });
+    // The reference's capability flags (none of them a speech model's); the speech flags sit on model_spec.
+    expect(kokoro.capabilities).toMatchObject({ supportsFunctionCalling: false, supportsVision: false, quantization: "not-available" });
+    expect(kokoro).toMatchObject({ supportsPromptParam: false, supportsTemperatureParam: false, supportsTopPParam: false });
     expect(kokoro.voice_cloning).toEqual({ mode: "persistent", accepted_formats: ["mp3", "wav", "flac", "m4a", "ogg", "webm", "aac"], min_sample_seconds: 5, retention_days: 30 });
     expect(kokoro.supports_custom_voice_id).toBe(false);
     expect(kokoro.supported_formats).toEqual(FORMATS);

@@ -102,9 +102,9 @@ describe("speech relayed to an upstream server", () => {
   });
 
   it("leaves models without an upstream URL out of /models, and answers 503 naming the upstream when it cannot be reached", async () => {
-    const list = (await (await fetch(`${front.baseUrl}/models?type=tts`)).json()) as { data: { id: string; model_spec: { capabilities: unknown; voices: string[] } }[] };
+    const list = (await (await fetch(`${front.baseUrl}/models?type=tts`)).json()) as { data: { id: string; model_spec: Record<string, unknown> }[] };
     expect(list.data.map((m) => m.id)).toEqual(["tts-qwen3-0-6b", "tts-orpheus", "tts-xai-v1", "tts-pool"]);
-    expect(list.data[0]!.model_spec.capabilities).toEqual({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
+    expect(list.data[0]!.model_spec).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
     expect(front.models.skipped).toEqual([{ id: "tts-chatterbox-hd", reason: "HEARTH_TEST_UNSET_UPSTREAM_URL is not set" }]);
     expect((await post(front, "/audio/speech", { model: "tts-chatterbox-hd", input: "Hi." })).status).toBe(404);
     const down = await front

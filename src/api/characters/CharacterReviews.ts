@@ -15,11 +15,12 @@ export class CharacterReviews {
 
   list(slug: string, query: z.infer<typeof CharacterReviewsQuery>, viewerAccountId: string | undefined): z.infer<typeof CharacterReviewList> {
     const characterId = this.characterId(slug);
-    const { reviews, total } = listCharacterReviews(this.db, slug, query.pageSize, (query.page - 1) * query.pageSize);
+    const { reviews, total, averageRating } = listCharacterReviews(this.db, slug, query.pageSize, (query.page - 1) * query.pageSize);
     return {
       object: "list",
       data: reviews.map((review) => toWire(review, characterId, viewerAccountId)),
       pagination: { page: query.page, pageSize: query.pageSize, total, totalPages: Math.ceil(total / query.pageSize) },
+      summary: { averageRating, totalReviews: total },
     };
   }
 

@@ -81,6 +81,8 @@ export const CharacterReviewList = z.object({
   object: z.literal("list"),
   data: z.array(CharacterReview),
   pagination: z.object({ page: z.number().int(), pageSize: z.number().int(), total: z.number().int(), totalPages: z.number().int() }),
+  /** Every review of the character (not only this page's): their mean rating (0 with none) and count. */
+  summary: z.object({ averageRating: z.number(), totalReviews: z.number().int() }),
 });
 
 /** POST /characters/{slug}/reviews: this node's extension; one review per account and character. */

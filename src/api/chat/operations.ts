@@ -1,4 +1,4 @@
-import { COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
+import { ACCEPT_ENCODING_HEADER, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 /** What a chat request (and a responses request translated into one) says about the fields it could not fully honour. */
@@ -25,6 +25,7 @@ export const chatApi = defineApiGroup({
       description:
         "`stream: true` answers a server-sent event stream of chunks ending with `data: [DONE]`. `service_parameters` is the wire name; `venice_parameters` (and `include_venice_system_prompt` inside it) are accepted as aliases. A model id may carry feature suffixes (`model:disable_thinking=true`).",
       access: "paid",
+      headers: ACCEPT_ENCODING_HEADER,
       body: { content: { "application/json": schemas.ChatCompletionRequest } },
       responses: {
         200: {

@@ -1,5 +1,5 @@
 import { IMAGE_FORMATS } from "../../media/image.js";
-import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS, type Operation } from "../openapi/Operation.js";
+import { ACCEPT_ENCODING_HEADER, binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 const SAFETY_HEADERS = {
@@ -10,18 +10,6 @@ const SAFETY_HEADERS = {
 };
 
 const imageBytes = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The image (return_binary: true)")]));
-
-/** The reference's image operations this node does not offer: each answers 404 naming itself. */
-const unavailable: Operation[] = Object.entries(schemas.UNAVAILABLE_IMAGE_OPERATIONS).map(([path, operation]) => ({
-  method: "post",
-  path,
-  operationId: `unavailable${path.replace(/[^A-Za-z]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
-  summary: `${operation} (not available)`,
-  description: `${operation} is not offered by this node; the route exists so clients get a 404 that says so.`,
-  access: "public",
-  responses: {},
-  errors: { 404: `${operation} is not available on this node` },
-}));
 
 export const imagesApi = defineApiGroup({
   tag: "Images",
@@ -34,6 +22,7 @@ export const imagesApi = defineApiGroup({
       operationId: "generateImage",
       summary: "Generate images",
       access: "paid",
+      headers: ACCEPT_ENCODING_HEADER,
       body: { content: { "application/json": schemas.GenerateImageRequest } },
       responses: {
         200: {
@@ -51,6 +40,7 @@ export const imagesApi = defineApiGroup({
       summary: "Generate an image (chat-completions standard)",
       description: "A model this node does not have (an OpenAI model name, say) means the default image model. `url` results are data URLs.",
       access: "paid",
+      headers: ACCEPT_ENCODING_HEADER,
       body: { content: { "application/json": schemas.SimpleGenerateImageRequest } },
       responses: {
         200: {
@@ -69,6 +59,5 @@ export const imagesApi = defineApiGroup({
       access: "public",
       responses: { 200: { description: "Style preset names for `style_preset`", content: { "application/json": schemas.ImageStylesResponse } } },
     },
-    ...unavailable,
   ],
 });

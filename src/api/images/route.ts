@@ -96,7 +96,6 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
         data: outcome.files.map((file) =>
           body.response_format === "url" ? { url: `data:${contentType};base64,${file.toString("base64")}` } : { b64_json: file.toString("base64") },
         ),
-        cost: outcome.cost,
       };
       res.json(response);
     }),

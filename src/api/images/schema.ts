@@ -82,14 +82,17 @@ export type SimpleGenerateImageRequest = z.infer<typeof SimpleGenerateImageReque
 export const SimpleGenerateImageResponse = z.object({
   created: z.number().int(),
   data: z.array(z.union([z.object({ b64_json: z.string() }), z.object({ url: z.string() })])),
-  /** What the request was charged (also in x-service-cost-usd / x-service-cost-diem). */
-  cost: Cost,
+  // What the request was charged is in x-service-cost-usd / x-service-cost-diem: the reference's body is closed.
 });
 export type SimpleGenerateImageResponse = z.infer<typeof SimpleGenerateImageResponse>;
 
 export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z.array(z.string()) });
 
-/** Image operations of the reference this node does not offer (each answers 404 naming itself). */
+/**
+ * Image operations of the reference (and the standard) this node does not offer: each answers a
+ * 404 naming itself, and none is in the served OpenAPI document (a route that only answers 404
+ * is no operation a client can use).
+ */
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
   "/image/edit": "Image editing",
   "/image/multi-edit": "Multi-image editing",

@@ -54,6 +54,7 @@ export const keysApi = defineApiGroup({
       operationId: "getApiKeys",
       summary: "List the account's API keys",
       access: "adminKey",
+      query: schemas.KeyFieldsQuery,
       responses: { 200: { description: "The keys (never their secrets)", content: { "application/json": schemas.ApiKeyList } } },
     },
     {
@@ -62,6 +63,7 @@ export const keysApi = defineApiGroup({
       operationId: "getApiKeyById",
       summary: "Get one API key",
       access: "adminKey",
+      query: schemas.KeyFieldsQuery,
       params: z.object({ id: z.string() }),
       responses: { 200: { description: "The key", content: { "application/json": schemas.GetApiKeyResponse } } },
       errors: { 404: "No such key in this account" },
@@ -75,6 +77,7 @@ export const keysApi = defineApiGroup({
         "The secret is in the response, once. At most 20 keys may be created per minute. An `expiresAt` in the past (the provider's own " +
         "example is one) is a 400 naming it: a key that could never be used is taken for a mistake rather than made.",
       access: "adminKey",
+      query: schemas.KeyFieldsQuery,
       body: { content: { "application/json": schemas.CreateApiKeyRequest } },
       responses: { 200: { description: "The new key and its secret", headers: RATE_LIMIT_HEADERS, content: { "application/json": schemas.CreateApiKeyResponse } } },
       errors: { 429: "More than 20 keys created in a minute" },
@@ -85,6 +88,7 @@ export const keysApi = defineApiGroup({
       operationId: "updateApiKey",
       summary: "Update an API key",
       access: "adminKey",
+      query: schemas.KeyFieldsQuery,
       body: { content: { "application/json": schemas.UpdateApiKeyRequest } },
       responses: { 200: { description: "The updated key", content: { "application/json": schemas.UpdateApiKeyResponse } } },
       errors: { 403: "An inference key was used, or the key is an operator key and the caller is not the operator", 404: "No such key in this account" },

@@ -5,7 +5,7 @@ import { parse, requireJson } from "../../http/parse.js";
 import type { AuthContext } from "../../http/requestContext.js";
 import { RateLimiter } from "../../limits/RateLimiter.js";
 import { isOperatorKey } from "../../store/apiKeys.js";
-import { CreateApiKeyRequest, DeleteApiKeyQuery, UpdateApiKeyRequest, Web3KeyRequest } from "./schema.js";
+import { CreateApiKeyRequest, DeleteApiKeyQuery, KeyFieldsQuery, UpdateApiKeyRequest, Web3KeyRequest } from "./schema.js";
 import { ApiKeyService } from "./service.js";
 import { Web3Keys } from "./Web3Keys.js";
 
@@ -26,6 +26,8 @@ function requireAdminKey(_req: Request, res: Response, next: NextFunction) {
 }
 
 const callerOf = (res: Response) => res.locals.ctx.auth!;
+/** Whether the request opted in to the key objects' extension fields (?include=service_fields). */
+const serviceFieldsOf = (req: Request) => parse(KeyFieldsQuery, req.query).include === "service_fields";
 
 export type KeysRouterDeps = Pick<AppDeps, "config" | "db" | "credits" | "models" | "limits" | "now" | "wallet" | "authenticateKey" | "jsonBody">;
 
@@ -72,12 +74,12 @@ export function keysRouter(deps: KeysRouterDeps): Router {
     });
   }
 
-  router.get("/api_keys", deps.authenticateKey, requireAdminKey, (_req, res) => {
-    res.json({ object: "list", data: service.list(callerOf(res).accountId) });
+  router.get("/api_keys", deps.authenticateKey, requireAdminKey, (req, res) => {
+    res.json({ object: "list", data: service.list(callerOf(res).accountId, serviceFieldsOf(req)) });
   });
 
   router.get("/api_keys/:id", deps.authenticateKey, requireAdminKey, (req, res) => {
-    res.json({ data: service.get(callerOf(res).accountId, String(req.params.id)) });
+    res.json({ data: service.get(callerOf(res).accountId, String(req.params.id), serviceFieldsOf(req)) });
   });
 
   router.post("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {
@@ -86,13 +88,13 @@ export function keysRouter(deps: KeysRouterDeps): Router {
     const body = parse(CreateApiKeyRequest, req.body);
     const decision = creationLimiter.admit(`key-create:${caller.accountId}`, KEY_CREATION_LIMIT);
     if (!decision.allowed) throw new RateLimitError("Rate limit exceeded: at most 20 API keys may be created per minute.", decision.headers);
-    res.json(service.create(caller.accountId, body, callerIsOperator(caller)));
+    res.json(service.create(caller.accountId, body, callerIsOperator(caller), serviceFieldsOf(req)));
   });
 
   router.patch("/api_keys", deps.authenticateKey, requireAdminKey, deps.jsonBody, (req, res) => {
     requireJson(req);
     const caller = callerOf(res);
-    res.json(service.update(caller.accountId, parse(UpdateApiKeyRequest, req.body), callerIsOperator(caller)));
+    res.json(service.update(caller.accountId, parse(UpdateApiKeyRequest, req.body), callerIsOperator(caller), serviceFieldsOf(req)));
   });
 
   router.delete("/api_keys", deps.authenticateKey, requireAdminKey, (req, res) => {

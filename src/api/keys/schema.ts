@@ -4,8 +4,19 @@ import { parseIsoInstant } from "../billing/schema.js";
 /**
  * API key management (the reference's API Keys tag) and the rate-limit queries. Key bodies
  * are strict: a misspelt setting is a 400, never silently ignored. `rateLimitTier` and
- * `rateLimits` are Hearth extensions (per-key rate-limit tier and overrides).
+ * `rateLimits` are Hearth extensions (per-key rate-limit tier and overrides); a key's answers
+ * carry them, with `isOperator`, only when asked with `?include=service_fields` (the reference's
+ * key objects allow no other fields, and strict clients reject them).
  */
+
+/** The opt-in to the key objects' extension fields (isOperator, rateLimitTier, rateLimits). */
+export const KeyFieldsQuery = z.looseObject({
+  include: z
+    .enum(["service_fields"])
+    .optional()
+    .describe("`service_fields`: each key object also carries this node's isOperator, rateLimitTier and rateLimits (fields the reference's key objects do not have)"),
+});
+export type KeyFieldsQuery = z.infer<typeof KeyFieldsQuery>;
 
 export const ApiKeyType = z.enum(["INFERENCE", "ADMIN"]);
 export const LimitPeriod = z.enum(["EPOCH", "MONTH", "LIFETIME"]);
@@ -93,13 +104,15 @@ export const ApiKeyWire = z.object({
   expiresAt: z.string().nullable(),
   lastUsedAt: z.string().nullable(),
   last6Chars: z.string(),
-  /** Hearth: the node operator's key (grants credit, manages the node); never one made through this API. */
-  isOperator: z.boolean(),
+  /** Hearth (with ?include=service_fields): the node operator's key (grants credit, manages the node); never one made through this API. */
+  isOperator: z.boolean().optional(),
   usage: z.object({ trailingSevenDays: AmountStrings.extend({ vcu: z.string() }) }).optional(),
   /** Only for keys with a consumption limit. */
   currentPeriodUsage: AmountStrings.optional(),
-  rateLimitTier: RateLimitTierName,
-  rateLimits: RateLimitOverrides.nullable(),
+  /** Hearth (with ?include=service_fields). */
+  rateLimitTier: RateLimitTierName.optional(),
+  /** Hearth (with ?include=service_fields). */
+  rateLimits: RateLimitOverrides.nullable().optional(),
 });
 export type ApiKeyWire = z.infer<typeof ApiKeyWire>;
 
@@ -117,8 +130,10 @@ export const CreateApiKeyResponse = z.object({
     limitPeriod: LimitPeriod,
     modelPrivacy: ModelPrivacy,
     expiresAt: z.string().nullable(),
-    rateLimitTier: RateLimitTierName,
-    rateLimits: RateLimitOverrides.nullable(),
+    /** Hearth (with ?include=service_fields). */
+    rateLimitTier: RateLimitTierName.optional(),
+    /** Hearth (with ?include=service_fields). */
+    rateLimits: RateLimitOverrides.nullable().optional(),
   }),
 });
 export type CreateApiKeyResponse = z.infer<typeof CreateApiKeyResponse>;

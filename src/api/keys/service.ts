@@ -79,20 +79,21 @@ export interface ApiKeyServiceOptions {
 export class ApiKeyService {
   constructor(private readonly options: ApiKeyServiceOptions) {}
 
-  list(accountId: string): ApiKeyWire[] {
+  /** `serviceFields`: add isOperator, rateLimitTier and rateLimits (asked for with ?include=service_fields). */
+  list(accountId: string, serviceFields = false): ApiKeyWire[] {
     const { db } = this.options;
     const privacy = accountKeyModelPrivacies(db, accountId);
     return listApiKeys(db, accountId)
       .filter((key) => key.revokedAt === null)
-      .map((key) => this.toWire(key, privacy.get(key.id) ?? "ALL", true));
+      .map((key) => this.toWire(key, privacy.get(key.id) ?? "ALL", true, serviceFields));
   }
 
-  get(accountId: string, id: string): ApiKeyWire {
+  get(accountId: string, id: string, serviceFields = false): ApiKeyWire {
     const key = this.ownKey(accountId, id);
-    return this.toWire(key, keyModelPrivacy(this.options.db, key.id), true);
+    return this.toWire(key, keyModelPrivacy(this.options.db, key.id), true, serviceFields);
   }
 
-  create(accountId: string, request: CreateApiKeyRequest, callerIsOperator: boolean): CreateApiKeyResponse {
+  create(accountId: string, request: CreateApiKeyRequest, callerIsOperator: boolean, serviceFields = false): CreateApiKeyResponse {
     requireOperatorForLimits(request, callerIsOperator);
     const { db, now } = this.options;
     const settings = this.settingsFrom(request);
@@ -106,7 +107,7 @@ export class ApiKeyService {
       setKeyModelPrivacy(db, created.record.id, privacy);
       return { ...created, privacy };
     });
-    const wire = this.toWire(record, privacy, false);
+    const wire = this.toWire(record, privacy, false, serviceFields);
     return {
       success: true,
       data: {
@@ -118,13 +119,12 @@ export class ApiKeyService {
         limitPeriod: wire.limitPeriod,
         modelPrivacy: wire.modelPrivacy,
         expiresAt: wire.expiresAt,
-        rateLimitTier: wire.rateLimitTier,
-        rateLimits: wire.rateLimits,
+        ...(serviceFields ? { rateLimitTier: wire.rateLimitTier, rateLimits: wire.rateLimits } : {}),
       },
     };
   }
 
-  update(accountId: string, request: UpdateApiKeyRequest, callerIsOperator: boolean): UpdateApiKeyResponse {
+  update(accountId: string, request: UpdateApiKeyRequest, callerIsOperator: boolean, serviceFields = false): UpdateApiKeyResponse {
     const { db } = this.options;
     const key = this.ownKey(accountId, request.id);
     requireOperatorFor(key, callerIsOperator, "change");
@@ -135,7 +135,7 @@ export class ApiKeyService {
       if (request.modelPrivacy) setKeyModelPrivacy(db, key.id, request.modelPrivacy);
       return record;
     });
-    return { success: true, data: this.toWire(updated, keyModelPrivacy(db, key.id), false) };
+    return { success: true, data: this.toWire(updated, keyModelPrivacy(db, key.id), false, serviceFields) };
   }
 
   /** DELETE revokes: the key stops working on its next request; its ledger history stays. */
@@ -217,7 +217,7 @@ export class ApiKeyService {
     return settings;
   }
 
-  private toWire(key: ApiKeyRecord, modelPrivacy: ModelPrivacy, withUsage: boolean): ApiKeyWire {
+  private toWire(key: ApiKeyRecord, modelPrivacy: ModelPrivacy, withUsage: boolean, serviceFields: boolean): ApiKeyWire {
     const { db, credits, now } = this.options;
     const wire: ApiKeyWire = {
       id: key.id,
@@ -230,9 +230,13 @@ export class ApiKeyService {
       expiresAt: iso(key.expiresAt),
       lastUsedAt: iso(key.lastUsedAt),
       last6Chars: key.last6,
-      isOperator: key.operator,
-      rateLimitTier: key.rateLimitTier,
-      rateLimits: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+      ...(serviceFields
+        ? {
+            isOperator: key.operator,
+            rateLimitTier: key.rateLimitTier,
+            rateLimits: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+          }
+        : {}),
     };
     if (withUsage) {
       const week = keySpendSince(db, key.id, now() - 7 * DAY_MS);

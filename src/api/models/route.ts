@@ -7,7 +7,7 @@ import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
-import { ListModelsQuery, ModelNamesQuery, type ModelRecord } from "./schema.js";
+import { ListModelsQuery, ModelNamesQuery, type ModelCapabilities, type ModelRecord } from "./schema.js";
 
 /** Whether an image model has a safety classifier (safe mode is only claimed with one). */
 export function hasSafetyChecker(entry: ModelEntry): boolean {
@@ -34,7 +34,7 @@ function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine |
       maxHeight: image.maxHeight,
       defaultCfgScale: image.defaultCfgScale,
     };
-    spec.capabilities = { ...entry.capabilities, supportsSafeMode: hasSafetyChecker(entry) };
+    spec.supportsSafeMode = hasSafetyChecker(entry);
     spec.supportsStyleReferences = false;
   } else if (entry.type === "video") {
     const video = entry.video;
@@ -57,6 +57,43 @@ function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine |
     spec.maxInputTokens = loaded?.maxInputTokens ?? entry.embedding.maxInputTokens ?? files.maxInputTokens;
     spec.supportsCustomDimensions = entry.embedding.supportsCustomDimensions;
   }
+}
+
+/** The one value the reference's schema allows in `owned_by` (strict clients check it). */
+export const OWNED_BY = "venice.ai";
+/** Who serves the model: this node (an extension field; the reference's model record allows extra fields). */
+export const SERVED_BY = "hearth";
+
+/**
+ * The reference's capability object: exactly its flags (every required one, false where the
+ * model cannot), nothing else. What a speech, transcription or image model offers beyond them
+ * sits on model_spec, where the reference puts such fields (voices, supports_speed...).
+ */
+function referenceCapabilities(flags: Record<string, unknown>): ModelCapabilities {
+  const flag = (name: string) => flags[name] === true;
+  const efforts = flags.reasoningEffortOptions;
+  const defaultEffort = flags.defaultReasoningEffort;
+  return {
+    optimizedForCode: flag("optimizedForCode"),
+    quantization: (typeof flags.quantization === "string" ? flags.quantization : "not-available") as ModelCapabilities["quantization"],
+    supportsFunctionCalling: flag("supportsFunctionCalling"),
+    supportsAudioInput: flag("supportsAudioInput"),
+    supportsReasoning: flag("supportsReasoning"),
+    supportsReasoningEffort: flag("supportsReasoningEffort"),
+    ...(Array.isArray(efforts) ? { reasoningEffortOptions: efforts as ModelCapabilities["reasoningEffortOptions"] } : {}),
+    ...(typeof defaultEffort === "string" ? { defaultReasoningEffort: defaultEffort as ModelCapabilities["defaultReasoningEffort"] } : {}),
+    supportsResponseSchema: flag("supportsResponseSchema"),
+    supportsMultipleImages: flag("supportsMultipleImages"),
+    ...(typeof flags.maxImages === "number" ? { maxImages: flags.maxImages } : {}),
+    ...(typeof flags.maxVideos === "number" ? { maxVideos: flags.maxVideos } : {}),
+    supportsVision: flag("supportsVision"),
+    supportsVideoInput: flag("supportsVideoInput"),
+    supportsWebSearch: flag("supportsWebSearch"),
+    supportsLogProbs: flag("supportsLogProbs"),
+    supportsTeeAttestation: flag("supportsTeeAttestation"),
+    supportsE2EE: flag("supportsE2EE"),
+    supportsXSearch: flag("supportsXSearch"),
+  };
 }
 
 const EFFORTS = ["minimal", "low", "medium", "high", "xhigh", "max"] as const;
@@ -105,7 +142,9 @@ export function toModelRecord(
     object: "model",
     type: entry.type as ModelRecord["type"],
     created: entry.created ?? Math.floor(startedAt / 1000),
-    owned_by: "hearth",
+    // The reference allows one value here; the node that serves the model says so in served_by.
+    owned_by: OWNED_BY,
+    served_by: SERVED_BY,
     model_spec: {
       name: entry.name ?? entry.id,
       description: entry.description,
@@ -114,13 +153,18 @@ export function toModelRecord(
       offline: entry.offline,
       modelSource: entry.file ? basename(entry.file) : entry.backend,
       traits: entry.traits,
-      capabilities: {
-        ...entry.capabilities,
-        ...(features ? derivedCapabilities(features) : {}),
-        // What this node adds to every text model: web search with a provider, audio parts with a speech-to-text model.
-        ...(isText && node?.webSearch ? { supportsWebSearch: true } : {}),
-        ...(isText && node?.audioInput ? { supportsAudioInput: true } : {}),
-      },
+      capabilities: referenceCapabilities(
+        isText
+          ? {
+              ...entry.capabilities,
+              ...(features ? derivedCapabilities(features) : {}),
+              // What this node adds to every text model: web search with a provider, audio parts with a speech-to-text model.
+              ...(node?.webSearch ? { supportsWebSearch: true } : {}),
+              ...(node?.audioInput ? { supportsAudioInput: true } : {}),
+            }
+          : entry.capabilities,
+      ),
+      // The registry's sampling defaults (temperature, top_p and any others configured): the reference's text shape; image and video models get theirs below.
       constraints: entry.constraints,
       pricing: entry.pricing,
       deprecation: entry.deprecation ? { date: entry.deprecation.date, replacementModelId: entry.deprecation.replacementModelId } : undefined,
@@ -135,8 +179,12 @@ export function toModelRecord(
   }
   if (entry.type === "tts") Object.assign(record.model_spec, speechSpec(entry, voices), { voice_aliases: voiceAliases });
   if (entry.type === "asr") {
-    record.model_spec.capabilities = { supportsTimestamps: true, supportsWordTimestamps: entry.transcription.wordTimestamps, supportsLanguageHint: true };
-    record.model_spec.constraints = { maxAudioSeconds: entry.transcription.maxAudioSeconds };
+    Object.assign(record.model_spec, {
+      supportsTimestamps: true,
+      supportsWordTimestamps: entry.transcription.wordTimestamps,
+      supportsLanguageHint: true,
+      maxAudioSeconds: entry.transcription.maxAudioSeconds,
+    });
   }
   addMediaFields(record, entry, engine);
   return record;
@@ -147,12 +195,9 @@ function speechSpec(entry: ModelEntry, voices: readonly string[]): Partial<Model
   const speech = entry.speech;
   const cloning = entry.voiceCloning;
   return {
-    capabilities: {
-      supportsPromptParam: speech.supportsPromptParam,
-      supportsTemperatureParam: speech.supportsTemperatureParam,
-      supportsTopPParam: speech.supportsTopPParam,
-    },
-    constraints: {},
+    supportsPromptParam: speech.supportsPromptParam,
+    supportsTemperatureParam: speech.supportsTemperatureParam,
+    supportsTopPParam: speech.supportsTopPParam,
     voices: [...voices],
     default_voice: speech.defaultVoice ?? voices[0],
     ...(cloning

@@ -26,12 +26,41 @@ export const ModelCompatibilityList = z.object({
   data: z.record(z.string(), z.string()),
 });
 
+const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const;
+
+/** The reference's capability flags, all of them required and nothing else (strict clients reject more). */
+export const ModelCapabilities = z.strictObject({
+  optimizedForCode: z.boolean(),
+  quantization: z.enum(["fp4", "fp8", "fp16", "bf16", "int8", "int4", "not-available"]),
+  supportsFunctionCalling: z.boolean(),
+  supportsAudioInput: z.boolean(),
+  supportsReasoning: z.boolean(),
+  supportsReasoningEffort: z.boolean(),
+  reasoningEffortOptions: z.array(z.enum(REASONING_EFFORTS)).optional(),
+  defaultReasoningEffort: z.enum(REASONING_EFFORTS).optional(),
+  supportsResponseSchema: z.boolean(),
+  supportsMultipleImages: z.boolean(),
+  maxImages: z.number().optional(),
+  maxVideos: z.number().optional(),
+  supportsVision: z.boolean(),
+  supportsVideoInput: z.boolean(),
+  supportsWebSearch: z.boolean(),
+  supportsLogProbs: z.boolean(),
+  supportsTeeAttestation: z.boolean(),
+  supportsE2EE: z.boolean(),
+  supportsXSearch: z.boolean(),
+});
+export type ModelCapabilities = z.infer<typeof ModelCapabilities>;
+
 export const ModelRecord = z.object({
   id: z.string(),
   object: z.literal("model"),
   type: z.enum(MODEL_TYPES),
   created: z.number(),
-  owned_by: z.string(),
+  /** Always "venice.ai", the one value the reference's schema allows (see docs/api.md); who serves the model is `served_by`. */
+  owned_by: z.literal("venice.ai"),
+  /** This node's own identity ("hearth"): an extension field, the reference's model record allows extra fields. */
+  served_by: z.string(),
   context_length: z.number().optional(),
   model_spec: z.object({
     name: z.string(),
@@ -43,7 +72,8 @@ export const ModelRecord = z.object({
     offline: z.boolean(),
     modelSource: z.string(),
     traits: z.array(z.string()),
-    capabilities: z.record(z.string(), z.unknown()),
+    capabilities: ModelCapabilities,
+    /** One of the reference's shapes: image, video, or (every other type) the sampling defaults. */
     constraints: z.record(z.string(), z.unknown()),
     pricing: ModelPricing.optional(),
     deprecation: z.object({ date: z.string(), replacementModelId: z.string().optional() }).optional(),
@@ -65,10 +95,21 @@ export const ModelRecord = z.object({
     supports_custom_voice_id: z.boolean().optional(),
     supported_formats: z.array(z.string()).optional(),
     default_format: z.string().optional(),
+    /** Speech models: which of prompt, temperature and top_p the model uses. */
+    supportsPromptParam: z.boolean().optional(),
+    supportsTemperatureParam: z.boolean().optional(),
+    supportsTopPParam: z.boolean().optional(),
+    /** Transcription models. */
+    supportsTimestamps: z.boolean().optional(),
+    supportsWordTimestamps: z.boolean().optional(),
+    supportsLanguageHint: z.boolean().optional(),
+    maxAudioSeconds: z.number().optional(),
     supports_speed: z.boolean().optional(),
     min_speed: z.number().optional(),
     max_speed: z.number().optional(),
     default_speed: z.number().optional(),
+    /** Image models: whether safe mode can blur (the model has a safety classifier). */
+    supportsSafeMode: z.boolean().optional(),
     /** Image models. */
     supportsStyleReferences: z.boolean().optional(),
     /** Embedding models. */

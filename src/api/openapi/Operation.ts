@@ -124,6 +124,17 @@ export const COST_HEADERS = {
   "x-service-cost-usd": "What the request was charged, USD",
   "x-service-cost-diem": "What the request was charged, DIEM",
 } as const;
+/** Request headers the provider's document lists on its operations, for the same operations here. */
+export const ACCEPT_ENCODING_HEADER = {
+  "Accept-Encoding": { description: "Compression of the response: gzip or br (whole JSON bodies of 1 KB and more; never event streams or audio)" },
+} as const;
+export const SIWX_HEADER = {
+  "SIGN-IN-WITH-X": {
+    description: "The wallet's sign-in: base64 JSON of {address, message, signature, chainId} (X-Sign-In-With-X is accepted too)",
+    required: true,
+  },
+} as const;
+
 export const INFERENCE_HEADERS = { ...MODEL_HEADERS, ...BALANCE_HEADERS, ...RATE_LIMIT_HEADERS } as const;
 
 /** Errors of the engines behind inference endpoints. */

@@ -36,7 +36,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
       paid.serve(entry, "hearth-jobs");
       const unsupported = unsupportedVideoParameters(body);
       if (unsupported.length > 0) res.set("x-service-unsupported-parameters", unsupported.join(","));
-      res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId, cost } satisfies QueueVideoResponse);
+      res.set(costHeaders(cost)).json({ model: entry.id, queue_id: queueId } satisfies QueueVideoResponse);
     }),
   );
 

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { Cost } from "../chat/schema.js";
 
 /** Video wire shapes: the reference's Quote/Queue/Retrieve/CompleteVideoRequest and their responses. */
 
@@ -45,8 +44,7 @@ export type QueueVideoRequest = z.infer<typeof QueueVideoRequest>;
 export const QueueVideoResponse = z.object({
   model: z.string(),
   queue_id: z.string(),
-  /** What queueing charged: the whole job, paid up front (also in x-service-cost-usd / x-service-cost-diem). */
-  cost: Cost,
+  // What queueing charged (the whole job, paid up front) is in x-service-cost-usd / x-service-cost-diem: the reference's body is closed.
 });
 export type QueueVideoResponse = z.infer<typeof QueueVideoResponse>;
 

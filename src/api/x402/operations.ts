@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defineApiGroup } from "../openapi/Operation.js";
+import { defineApiGroup, SIWX_HEADER } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
 
 const wallet = z.object({ walletAddress: schemas.WalletAddressParam });
@@ -26,9 +26,10 @@ export const x402Api = defineApiGroup({
           content: { "application/json": z.looseObject({ error: z.string() }) },
         },
         402: {
-          description: "The payment requirements",
-          headers: { "PAYMENT-REQUIRED": "The same requirements, base64 JSON" },
-          content: { "application/json": schemas.PaymentRequiredResponse },
+          description:
+            "The payment requirements (`accepts` empty when the node's operator has not enabled top-ups). The body has the provider's fields only; x402's whole PaymentRequired (resource, error, message, the sign-in-with-x extension) is in PAYMENT-REQUIRED.",
+          headers: { "PAYMENT-REQUIRED": "x402's PaymentRequired, base64 JSON" },
+          content: { "application/json": schemas.TopUpPaymentRequired },
         },
       },
       errors: {
@@ -41,6 +42,7 @@ export const x402Api = defineApiGroup({
       operationId: "getX402Balance",
       summary: "A signed-in wallet's credit",
       access: "wallet",
+      headers: SIWX_HEADER,
       params: wallet,
       responses: { 200: { description: "The balance", content: { "application/json": schemas.X402BalanceResponse } } },
       errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
@@ -51,6 +53,7 @@ export const x402Api = defineApiGroup({
       operationId: "getX402Transactions",
       summary: "A signed-in wallet's ledger",
       access: "wallet",
+      headers: SIWX_HEADER,
       params: wallet,
       query: schemas.TransactionsQuery,
       responses: { 200: { description: "Top-ups and charges, newest first", content: { "application/json": schemas.X402TransactionsResponse } } },

@@ -82,3 +82,10 @@ export const PaymentRequiredResponse = z.looseObject({
   extensions: z.object({ "sign-in-with-x": SiwxChallenge.extend({ schema: z.record(z.string(), z.unknown()) }) }),
 });
 export type PaymentRequired = z.infer<typeof PaymentRequiredResponse>;
+
+/**
+ * POST /x402/top-up's 402 body: the provider's two fields and nothing more (its schema is closed);
+ * x402's whole PaymentRequired is in the PAYMENT-REQUIRED header.
+ */
+export const TopUpPaymentRequired = z.strictObject({ x402Version: z.literal(2), accepts: z.array(PaymentOption) });
+export type TopUpPaymentRequired = z.infer<typeof TopUpPaymentRequired>;

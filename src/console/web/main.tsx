@@ -50,7 +50,7 @@ function useHashPage(operator: boolean): PageName {
 function useOperator(apiKey: string): boolean | null {
   const [operator, setOperator] = useState<boolean | null>(null);
   useEffect(() => {
-    apiJson<{ data: { isOperator: boolean; last6Chars: string }[] }>("/api_keys", { key: apiKey }).then(
+    apiJson<{ data: { isOperator: boolean; last6Chars: string }[] }>("/api_keys?include=service_fields", { key: apiKey }).then(
       (keys) => setOperator(keys.data.some((k) => k.isOperator && apiKey.endsWith(k.last6Chars))),
       () => setOperator(false),
     );

@@ -37,7 +37,7 @@ export function KeysPage({ operator }: PageProps) {
   const [form, setForm] = useState({ description: "", type: "INFERENCE", usd: "", diem: "", period: "EPOCH", expiresAt: "" });
 
   const load = () =>
-    apiJson<{ data: ApiKey[] }>("/api_keys")
+    apiJson<{ data: ApiKey[] }>("/api_keys?include=service_fields")
       .then((r) => setKeys(r.data))
       .catch((e) => setError(errorText(e)));
   useEffect(() => {
