@@ -53,12 +53,13 @@ let provider: ProviderNode;
 let node: TestServer;
 let peerBase: string;
 let spokenWav: Buffer;
+let picture: Buffer;
 let domain: string;
 const { payTo: PAY_TO, baseUsdc: BASE_USDC } = PROVIDER_NODE_WALLET;
 
 beforeAll(async () => {
   provider = await startProviderNode();
-  ({ node, peerBase, spokenWav } = provider);
+  ({ node, peerBase, spokenWav, picture } = provider);
   domain = new URL(node.url).host;
 }, 120_000);
 afterAll(() => provider?.stop());
@@ -144,6 +145,29 @@ async function waitForVideo(queueId: string) {
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error("the video never completed");
+}
+
+/** The provider's audio-job example on the node's speech model: the music fields (duration, lyrics, loop, instrumental) and its voice are a music model's. */
+const speechJob = (method: string, path: string, overrides: Json = {}) => {
+  const body = example(method, path, { model: "tts-kokoro", ...overrides });
+  for (const name of ["duration_seconds", "lyrics_prompt", "force_instrumental", "lyrics_optimizer", "loop"]) delete body[name];
+  if (body.voice !== undefined) body.voice = "af_heart";
+  return body;
+};
+
+async function queuedAudio(): Promise<string> {
+  const queued = await conforms("post", "/audio/queue", { json: speechJob("post", "/audio/queue") });
+  return queued.queue_id;
+}
+
+async function waitForAudio(queueId: string) {
+  for (let i = 0; i < 240; i++) {
+    const res = await send("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) });
+    if (res.headers.get("content-type")?.startsWith("audio/")) return res.arrayBuffer();
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the audio never completed");
 }
 
 async function signIn(wallet = evmWallet()) {
@@ -282,6 +306,37 @@ const WALK: Record<string, () => Promise<void>> = {
     await conforms("post", "/video/retrieve", { json: videoRequest("post", "/video/retrieve", { queue_id: queueId }) });
     await waitForVideo(queueId);
     expect((await conforms("post", "/video/retrieve", { json: videoRequest("post", "/video/retrieve", { queue_id: queueId }) })).contentType).toBe("video/mp4");
+  },
+  "POST /image/upscale": async () => {
+    // The provider's example image is a cut-off base64 string: this node's picture in its place.
+    const json = example("post", "/image/upscale", { image: picture.toString("base64") });
+    expect((await conforms("post", "/image/upscale", { json })).contentType).toBe("image/png");
+    const form = { scale: "2", image: { data: picture, name: "picture.png", type: "image/png" } };
+    expect((await conforms("post", "/image/upscale", { form })).contentType).toBe("image/png");
+  },
+  "POST /image/background-remove": async () => {
+    const json = example("post", "/image/background-remove", { image_url: `${peerBase}/picture.png` });
+    expect((await conforms("post", "/image/background-remove", { json })).contentType).toBe("image/png");
+    expect((await conforms("post", "/image/background-remove", { json: { image: picture.toString("base64") } })).contentType).toBe("image/png");
+  },
+  "POST /audio/quote": async () => {
+    // A speech model: priced per character; the example's duration is a music model's.
+    const json = speechJob("post", "/audio/quote");
+    expect((await conforms("post", "/audio/quote", { json })).quote).toBeGreaterThanOrEqual(0);
+  },
+  "POST /audio/queue": async () => {
+    expect(await queuedAudio()).toBeTypeOf("string");
+  },
+  "POST /audio/retrieve": async () => {
+    const queueId = await queuedAudio();
+    await conforms("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) });
+    await waitForAudio(queueId);
+    expect((await conforms("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) })).contentType).toBe("audio/mpeg");
+  },
+  "POST /audio/complete": async () => {
+    const queueId = await queuedAudio();
+    await waitForAudio(queueId);
+    expect((await conforms("post", "/audio/complete", { json: speechJob("post", "/audio/complete", { queue_id: queueId }) })).success).toBe(true);
   },
   "POST /video/transcriptions": async () => {
     const json = example("post", "/video/transcriptions", { url: `${peerBase}/talk.mp4` });

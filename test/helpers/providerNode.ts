@@ -2,7 +2,8 @@ import { spawnSync } from "node:child_process";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ffmpegPath } from "../../src/media/ffmpeg.js";
-import { tinyEmbeddingEntry, tinyImageEntry, tinyVideoEntry } from "./mediaModels.js";
+import sharp from "sharp";
+import { tinyBackgroundRemovalEntry, tinyEmbeddingEntry, tinyImageEntry, tinyUpscaleEntry, tinyVideoEntry } from "./mediaModels.js";
 import { startTestServer, tinyChatEntry, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "./testServer.js";
 import { evmWallet } from "./wallets.js";
 
@@ -18,16 +19,7 @@ import { evmWallet } from "./wallets.js";
  * The provider's operations this node does not serve yet: the media operations of a later issue
  * ("Media beyond text-to-image"). Nothing else may be listed here.
  */
-export const PROVIDER_OPERATIONS_NOT_SERVED: ReadonlySet<string> = new Set([
-  "POST /image/upscale",
-  "POST /image/edit",
-  "POST /image/multi-edit",
-  "POST /image/background-remove",
-  "POST /audio/complete",
-  "POST /audio/queue",
-  "POST /audio/quote",
-  "POST /audio/retrieve",
-]);
+export const PROVIDER_OPERATIONS_NOT_SERVED: ReadonlySet<string> = new Set(["POST /image/edit", "POST /image/multi-edit"]);
 
 export const PROVIDER_NODE_WALLET = { payTo: evmWallet().address, baseUsdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" } as const;
 
@@ -36,10 +28,12 @@ const ARTICLE = `<!doctype html><html><head><title>Lighthouse keepers</title></h
 
 export interface ProviderNode {
   node: TestServer;
-  /** The loopback peer: /article (a page), /talk.mp4 (a video), /search (SearxNG), /rpc (JSON-RPC). */
+  /** The loopback peer: /article (a page), /talk.mp4 (a video), /picture.png, /search (SearxNG), /rpc (JSON-RPC). */
   peerBase: string;
   /** A spoken WAV sample (the tiny Kokoro reading), for transcription and voice cloning. */
   spokenWav: Buffer;
+  /** A small PNG (a light disc on a dark ground), for upscaling and background removal. */
+  picture: Buffer;
   stop(): Promise<void>;
 }
 
@@ -59,8 +53,20 @@ function makeVideo(): Buffer {
   return made.stdout;
 }
 
+/** A 48x32 PNG: a light disc on a dark ground. */
+function makePicture(): Promise<Buffer> {
+  const width = 48;
+  const height = 32;
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) rgb.fill((x - 24) ** 2 + (y - 16) ** 2 < 100 ? 230 : 20, (y * width + x) * 3, (y * width + x) * 3 + 3);
+  return sharp(rgb, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
+}
+
 export async function startProviderNode(): Promise<ProviderNode> {
   const video = makeVideo();
+  const picture = await makePicture();
   // One loopback peer plays the web (a page, a video), a SearxNG server and an Ethereum JSON-RPC node.
   const { server: peer, base: peerBase } = await listen((req, res) => {
     const url = new URL(req.url!, "http://peer");
@@ -69,6 +75,7 @@ export async function startProviderNode(): Promise<ProviderNode> {
         .writeHead(200, { "content-type": "application/json" })
         .end(JSON.stringify({ results: [{ title: "AI", url: "https://example.org/ai", content: "News about AI." }] }));
     if (url.pathname === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(ARTICLE);
+    if (url.pathname === "/picture.png") return res.writeHead(200, { "content-type": "image/png" }).end(picture);
     if (url.pathname === "/talk.mp4") return res.writeHead(200, { "content-type": "video/mp4", "content-length": String(video.length) }).end(video);
     if (url.pathname === "/rpc") {
       let body = "";
@@ -90,6 +97,8 @@ export async function startProviderNode(): Promise<ProviderNode> {
       tinyVideoEntry({ video: { durations: ["1s"], resolutions: { "64p": 64 }, defaultResolution: "64p", fps: 2 } }),
       tinyKokoroEntry(),
       tinyWhisperEntry(),
+      tinyUpscaleEntry(),
+      tinyBackgroundRemovalEntry(),
     ],
     characters: [{ slug: "alan-watts", name: "Alan Watts", model: "tiny-chat", systemPrompt: "You are a philosopher.", tags: ["philosophy"] }],
     config: {
@@ -111,6 +120,7 @@ export async function startProviderNode(): Promise<ProviderNode> {
     node,
     peerBase,
     spokenWav,
+    picture,
     stop: async () => {
       await node.stop();
       peer.close();
