@@ -54,7 +54,7 @@ export const ModelEntry = z.strictObject({
    */
   file: z.string().optional(),
   /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
-  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-coder", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf"]).optional(),
+  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-coder", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf", "tiny-vlm"]).optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
   onnx: OnnxSettings.default(OnnxSettings.parse({})),
   speech: SpeechSettings.default(SpeechSettings.parse({})),
