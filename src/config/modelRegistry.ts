@@ -8,6 +8,7 @@ import {
   TranscriptionSettings,
   UpstreamSettings,
   VideoSettings,
+  VisionSettings,
   VoiceCloningSettings,
 } from "./backendSettings.js";
 import { BACKEND_NAMES } from "../engines/backendNames.js";
@@ -54,7 +55,9 @@ export const ModelEntry = z.strictObject({
    */
   file: z.string().optional(),
   /** A demo fixture Hearth generates at `file` when it is missing (tiny random weights). */
-  generate: z.enum(["tiny-chat", "tiny-reasoning", "tiny-coder", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf", "tiny-vlm"]).optional(),
+  generate: z
+    .enum(["tiny-chat", "tiny-reasoning", "tiny-coder", "tiny-kokoro", "tiny-vits", "tiny-whisper", "tiny-sd", "tiny-embedding", "tiny-embedding-gguf", "tiny-vlm"])
+    .optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
   onnx: OnnxSettings.default(OnnxSettings.parse({})),
   speech: SpeechSettings.default(SpeechSettings.parse({})),
@@ -64,6 +67,7 @@ export const ModelEntry = z.strictObject({
   image: ImageSettings.default(ImageSettings.parse({})),
   video: VideoSettings.default(VideoSettings.parse({})),
   embedding: EmbeddingSettings.default(EmbeddingSettings.parse({})),
+  vision: VisionSettings.default(VisionSettings.parse({})),
   queue: QueueSettings.default(QueueSettings.parse({})),
   created: z.number().int().optional(),
   privacy: z.enum(["private", "anonymized"]).default("private"),

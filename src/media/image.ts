@@ -36,3 +36,28 @@ export async function decodeImage(bytes: Buffer): Promise<{ rgb: Uint8Array; wid
   const { data, info } = await image.removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
 }
+
+/** A picture larger than allowed, found from its header before its pixels are decoded. */
+export class ImageTooLargeError extends Error {
+  override name = "ImageTooLargeError";
+  constructor(
+    readonly width: number,
+    readonly height: number,
+  ) {
+    super(`${width}×${height} pixels`);
+  }
+}
+
+/**
+ * Decodes a caller's picture (PNG, JPEG, WebP; GIF and other animations: the first frame) to
+ * interleaved RGB, refusing before decoding one with more than `maxPixels` pixels. sharp's
+ * errors (not an image, truncated data) are thrown as they are.
+ */
+export async function decodeInputImage(bytes: Buffer, maxPixels: number): Promise<{ rgb: Uint8Array; width: number; height: number; format: string }> {
+  const image = sharp(bytes, { limitInputPixels: false });
+  const { width = 0, height = 0, pageHeight, format } = await image.metadata();
+  const frameHeight = pageHeight ?? height;
+  if (width * frameHeight > maxPixels) throw new ImageTooLargeError(width, frameHeight);
+  const { data, info } = await image.removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
+}

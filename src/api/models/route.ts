@@ -73,6 +73,15 @@ function derivedCapabilities(features: ProbedChatFeatures): Record<string, unkno
     supportsReasoning: features.reasoning,
     supportsReasoningEffort: features.reasoning,
     ...(features.reasoning ? { reasoningEffortOptions: features.reasoningToggle ? ["none", ...EFFORTS] : [...EFFORTS] } : {}),
+    ...(features.vision
+      ? {
+          supportsVision: features.vision.maxImages > 0,
+          supportsMultipleImages: features.vision.maxImages > 1,
+          maxImages: features.vision.maxImages,
+          supportsVideoInput: features.vision.maxVideos > 0,
+          ...(features.vision.maxVideos > 0 ? { maxVideos: features.vision.maxVideos } : {}),
+        }
+      : {}),
   };
 }
 

@@ -56,7 +56,10 @@ export function toUpstreamRequest(options: ChatGenerateOptions, model: string, f
 function toWireMessage(message: ChatMessage): Record<string, unknown> {
   switch (message.role) {
     case "system":
+      return { role: message.role, content: message.content };
     case "user":
+      // Pictures and video go as the caller wrote them, between the parts read to text here.
+      if (message.parts) return { role: "user", content: message.parts.map((part) => (part.type === "text" ? { type: "text", text: part.text } : part.source)) };
       return { role: message.role, content: message.content };
     case "assistant":
       return {
@@ -83,16 +86,36 @@ function toWireToolChoice(choice: ToolChoice): unknown {
  * adds once (a preamble, tool-use instructions).
  */
 export function promptTokenBound(body: Record<string, unknown>): number {
-  const shown = JSON.stringify([body.messages, body.tools ?? null, body.response_format ?? null]);
-  return Buffer.byteLength(shown, "utf8") + TEMPLATE_ALLOWANCE;
+  let media = 0;
+  const messages = (body.messages as { content?: unknown }[]).map((message) => {
+    if (!Array.isArray(message.content)) return message;
+    const content = message.content.filter((part: { type?: unknown }) => part.type === "text");
+    media += message.content.length - content.length;
+    return { ...message, content };
+  });
+  const shown = JSON.stringify([messages, body.tools ?? null, body.response_format ?? null]);
+  return Buffer.byteLength(shown, "utf8") + TEMPLATE_ALLOWANCE + media * MEDIA_PART_ALLOWANCE;
 }
 
 const TEMPLATE_ALLOWANCE = 512;
+/**
+ * Tokens a picture or video part is held at: its bytes say nothing of what the upstream's
+ * processor makes of it (a tiled high-detail picture takes a few thousand); the upstream's usage settles it.
+ */
+const MEDIA_PART_ALLOWANCE = 8192;
 
 /** A typical count (about four bytes a token), for billing when the upstream reports no usage. */
 export function promptTokenEstimate(body: Record<string, unknown>): number {
   let bytes = 0;
-  for (const message of body.messages as { content?: unknown }[]) bytes += Buffer.byteLength(typeof message.content === "string" ? message.content : "", "utf8") + 16;
+  for (const message of body.messages as { content?: unknown }[]) {
+    const texts =
+      typeof message.content === "string"
+        ? [message.content]
+        : Array.isArray(message.content)
+          ? message.content.map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : ""))
+          : [];
+    bytes += texts.reduce((sum, text) => sum + Buffer.byteLength(text, "utf8"), 0) + 16;
+  }
   if (body.tools) bytes += Buffer.byteLength(JSON.stringify(body.tools), "utf8");
   return Math.ceil(bytes / 4);
 }
