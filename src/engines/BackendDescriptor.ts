@@ -19,8 +19,6 @@ export type ProbedChatFeatures = {
   reasoningToggle: boolean;
   responseSchema: boolean;
   logprobs: boolean;
-  /** Set when the model takes pictures (image_url parts). */
-  vision?: VisionAbility;
 };
 
 /** The pictures and video one request to a model may carry. */

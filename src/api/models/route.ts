@@ -1,7 +1,7 @@
 import { Router } from "express";
 import { basename } from "node:path";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import { backendOf, type ProbedChatFeatures } from "../../engines/registry.js";
+import { backendOf, type ProbedChatFeatures, type VisualInput } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
@@ -73,15 +73,18 @@ function derivedCapabilities(features: ProbedChatFeatures): Record<string, unkno
     supportsReasoning: features.reasoning,
     supportsReasoningEffort: features.reasoning,
     ...(features.reasoning ? { reasoningEffortOptions: features.reasoningToggle ? ["none", ...EFFORTS] : [...EFFORTS] } : {}),
-    ...(features.vision
-      ? {
-          supportsVision: features.vision.maxImages > 0,
-          supportsMultipleImages: features.vision.maxImages > 1,
-          maxImages: features.vision.maxImages,
-          supportsVideoInput: features.vision.maxVideos > 0,
-          ...(features.vision.maxVideos > 0 ? { maxVideos: features.vision.maxVideos } : {}),
-        }
-      : {}),
+  };
+}
+
+/** What a text model takes of pictures and video (GET /models), from how its backend reads image and video parts. */
+function visionCapabilities(visual: VisualInput): Record<string, unknown> {
+  if (visual.kind === "none") return {};
+  return {
+    supportsVision: visual.maxImages > 0,
+    supportsMultipleImages: visual.maxImages > 1,
+    maxImages: visual.maxImages,
+    supportsVideoInput: visual.maxVideos > 0,
+    ...(visual.maxVideos > 0 ? { maxVideos: visual.maxVideos } : {}),
   };
 }
 
@@ -101,6 +104,8 @@ export function toModelRecord(
     aliases?: string[];
     engine?: Engine;
     features?: ProbedChatFeatures | null;
+    /** Text models: how image and video parts reach the model. */
+    visual?: VisualInput;
     /** Text models: the context window (the backend's, see ModelManager.contextSize). */
     contextSize?: number;
     node?: NodeAbilities;
@@ -125,6 +130,7 @@ export function toModelRecord(
       capabilities: {
         ...entry.capabilities,
         ...(features ? derivedCapabilities(features) : {}),
+        ...(isText && extra.visual ? visionCapabilities(extra.visual) : {}),
         // What this node adds to every text model: web search with a provider, audio parts with a speech-to-text model.
         ...(isText && node?.webSearch ? { supportsWebSearch: true } : {}),
         ...(isText && node?.audioInput ? { supportsAudioInput: true } : {}),
@@ -194,6 +200,7 @@ export function modelsRouter(deps: ModelsRouterDeps): Router {
     aliases: deps.models.aliasesOf(entry),
     engine: deps.models.loadedEngine(entry.id),
     features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
+    visual: entry.type === "text" ? deps.models.visualInput(entry) : undefined,
     contextSize: entry.type === "text" ? await deps.models.contextSize(entry) : undefined,
     node: { webSearch: deps.config.searchUrl !== undefined, audioInput: entry.audioInput !== undefined || deps.models.defaultFor("asr") !== undefined },
   });

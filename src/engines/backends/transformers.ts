@@ -26,15 +26,8 @@ export const transformersBackend: BackendDescriptor = {
     const hidden = Number(readJson(join(entry.file, "config.json"))?.hidden_size);
     return { dimensions: Number.isFinite(hidden) && hidden > 0 ? hidden : undefined, maxInputTokens: inputLimit(entry.file, undefined) };
   },
-  // What the engine renders itself: no tool calls, thought blocks, grammars or log probabilities; pictures (and video where frames are set).
-  probeChatFeatures: async (entry) => ({
-    functionCalling: false,
-    reasoning: false,
-    reasoningToggle: false,
-    responseSchema: false,
-    logprobs: false,
-    vision: { maxImages: entry.vision.maxImages, maxVideos: entry.vision.videoFrames > 0 ? entry.vision.maxVideos : 0 },
-  }),
+  // What the vision chat engine renders itself: no tool calls, thought blocks, grammars or log probabilities.
+  probeChatFeatures: async () => ({ functionCalling: false, reasoning: false, reasoningToggle: false, responseSchema: false, logprobs: false }),
   visualInput: (entry) => ({
     kind: "decoded",
     maxImages: entry.vision.maxImages,

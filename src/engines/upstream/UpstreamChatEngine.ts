@@ -276,7 +276,6 @@ export function upstreamChatFeatures(settings: UpstreamSettings | undefined) {
     reasoning: f?.reasoning ?? false,
     reasoningToggle: f?.reasoningToggle ?? false,
     maxChoices: f?.maxChoices ?? 8,
-    ...(f?.vision || f?.videoInput ? { vision: { maxImages: f.vision ? f.maxImages : 0, maxVideos: f.videoInput ? f.maxVideos : 0 } } : {}),
   };
 }
 
