@@ -263,11 +263,11 @@ describe("refusals name the offending field", () => {
   it("image_url and video_url: 400, the model cannot see (a GGUF model: node-llama-cpp has no multimodal input)", async () => {
     const image = await refusal([text("x"), { type: "image_url", image_url: { url: dataUrl("image/png", "x") } }], { key });
     expect(image.status).toBe(400);
-    const [imageError] = fieldErrors(image.body.details, 1, "type");
+    const [imageError] = fieldErrors(image.body.details, 1, "type") ?? [];
     expect(imageError).toMatch(/^the model "tiny-chat" does not support images \(image_url parts\): GGUF models run on node-llama-cpp 3\.22 here/);
     const video = await refusal([{ type: "video_url", video_url: { url: "https://example.com/v.mp4" } }], { key });
     expect(video.status).toBe(400);
-    const [videoError] = fieldErrors(video.body.details, 0, "type");
+    const [videoError] = fieldErrors(video.body.details, 0, "type") ?? [];
     expect(videoError).toMatch(/^the model "tiny-chat" does not support video input \(video_url parts\): GGUF models run on node-llama-cpp 3\.22 here/);
   });
 

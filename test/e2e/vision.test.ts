@@ -80,7 +80,9 @@ function bands(width: number, height: number, seed = 0): Buffer {
 }
 
 async function picture(width: number, height: number, format: "png" | "jpeg" | "webp" | "gif" = "png", seed = 0): Promise<string> {
-  const bytes = await sharp(bands(width, height, seed), { raw: { width, height, channels: 3 } })[format]().toBuffer();
+  const bytes = await sharp(bands(width, height, seed), { raw: { width, height, channels: 3 } })
+    [format]()
+    .toBuffer();
   return `data:image/${format};base64,${bytes.toString("base64")}`;
 }
 
@@ -164,7 +166,8 @@ describe("an image question", () => {
 
   it("reads PNG, JPEG, WebP and a GIF's first frame alike; detail low is one tile", async () => {
     const counts = [];
-    for (const format of ["png", "jpeg", "webp", "gif"] as const) counts.push((await ask([image(await picture(200, 100, format)), QUESTION], { max_tokens: 1 })).usage!.prompt_tokens);
+    for (const format of ["png", "jpeg", "webp", "gif"] as const)
+      counts.push((await ask([image(await picture(200, 100, format)), QUESTION], { max_tokens: 1 })).usage!.prompt_tokens);
     expect(new Set(counts).size).toBe(1);
     const url = await picture(512, 512);
     const high = (await ask([image(url, "high"), QUESTION], { max_tokens: 1 })).usage!.prompt_tokens;
@@ -261,7 +264,9 @@ describe("limits and errors", () => {
 
   it("answers 413 for a picture over the upload limit or the pixel limit, 400 for one it cannot decode, too many, or a URL it may not fetch", async () => {
     const noise = Buffer.alloc(800 * 800 * 3).map((_, i) => (i * 2654435761) >>> 24);
-    const big = await sharp(noise, { raw: { width: 800, height: 800, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+    const big = await sharp(noise, { raw: { width: 800, height: 800, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
     expect(big.length).toBeGreaterThan(MAX_UPLOAD_MB * 1e6);
     const oversized = await refusal([image(`data:image/png;base64,${big.toString("base64")}`)]);
     expect(oversized.status).toBe(413);
@@ -284,7 +289,13 @@ describe("limits and errors", () => {
     expect(remote.status).toBe(400);
     expect(remote.body.error).toMatch(/^messages\.0\.content\.0\.image_url\.url: this node does not fetch picture URLs \(the operator enables it with --web-scraping on\)/);
 
-    const inSystem = await post(server, "/chat/completions", { model: "tiny-vision", messages: [{ role: "system", content: [image(small)] }, { role: "user", content: "x" }] });
+    const inSystem = await post(server, "/chat/completions", {
+      model: "tiny-vision",
+      messages: [
+        { role: "system", content: [image(small)] },
+        { role: "user", content: "x" },
+      ],
+    });
     expect(inSystem.status).toBe(400);
   });
 });
@@ -332,6 +343,8 @@ describe("an upstream that declares vision", () => {
 
     const blind = await refusal([image(url)], { model: "peer-blind", target: relay });
     expect(blind.status).toBe(400);
-    expect(blind.body.error).toMatch(/^messages\.0\.content\.0\.type: the model "peer-blind" does not support images \(image_url parts\): the upstream model is not declared to see/);
+    expect(blind.body.error).toMatch(
+      /^messages\.0\.content\.0\.type: the model "peer-blind" does not support images \(image_url parts\): the upstream model is not declared to see/,
+    );
   });
 });

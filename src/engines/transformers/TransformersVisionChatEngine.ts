@@ -66,6 +66,14 @@ interface GenerativeModel extends PreTrainedModel {
   generate(options: Record<string, unknown>): Promise<Tensor>;
 }
 
+/** What config.json says that the engine reads. */
+interface VisionModelConfig {
+  model_type?: string;
+  eos_token_id?: number | number[];
+  vocab_size?: number;
+  text_config?: { max_position_embeddings?: number; eos_token_id?: number | number[]; vocab_size?: number };
+}
+
 /** One prompt, measured and ready to run: its token ids and, with pictures, their pixel tensors. */
 interface PreparedPrompt {
   inputs: Record<string, Tensor>;
@@ -128,8 +136,8 @@ export class TransformersVisionChatEngine implements ChatEngine {
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<TransformersVisionChatEngine> {
     configureTransformers();
     const dir = entry.file!;
-    const config = readJson(join(dir, "config.json")) as Record<string, any> | undefined;
-    if (!config || !(VISION_CHAT_FAMILIES as readonly string[]).includes(config.model_type)) {
+    const config = readJson(join(dir, "config.json")) as VisionModelConfig | undefined;
+    if (!config || !(VISION_CHAT_FAMILIES as readonly string[]).includes(config.model_type ?? "")) {
       throw new Error(`${dir}: not an Idefics3/SmolVLM model (config.json model_type "${config?.model_type}"; this backend runs ${VISION_CHAT_FAMILIES.join(", ")})`);
     }
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
