@@ -29,8 +29,17 @@ let relay: TestServer;
 
 beforeAll(async () => {
   peer = createServer(async (req, res) => {
+    if (req.method === "GET" && req.url === "/picture.png") {
+      res.writeHead(200, { "content-type": "image/png" }).end(
+        await sharp(bands(512, 512), { raw: { width: 512, height: 512, channels: 3 } })
+          .png()
+          .toBuffer(),
+      );
+      return;
+    }
     if (req.method !== "POST") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data: [] }));
+      if (req.url?.endsWith("/models")) res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data: [] }));
+      else res.writeHead(404).end();
       return;
     }
     received.push(JSON.parse(await readBody(req)));
@@ -56,8 +65,10 @@ beforeAll(async () => {
       ],
       config: { maxUploadMb: MAX_UPLOAD_MB },
     }),
+    // This node fetches URLs (the operator's --web-scraping on): a picture's http(s) URL too.
     startTestServer({
-      models: [upstreamEntry("peer-vision", { vision: true, maxImages: 4, videoInput: true }), upstreamEntry("peer-blind", {})],
+      models: [upstreamEntry("peer-vision", { vision: true, maxImages: 4, videoInput: true }), upstreamEntry("peer-blind", {}), tinyVisionEntry()],
+      config: { webScraping: "on" },
     }),
   ]);
 });
@@ -132,6 +143,17 @@ describe("an image question", () => {
     const other = await ask([image(await picture(512, 512, "png", 3)), QUESTION]);
     expect(other.usage!.prompt_tokens).toBe(one.usage!.prompt_tokens);
     expect(other.choices[0]!.message.content).not.toBe(one.choices[0]!.message.content);
+  });
+
+  it("fetches a picture's http(s) URL where the operator allows it: the same picture, the same prompt", async () => {
+    const pictureUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}/picture.png`;
+    const fetched = await ask([image(pictureUrl), QUESTION], { client: relay.openai() });
+    const inline = await ask([image(await picture(512, 512)), QUESTION], { client: relay.openai() });
+    expect(fetched.usage!.prompt_tokens).toBe(inline.usage!.prompt_tokens);
+    expect(fetched.choices[0]!.message.content).toBe(inline.choices[0]!.message.content);
+    const missing = await refusal([image(pictureUrl.replace("picture", "missing"))], { target: relay });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatch(/^messages\.0\.content\.0\.image_url\.url: the picture could not be fetched: HTTP 404/);
   });
 
   it("streams the same answer as it sends whole, with the same usage", async () => {
