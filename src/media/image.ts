@@ -61,3 +61,15 @@ export async function decodeInputImage(bytes: Buffer, maxPixels: number): Promis
   const { data, info } = await image.removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
 }
+
+/** Raw pixels with 1 (grey), 3 or 4 (with alpha) channels to interleaved RGB. */
+export async function rawToRgb(
+  data: Uint8Array | Uint8ClampedArray,
+  width: number,
+  height: number,
+  channels: 1 | 3 | 4,
+): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+  const input = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const { data: out, info } = await sharp(input, { raw: { width, height, channels } }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(out.buffer, out.byteOffset, out.byteLength), width: info.width, height: info.height };
+}

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
+import { PDFDocument } from "pdf-lib";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
@@ -269,6 +270,32 @@ describe("video", () => {
     const broken = await refusal([{ type: "video_url", video_url: { url: "data:video/mp4;base64,AAAAAAAA" } }]);
     expect(broken.status).toBe(400);
     expect(broken.body.error).toMatch(/^messages\.0\.content\.0\.video_url\.url: not a video this node can decode/);
+  });
+});
+
+describe("scanned documents", () => {
+  it("shows a vision model the page pictures of a PDF without text, each counted as an image", async () => {
+    const scan = await PDFDocument.create();
+    for (const seed of [0, 1]) {
+      const png = await sharp(bands(200, 260, seed), { raw: { width: 200, height: 260, channels: 3 } })
+        .png()
+        .toBuffer();
+      const page = scan.addPage([200, 260]);
+      page.drawImage(await scan.embedPng(png), { x: 0, y: 0, width: 200, height: 260 });
+    }
+    const pdf = Buffer.from(await scan.save());
+    const file = { type: "file", file: { filename: "scan.pdf", file_data: `data:application/pdf;base64,${pdf.toString("base64")}` } } as ChatCompletionContentPart;
+    const plain = await ask([text("Summarise the document.")], { max_tokens: 1 });
+    const read = await ask([file, text("Summarise the document.")], { max_tokens: 2 });
+    // Two pages, each at least its global view (16 image tokens) and tiles.
+    expect(read.usage!.prompt_tokens - plain.usage!.prompt_tokens).toBeGreaterThan(2 * (16 + 3) * 2);
+    const onePicture = await ask([image(await picture(200, 260)), text("Summarise the document.")], { max_tokens: 1 });
+    const perPage = onePicture.usage!.prompt_tokens - plain.usage!.prompt_tokens;
+    expect(read.usage!.prompt_tokens - plain.usage!.prompt_tokens).toBeGreaterThan(2 * perPage);
+    // The pages count against the model's three images.
+    const tooMany = await refusal([file, image(await picture(16, 16)), image(await picture(16, 16))]);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error).toBe('messages.0.content.2: this is image 4 of the request; the model "tiny-vision" takes at most 3');
   });
 });
 

@@ -22,9 +22,9 @@ export const CONTENT_PART_READERS = Object.freeze({
   input_audio: readAudioPart,
   image_url: readImagePart,
   video_url: readVideoPart,
-} as const satisfies { [T in ContentPart["type"]]: (part: PartOf<T>, ctx: PartContext) => Promise<string | UserContentPart> });
+} as const satisfies { [T in ContentPart["type"]]: (part: PartOf<T>, ctx: PartContext) => Promise<string | UserContentPart | UserContentPart[]> });
 
-export function readContentPart(part: ContentPart, ctx: PartContext): Promise<string | UserContentPart> {
-  const reader = CONTENT_PART_READERS[part.type] as (part: ContentPart, ctx: PartContext) => Promise<string | UserContentPart>;
+export function readContentPart(part: ContentPart, ctx: PartContext): Promise<string | UserContentPart | UserContentPart[]> {
+  const reader = CONTENT_PART_READERS[part.type] as (part: ContentPart, ctx: PartContext) => Promise<string | UserContentPart | UserContentPart[]>;
   return reader(part, ctx);
 }

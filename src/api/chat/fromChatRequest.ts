@@ -31,7 +31,8 @@ export async function toEngineMessages(messages: readonly ChatMessageWire[], rea
           throw InvalidRequestError.forField([...path, "type"], `${part.type} parts belong in user messages, not in ${message.role} messages`);
         }
         const value = await readContentPart(part, { ...reading, counts, path });
-        parts.push(typeof value === "string" ? { type: "text", text: value } : value);
+        if (typeof value === "string") parts.push({ type: "text", text: value });
+        else parts.push(...[value].flat());
       }
       const text = parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n");
       return parts.some((p) => p.type !== "text") ? { text, parts } : { text };
