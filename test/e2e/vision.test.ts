@@ -226,6 +226,10 @@ describe("an image question", () => {
     }
     const tooMany = await post(server, "/chat/completions", { model: "tiny-vision", messages: [{ role: "user", content: "x" }], n: 5 });
     expect(tooMany.status).toBe(400);
+    // Legacy completions: the raw prompt, no template.
+    const completion = await server.openai().completions.create({ model: "tiny-vision", prompt: "Once upon a time", max_tokens: 3, temperature: 0 });
+    expect(completion.usage).toMatchObject({ completion_tokens: 3 });
+    expect(completion.choices[0]!.text.length).toBeGreaterThan(0);
   });
 
   it("stops generating when a streaming client goes away, and charges what was produced", async () => {
