@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import type OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
 import { PDFDocument } from "pdf-lib";
@@ -7,9 +8,10 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { encodeVideo } from "../../src/media/ffmpeg.js";
+import { inspectModel } from "../../src/models/inspectModel.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
-import { post, startTestServer, tinyChatEntry, tinyVisionEntry, type TestServer } from "../helpers/testServer.js";
+import { fixturesDir, post, startTestServer, tinyChatEntry, tinyVisionEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
  * Pictures and video in chat, on the tiny random-weight Idefics3/SmolVLM: the official client,
@@ -112,6 +114,18 @@ async function refusal(content: unknown[], options: { model?: string; target?: T
   const res = await post(options.target ?? server, "/chat/completions", { model: options.model ?? "tiny-vision", messages: [{ role: "user", content }], max_tokens: 1 });
   return { status: res.status, body: (await res.json()) as { error: string } };
 }
+
+describe("hearth models add", () => {
+  it("proposes a transformers text entry with vision for an Idefics3/SmolVLM directory", async () => {
+    const inspected = await inspectModel(join(fixturesDir(), "tiny-vlm"));
+    expect(inspected).toMatchObject({
+      backend: "transformers",
+      type: "text",
+      facts: { modelType: "idefics3" },
+      entry: { type: "text", backend: "transformers", vision: { maxImages: 4 } },
+    });
+  });
+});
 
 describe("GET /models", () => {
   it("declares what the vision models take, and the GGUF model none of it", async () => {

@@ -22,12 +22,9 @@ import type {
 } from "../types.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import { WorkQueue } from "../WorkQueue.js";
-import { readJson } from "./modelConfig.js";
+import { readJson, VISION_CHAT_FAMILIES } from "./modelConfig.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
-
-/** The model families whose processor this engine drives (Idefics3's tiling and image tokens). */
-export const VISION_CHAT_FAMILIES = ["idefics3", "smolvlm"] as const;
 
 /** Choices one request may ask for: generated one after the other on the one queue. */
 const MAX_CHOICES = 4;
