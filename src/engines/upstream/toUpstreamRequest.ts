@@ -107,18 +107,21 @@ const MEDIA_PART_ALLOWANCE = 8192;
 /** A typical count (about four bytes a token), for billing when the upstream reports no usage. */
 export function promptTokenEstimate(body: Record<string, unknown>): number {
   let bytes = 0;
+  let media = 0;
   for (const message of body.messages as { content?: unknown }[]) {
-    const texts =
-      typeof message.content === "string"
-        ? [message.content]
-        : Array.isArray(message.content)
-          ? message.content.map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : ""))
-          : [];
-    bytes += texts.reduce((sum, text) => sum + Buffer.byteLength(text, "utf8"), 0) + 16;
+    const parts: { type?: unknown; text?: unknown }[] = Array.isArray(message.content) ? message.content : [{ type: "text", text: message.content }];
+    for (const part of parts) {
+      if (part.type === "text") bytes += typeof part.text === "string" ? Buffer.byteLength(part.text, "utf8") : 0;
+      else media++;
+    }
+    bytes += 16;
   }
   if (body.tools) bytes += Buffer.byteLength(JSON.stringify(body.tools), "utf8");
-  return Math.ceil(bytes / 4);
+  return Math.ceil(bytes / 4) + media * MEDIA_PART_ESTIMATE;
 }
+
+/** A typical picture's tokens (a few tiles of a SmolVLM or Qwen-VL), for billing when the upstream reports no usage. */
+const MEDIA_PART_ESTIMATE = 1024;
 
 /** The length and sampling fields a request set, under the standard's names (unset ones stay out: hosted providers reject what they do not know). */
 export function putSamplingFields(body: Record<string, unknown>, maxTokens: number | undefined, sampling: ChatGenerateOptions["sampling"]): void {
