@@ -154,6 +154,10 @@ describe("an image question", () => {
     const imageTokens = one.usage!.prompt_tokens - plain.usage!.prompt_tokens;
     expect(imageTokens).toBeGreaterThanOrEqual(5 * 16);
     expect(Math.abs(two.usage!.prompt_tokens - one.usage!.prompt_tokens - imageTokens)).toBeLessThanOrEqual(2);
+    // Loaded like every model: leased while answering, released after, its memory estimated, on the CPU provider.
+    const status = server.models.statusOf("tiny-vision");
+    expect(status).toMatchObject({ state: "loaded", inFlight: 0, executionProvider: { providers: ["cpu"] } });
+    expect(status.memory!.ramBytes).toBeGreaterThan(0);
     // The model reads the picture: another picture, another answer (greedy both times).
     const other = await ask([image(await picture(512, 512, "png", 3)), QUESTION]);
     expect(other.usage!.prompt_tokens).toBe(one.usage!.prompt_tokens);
@@ -268,6 +272,26 @@ describe("an image question", () => {
     expect(row!.completionTokens).toBeLessThan(1900);
     const spent = 5 - getBalances(server.db, accountId).USD / 1e6;
     expect(spent).toBeCloseTo((row!.promptTokens * PRICED.input.usd + row!.completionTokens * PRICED.output.usd) / 1e6, 6);
+  });
+});
+
+describe("the Responses API", () => {
+  it("reads input_image parts as chat's image_url parts", async () => {
+    const url = await picture(512, 512);
+    const respond = (content: unknown[]) =>
+      server.openai().responses.create({ model: "tiny-vision", input: [{ role: "user", content }] as never, max_output_tokens: 4, temperature: 0 });
+    const plain = await respond([{ type: "input_text", text: "What is in this picture?" }]);
+    const seen = await respond([
+      { type: "input_image", image_url: url, detail: "auto" },
+      { type: "input_text", text: "What is in this picture?" },
+    ]);
+    const low = await respond([
+      { type: "input_image", image_url: url, detail: "low" },
+      { type: "input_text", text: "What is in this picture?" },
+    ]);
+    expect(seen.usage!.input_tokens - plain.usage!.input_tokens).toBeGreaterThanOrEqual(5 * 16);
+    expect(low.usage!.input_tokens).toBeLessThan(seen.usage!.input_tokens);
+    expect(seen.output_text.length).toBeGreaterThan(0);
   });
 });
 
