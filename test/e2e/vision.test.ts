@@ -63,7 +63,7 @@ beforeAll(async () => {
       models: [
         tinyVisionEntry(),
         tinyVisionEntry({ id: "tiny-vision-priced", pricing: PRICED }),
-        tinyVisionEntry({ id: "tiny-vision-stills", vision: { maxImages: 2, maxImagePixels: 300 * 300 } }),
+        tinyVisionEntry({ id: "tiny-vision-stills", vision: { maxImages: 2, maxImagePixels: 300 * 300, contextSize: 100 } }),
         tinyChatEntry(),
       ],
       config: { maxUploadMb: MAX_UPLOAD_MB },
@@ -366,6 +366,13 @@ describe("limits and errors", () => {
     const wide = await refusal([text("x"), image(await picture(400, 300))], { model: "tiny-vision-stills" });
     expect(wide.status).toBe(413);
     expect(wide.body.error).toBe("messages.0.content.1.image_url.url: the picture is 400×300 pixels; this model takes at most 90000 pixels (vision.maxImagePixels)");
+
+    // A picture's image tokens count toward the context like any prompt token.
+    const long = await refusal([image(await picture(256, 256)), QUESTION], { model: "tiny-vision-stills" });
+    expect(long.status).toBe(400);
+    expect(long.body.error).toMatch(/^messages: the prompt is \d+ tokens but this model's context holds 100/);
+    const fits = await refusal([image(await picture(256, 256), "low"), QUESTION], { model: "tiny-vision-stills" });
+    expect(fits.status).toBe(200);
 
     const garbage = await refusal([image(`data:image/png;base64,${Buffer.from("not a picture at all").toString("base64")}`)]);
     expect(garbage.status).toBe(400);
