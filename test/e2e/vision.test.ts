@@ -439,6 +439,26 @@ describe("an upstream that declares vision", () => {
     const messages = received[0]!.messages as { role: string; content: unknown }[];
     expect(messages.at(-1)).toEqual({ role: "user", content: parts });
 
+    // A scanned PDF: its page pictures go to the upstream as PNG data URLs inside the file's wrapper.
+    received.length = 0;
+    const scan = await PDFDocument.create();
+    const png = await sharp(bands(120, 90), { raw: { width: 120, height: 90, channels: 3 } })
+      .png()
+      .toBuffer();
+    scan.addPage([120, 90]).drawImage(await scan.embedPng(png), { x: 0, y: 0, width: 120, height: 90 });
+    const pdf = Buffer.from(await scan.save()).toString("base64");
+    await relay.openai().chat.completions.create({
+      model: "peer-vision",
+      messages: [{ role: "user", content: [{ type: "file", file: { filename: "scan.pdf", file_data: `data:application/pdf;base64,${pdf}` } } as ChatCompletionContentPart] }],
+      max_tokens: 5,
+    });
+    const relayedParts = (received[0]!.messages as { content: { type: string; text?: string; image_url?: { url: string } }[] }[]).at(-1)!.content;
+    expect(relayedParts.map((p) => p.type)).toEqual(["text", "text", "image_url", "text"]);
+    expect(relayedParts[0]!.text).toBe('<file name="scan.pdf">');
+    expect(relayedParts[2]!.image_url!.url).toMatch(/^data:image\/png;base64,/);
+    const page = await sharp(Buffer.from(relayedParts[2]!.image_url!.url.split(",")[1]!, "base64")).metadata();
+    expect([page.width, page.height]).toEqual([120, 90]);
+
     const blind = await refusal([image(url)], { model: "peer-blind", target: relay });
     expect(blind.status).toBe(400);
     expect(blind.body.error).toMatch(

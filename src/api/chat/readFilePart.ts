@@ -5,7 +5,7 @@ import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documen
 import { scannedPagePictures } from "../../documents/scannedPages.js";
 import type { UserContentPart } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
-import { rawToRgb } from "../../media/image.js";
+import { encodeImage, rawToRgb } from "../../media/image.js";
 import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
@@ -15,7 +15,8 @@ type FilePart = Extract<ContentPart, { type: "file" }>;
 /**
  * A `file` part becomes the document's text, wrapped so the model sees which file it came
  * from: `<file name="report.pdf">...</file>`. A scanned PDF (pages without text) sent to a model
- * that sees becomes its page pictures inside the same wrapper, each counted as an image.
+ * that sees (here, or an upstream that declares vision) becomes its page pictures inside the same
+ * wrapper, each counted as an image.
  */
 export async function readFilePart(part: FilePart, ctx: PartContext): Promise<string | UserContentPart[]> {
   const { file } = part;
@@ -48,8 +49,9 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
   }
   const name = (file.filename ?? "").replace(/["<>\n\r]/g, "_");
   const opening = `<file${name ? ` name="${name}"` : ""}>`;
-  if (text.trim() === "" && ctx.visual.kind === "decoded" && detectDocumentType(decoded.data, { mimeType: decoded.mimeType, filename: file.filename }) === "pdf") {
-    const pages = await scannedPages(decoded.data, path, ctx, ctx.visual.maxImages);
+  const visual = ctx.visual;
+  if (text.trim() === "" && visual.kind !== "none" && visual.maxImages > 0 && detectDocumentType(decoded.data, { mimeType: decoded.mimeType, filename: file.filename }) === "pdf") {
+    const pages = await scannedPages(decoded.data, path, ctx, visual.maxImages);
     if (pages.length > 0) return [{ type: "text", text: opening }, ...pages, { type: "text", text: "</file>" }];
   }
   // A document cannot close its own wrapper and pass the rest off as the caller's words.
@@ -70,7 +72,10 @@ async function scannedPages(data: Buffer, path: (string | number)[], ctx: PartCo
       );
     }
     const image = await rawToRgb(picture.data, picture.width, picture.height, picture.channels);
-    parts.push({ type: "text", text: `Page ${picture.page}:` }, { type: "image", source: { type: "image_url" }, image });
+    // A model here reads the pixels; an upstream that sees gets the page as a PNG data URL.
+    const url = ctx.visual.kind === "relayed" ? `data:image/png;base64,${(await encodeImage(image.rgb, image.width, image.height, "png")).toString("base64")}` : undefined;
+    const source = url ? { type: "image_url", image_url: { url } } : { type: "image_url" };
+    parts.push({ type: "text", text: `Page ${picture.page}:` }, url ? { type: "image", source } : { type: "image", source, image });
   }
   return parts;
 }
