@@ -17,6 +17,7 @@ import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js"
 import { ensureGeneratedModel, type ModelFile } from "./bench/models.js";
 import { MODE_LABELS, parseOptions, type BenchOptions, type Mode } from "./bench/options.js";
 import { computeRatios, ratiosTable, resultsTable, summaryLine, type ScenarioResult } from "./bench/report.js";
+import { runVisionBench } from "./bench/vision.js";
 import { runVersusLlamaServer } from "./bench/vsLlamaServer.js";
 import { buildRequests, runConcurrent } from "./bench/workload.js";
 
@@ -29,6 +30,12 @@ const WARMUP_OFFSET = 1_000_000;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(options: BenchOptions): Promise<void> {
+  if (options.vision) {
+    const given = process.argv.includes("--max-tokens");
+    const result = await runVisionBench({ requests: options.requests ?? 8, maxTokens: given ? options.maxTokens : 8, log });
+    if (options.json) writeFileSync(options.json, `${JSON.stringify({ date: new Date().toISOString(), environment: environment(), vision: result }, null, 2)}\n`);
+    return;
+  }
   if (options.vsLlamaServer) {
     const model = options.modelFile ? { path: options.modelFile, bytes: statSync(options.modelFile).size } : await ensureGeneratedModel(options.generate);
     await runVersusLlamaServer({

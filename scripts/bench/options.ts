@@ -34,6 +34,8 @@ export interface BenchOptions {
   flashAttention?: "on" | "off";
   /** --vs-llama-server scenarios to run (default: all). */
   scenarios?: string[];
+  /** Time to first token of an image question on the tiny vision demo model (its own scenario). */
+  vision: boolean;
 }
 
 const positiveInt = (value: string) => {
@@ -84,6 +86,12 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option("--prompt-tokens <n>", "prompt length of the --vs-llama-server prefill scenario", positiveInt, 2000)
     .addOption(new Option("--flash-attention <mode>", "--vs-llama-server: flash attention on or off for both (default: each server's own, auto)").choices(["on", "off"]))
     .option("--scenarios <list>", "--vs-llama-server scenarios to run: c1, c4, c16-s4, prefill, c16-s16 (default: all)", (value: string) => value.split(",").map((v) => v.trim()))
+    .option(
+      "--vision",
+      "time to first token of a streamed question about one 512×512 picture on the tiny vision demo model (hearth-tiny-vision), over HTTP, " +
+        "one request at a time; --requests sets how many (default 8), --max-tokens the answer's length (default 8)",
+      false,
+    )
     .showHelpAfterError()
     .parse(argv, { from: "user" });
 

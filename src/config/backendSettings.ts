@@ -82,6 +82,21 @@ export const VideoSettings = z.strictObject({
 });
 export type VideoSettings = z.infer<typeof VideoSettings>;
 
+/** Vision-language chat models (backend "transformers", type "text"): how many pictures and videos one request may carry. */
+export const VisionSettings = z.strictObject({
+  /** Most image_url parts in one request. */
+  maxImages: z.number().int().min(1).max(64).default(4),
+  /** Largest picture, in pixels (width × height), after decoding; a larger one is a 413 naming its part. */
+  maxImagePixels: z.number().int().min(1).default(16_777_216),
+  /** Frames sampled from each video_url part (evenly over its length); 0: the model takes no video. */
+  videoFrames: z.number().int().min(0).max(32).default(0),
+  /** Most video_url parts in one request. */
+  maxVideos: z.number().int().min(0).max(8).default(1),
+  /** The context window (prompt with its image tokens, and the answer); unset: the model's max_position_embeddings. */
+  contextSize: z.number().int().min(64).optional(),
+});
+export type VisionSettings = z.infer<typeof VisionSettings>;
+
 /** Embedding models, GGUF (llama) or ONNX (transformers). */
 export const EmbeddingSettings = z.strictObject({
   /** auto: sentence-transformers' 1_Pooling/config.json when present, else mean (GGUF: the model's own pooling). */
@@ -264,6 +279,14 @@ export const UpstreamSettings = z
         dynamicTemperature: z.boolean().default(false),
         /** Most choices (n) one request may ask for. */
         maxChoices: z.number().int().min(1).max(128).default(8),
+        /** The upstream model sees pictures: image_url parts are passed through unchanged. */
+        vision: z.boolean().default(false),
+        /** Most image_url parts in one request (with vision). */
+        maxImages: z.number().int().min(1).max(256).default(8),
+        /** The upstream model takes video: video_url parts are passed through unchanged. */
+        videoInput: z.boolean().default(false),
+        /** Most video_url parts in one request (with videoInput). */
+        maxVideos: z.number().int().min(1).max(32).default(1),
       })
       .optional(),
     /**

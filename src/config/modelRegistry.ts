@@ -8,6 +8,7 @@ import {
   TranscriptionSettings,
   UpstreamSettings,
   VideoSettings,
+  VisionSettings,
   VoiceCloningSettings,
   UpscaleSettings,
 } from "./backendSettings.js";
@@ -69,6 +70,7 @@ export const ModelEntry = z.strictObject({
       "tiny-embedding-gguf",
       "tiny-swin2sr",
       "tiny-modnet",
+      "tiny-vlm",
     ])
     .optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
@@ -81,6 +83,7 @@ export const ModelEntry = z.strictObject({
   video: VideoSettings.default(VideoSettings.parse({})),
   embedding: EmbeddingSettings.default(EmbeddingSettings.parse({})),
   upscale: UpscaleSettings.default(UpscaleSettings.parse({})),
+  vision: VisionSettings.default(VisionSettings.parse({})),
   queue: QueueSettings.default(QueueSettings.parse({})),
   created: z.number().int().optional(),
   privacy: z.enum(["private", "anonymized"]).default("private"),

@@ -13,7 +13,29 @@ export interface MemoryEstimate {
 }
 
 /** What a model's chat features are before it is loaded (for GET /models). */
-export type ProbedChatFeatures = { functionCalling: boolean; reasoning: boolean; reasoningToggle: boolean; responseSchema: boolean; logprobs: boolean };
+export type ProbedChatFeatures = {
+  functionCalling: boolean;
+  reasoning: boolean;
+  reasoningToggle: boolean;
+  responseSchema: boolean;
+  logprobs: boolean;
+};
+
+/** The pictures and video one request to a model may carry. */
+export interface VisionAbility {
+  maxImages: number;
+  /** 0: no video_url parts. */
+  maxVideos: number;
+}
+
+/**
+ * How a text model takes image and video parts: decoded here (pixels for the engine), relayed
+ * unchanged (an upstream), or not at all, with the reason and the way to serve pictures.
+ */
+export type VisualInput =
+  | ({ kind: "decoded"; maxImagePixels: number; videoFrames: number } & VisionAbility)
+  | ({ kind: "relayed" } & VisionAbility)
+  | { kind: "none"; reason: string };
 
 /** A problem with a registry entry, named by its field (`file`, `upstream`, ...). */
 export interface EntryProblem {
@@ -58,6 +80,8 @@ export interface BackendDescriptor {
   estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
   /** Text backends: the chat features of a model without loading it. */
   probeChatFeatures?(entry: ModelEntry): Promise<ProbedChatFeatures>;
+  /** Text backends: how image and video parts reach the model (absent: they are refused). */
+  visualInput?(entry: ModelEntry): VisualInput;
   /** Text backends: the context window GET /models shows (a loaded engine may know it better). */
   contextSize?(entry: ModelEntry, loaded: Engine | undefined): Promise<number>;
   /** Embedding backends: what the model files say about vector size and input limit, without loading them. */

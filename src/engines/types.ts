@@ -14,9 +14,31 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** A picture as engines take it: interleaved 8-bit RGB. */
+export interface DecodedImage {
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/**
+ * A user message's content in order, where it carries pictures or video. Engines that see read
+ * the decoded pixels; relays send `source` (the part as the caller wrote it) on unchanged.
+ */
+export type UserContentPart =
+  | { type: "text"; text: string }
+  | { type: "image"; source: Record<string, unknown>; image?: DecodedImage; detail?: "auto" | "low" | "high" }
+  | { type: "video"; source: Record<string, unknown>; frames?: DecodedImage[] /** Each frame's time in the video, in seconds. */; frameTimes?: number[]; duration?: number };
+
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | {
+      role: "user";
+      /** The text parts, joined: what a model that does not see reads. */
+      content: string;
+      /** Set when the message has image or video parts. */
+      parts?: UserContentPart[];
+    }
   | {
       role: "assistant";
       content: string | null;
@@ -256,6 +278,11 @@ export interface ReplicaPoolView {
  * once, before planning (`n`, tools, structured output, log probabilities, stop token ids, FIM).
  */
 export interface ChatFeatures {
+  /**
+   * Sampling fields (SamplingOptions' names) the engine accepts and ignores: the service names
+   * the ones a request set in x-service-unsupported-parameters.
+   */
+  ignoredSampling?: readonly (keyof SamplingOptions)[];
   functionCalling: boolean;
   /** The template has a thought block (`<think>`...). */
   reasoning: boolean;
@@ -288,8 +315,11 @@ export interface ChatEngine extends EngineBase {
    */
   countTokensAtLeast?(texts: readonly string[], stopAbove: number): Promise<number>;
   readonly features: ChatFeatures;
-  /** Renders and measures a chat request; throws a PlanRefusal for what the model cannot do. */
-  plan(options: ChatGenerateOptions): PlannedChat;
+  /**
+   * Renders and measures a chat request; throws a PlanRefusal for what the model cannot do.
+   * Asynchronous where measuring needs work off the event loop (a vision model's image processor).
+   */
+  plan(options: ChatGenerateOptions): PlannedChat | Promise<PlannedChat>;
   /** The same for a raw-text completion (no chat template), for the legacy completions API. */
   planCompletion(options: CompleteOptions): PlannedCompletion;
   stats(): { sequences: number; busy: number; waiting: number; decode?: DecodeStats };

@@ -290,3 +290,34 @@ export function countVideoFrames(input: Buffer): number {
   const frames = [...result.stderr.matchAll(/frame=\s*(\d+)/g)];
   return frames.length ? Number(frames.at(-1)![1]) : 0;
 }
+
+/**
+ * `count` frames sampled evenly over a video, scaled to fit a `maxSide` square (aspect kept, even
+ * sides), as interleaved RGB, with each frame's time. Throws FfmpegError where ffmpeg cannot
+ * read the input or it has no video stream.
+ */
+export async function sampleVideoFrames(
+  input: Buffer,
+  count: number,
+  maxSide: number,
+  signal?: AbortSignal,
+): Promise<{ frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number }> {
+  const info = probeMedia(input);
+  const video = info.streams.find((s) => s.kind === "video");
+  if (!video?.width || !video.height) throw new FfmpegError("no video stream", "");
+  const duration = info.durationSeconds && info.durationSeconds > 0 ? info.durationSeconds : 1;
+  const scale = Math.min(1, maxSide / Math.max(video.width, video.height));
+  const even = (n: number) => Math.max(2, Math.round((n * scale) / 2) * 2);
+  const [width, height] = [even(video.width), even(video.height)];
+  const cmd = command(input)
+    .noAudio()
+    .videoFilters([`fps=${count / duration}`, `scale=${width}:${height}`])
+    .outputOptions(["-pix_fmt", "rgb24", "-frames:v", String(count)])
+    .format("rawvideo");
+  const raw = await collect(cmd, signal);
+  const size = width * height * 3;
+  const frames = [];
+  for (let offset = 0; offset + size <= raw.byteLength; offset += size) frames.push({ rgb: new Uint8Array(raw.buffer, raw.byteOffset + offset, size), width, height });
+  if (frames.length === 0) throw new FfmpegError("no frame could be decoded", "");
+  return { frames, times: frames.map((_, i) => (i * duration) / count), duration };
+}

@@ -47,3 +47,40 @@ export async function resizeRgb(rgb: Uint8Array, width: number, height: number, 
     .toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
 }
+
+/** A picture larger than allowed, found from its header before its pixels are decoded. */
+export class ImageTooLargeError extends Error {
+  override name = "ImageTooLargeError";
+  constructor(
+    readonly width: number,
+    readonly height: number,
+  ) {
+    super(`${width}×${height} pixels`);
+  }
+}
+
+/**
+ * Decodes a caller's picture (PNG, JPEG, WebP; GIF and other animations: the first frame) to
+ * interleaved RGB, refusing before decoding one with more than `maxPixels` pixels. sharp's
+ * errors (not an image, truncated data) are thrown as they are.
+ */
+export async function decodeInputImage(bytes: Buffer, maxPixels: number): Promise<{ rgb: Uint8Array; width: number; height: number; format: string }> {
+  const image = sharp(bytes, { limitInputPixels: false });
+  const { width = 0, height = 0, pageHeight, format } = await image.metadata();
+  const frameHeight = pageHeight ?? height;
+  if (width * frameHeight > maxPixels) throw new ImageTooLargeError(width, frameHeight);
+  const { data, info } = await image.removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
+}
+
+/** Raw pixels with 1 (grey), 3 or 4 (with alpha) channels to interleaved RGB. */
+export async function rawToRgb(
+  data: Uint8Array | Uint8ClampedArray,
+  width: number,
+  height: number,
+  channels: 1 | 3 | 4,
+): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+  const input = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const { data: out, info } = await sharp(input, { raw: { width, height, channels } }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+  return { rgb: new Uint8Array(out.buffer, out.byteOffset, out.byteLength), width: info.width, height: info.height };
+}

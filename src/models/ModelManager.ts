@@ -1,5 +1,5 @@
 import type { ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
-import type { ProbedChatFeatures } from "../engines/registry.js";
+import { backendOf, type ProbedChatFeatures, type VisualInput } from "../engines/registry.js";
 import type { Engine, EngineKind } from "../engines/types.js";
 import { ModelDescriptions, type FileFeatureCache } from "./ModelDescriptions.js";
 import { ModelLifecycle, type ModelLifecycleOptions } from "./ModelLifecycle.js";
@@ -123,5 +123,10 @@ export class ModelManager {
 
   contextSize(entry: ModelEntry): Promise<number> {
     return this.descriptions.contextSize(entry);
+  }
+
+  /** How a text model takes image and video parts (decoded here, relayed, or refused with the reason). */
+  visualInput(entry: ModelEntry): VisualInput {
+    return backendOf(entry).visualInput?.(entry) ?? { kind: "none", reason: `the ${entry.backend} backend takes no pictures or video` };
   }
 }

@@ -3,6 +3,7 @@ import { basename, join } from "node:path";
 import type { ModelEntry } from "../config/modelRegistry.js";
 import type { Backend } from "../engines/backendNames.js";
 import { directorySize } from "../engines/onnx/directorySize.js";
+import { VISION_CHAT_FAMILIES } from "../engines/transformers/modelConfig.js";
 
 /** What `hearth models add` learned about a model file or directory, and the registry entry it proposes. */
 export interface ModelInspection {
@@ -114,6 +115,10 @@ async function inspectOnnxDirectory(dir: string): Promise<ModelInspection> {
     facts.voices = voices.join(", ");
     return { backend: "kokoro", type: "tts", facts, entry: { type: "tts", backend: "kokoro" } };
   }
+  if ((VISION_CHAT_FAMILIES as readonly string[]).includes(config.model_type ?? "")) {
+    // Pictures in chat; video only where the operator sets vision.videoFrames (SmolVLM2 takes frames, the config does not say).
+    return { backend: "transformers", type: "text", facts, entry: { type: "text", backend: "transformers", vision: { maxImages: 4 } } };
+  }
   if (config.model_type === "vits") return { backend: "vits", type: "tts", facts, entry: { type: "tts", backend: "vits" } };
   if (config.model_type === "whisper" || onnxFiles.some((f) => f.startsWith("encoder_model"))) {
     return { backend: "whisper", type: "asr", facts, entry: { type: "asr", backend: "whisper" } };
@@ -121,7 +126,7 @@ async function inspectOnnxDirectory(dir: string): Promise<ModelInspection> {
   if (has("tokenizer.json") && onnxFiles.some((f) => f.startsWith("model"))) {
     return { backend: "transformers", type: "embedding", facts, entry: { type: "embedding", backend: "transformers" } };
   }
-  throw new Error(`${dir}: could not tell which backend loads it (expected a Kokoro, VITS, Whisper, sentence-embedding or diffusers ONNX layout)`);
+  throw new Error(`${dir}: could not tell which backend loads it (expected a Kokoro, VITS, Whisper, sentence-embedding, Idefics3/SmolVLM or diffusers ONNX layout)`);
 }
 
 /** A model id from a file name: letters, digits, '.', '_', '-'. */

@@ -260,7 +260,7 @@ describe("real responses match their documented schemas", () => {
   // The schema tests above can hold this process (server and client both) for longer than the
   // server's keep-alive timeout. Letting the event loop turn once lets that timeout close the idle
   // pooled socket before the next fetch would write on it (which read as ECONNRESET).
-  beforeAll(() => new Promise((resolve) => setTimeout(resolve, 50)));
+  beforeAll(() => new Promise((resolve) => setTimeout(resolve, 200)));
 
   it("models", async () => {
     await expectConforms(await get("/models", null), "get", "/models", 200);

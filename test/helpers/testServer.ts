@@ -53,6 +53,19 @@ export function tinyWhisperEntry(overrides: Partial<Record<string, unknown>> = {
   return ModelEntry.parse({ id: "tiny-whisper", type: "asr", backend: "whisper", file: join(fixturesDir(), "tiny-whisper"), onnx: { threads: 1 }, ...overrides });
 }
 
+/** The tiny vision-language model (Idefics3/SmolVLM layout): pictures, and video as four frames. */
+export function tinyVisionEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  return ModelEntry.parse({
+    id: "tiny-vision",
+    type: "text",
+    backend: "transformers",
+    file: join(fixturesDir(), "tiny-vlm"),
+    onnx: { threads: 1 },
+    vision: { maxImages: 3, videoFrames: 4, maxVideos: 1 },
+    ...overrides,
+  });
+}
+
 /** A registry entry for the tiny reasoning model (Qwen3-style <think> template), with overrides. */
 export function tinyReasoningEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
   return tinyChatEntry({ id: "tiny-reasoning", name: "Tiny Reasoning", file: tinyReasoningPath(), ...overrides });

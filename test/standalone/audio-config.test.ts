@@ -42,6 +42,7 @@ describe("audio models in models.config.json", () => {
     expect(unset.list().map((m) => m.id)).toEqual([
       "hearth-tiny-chat",
       "hearth-tiny-reasoning",
+      "hearth-tiny-vision",
       "hearth-tiny-sd",
       "hearth-tiny-video",
       "hearth-tiny-embedding",
@@ -56,7 +57,7 @@ describe("audio models in models.config.json", () => {
     const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
     expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
     expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
-    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(19);
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(20);
   });
 
   it.each([

@@ -54,7 +54,14 @@ function rejection(run: () => unknown): { message: string; details: unknown } {
 
 describe("fromChatRequest: messages", () => {
   // Text parts need nothing from the reading context (no file, no transcription model).
-  const reading = { entry, models: undefined as never, meterFor: undefined as never, limits: { maxFileBytes: 1e6, maxFileChars: 1e5, requestTimeoutMs: 1000 } };
+  const reading = {
+    entry,
+    models: undefined as never,
+    meterFor: undefined as never,
+    limits: { maxFileBytes: 1e6, maxFileChars: 1e5, requestTimeoutMs: 1000 },
+    visual: { kind: "none" as const, reason: "it cannot see" },
+    fetchUrls: false,
+  };
 
   it("maps each role, joins text parts with newlines, treats developer as system", async () => {
     const wire = request({
@@ -118,7 +125,11 @@ describe("fromChatRequest: messages", () => {
   });
 
   it.each([
-    ["image_url", { type: "image_url", image_url: { url: "https://x/y.png" } }, 'messages.0.content.0.type: the model "m" does not support images (image_url parts)'],
+    [
+      "image_url",
+      { type: "image_url", image_url: { url: "https://x/y.png" } },
+      'messages.0.content.0.type: the model "m" does not support images (image_url parts): it cannot see',
+    ],
     ["file_id", { type: "file", file: { file_id: "file-1" } }, "messages.0.content.0.file.file_id: this node has no Files API: send the file's content in file_data (a data URL)"],
   ])("refuses a %s part with a 400 naming the part", async (_name, part, message) => {
     const wire = request({ messages: [{ role: "user", content: [part] }] });

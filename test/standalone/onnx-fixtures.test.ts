@@ -70,6 +70,17 @@ describe("ONNX fixture layouts", () => {
       "voices/am_adam.bin",
     ]);
     expect(listFiles(join(fixtures, "tiny-vits"))).toEqual(["config.json", "onnx/model.onnx", "tokenizer.json", "tokenizer_config.json"]);
+    expect(listFiles(join(fixtures, "tiny-vlm"))).toEqual([
+      "config.json",
+      "generation_config.json",
+      "onnx/decoder_model_merged.onnx",
+      "onnx/embed_tokens.onnx",
+      "onnx/vision_encoder.onnx",
+      "preprocessor_config.json",
+      "processor_config.json",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
     expect(listFiles(join(fixtures, "tiny-speaker-encoder"))).toEqual(["config.json", "onnx/model.onnx", "preprocessor_config.json"]);
     expect(listFiles(join(fixtures, "tiny-sd"))).toEqual([
       "model_index.json",
@@ -118,7 +129,7 @@ describe("ONNX fixture layouts", () => {
         .filter((f) => f.endsWith(".onnx"))
         .map((f) => join(fixtures, name, f)),
     );
-    expect(onnxFiles).toHaveLength(12);
+    expect(onnxFiles).toHaveLength(15);
     for (const file of onnxFiles) {
       const model = decodeModelProto(readFileSync(file));
       expect(model.ir_version, relative(fixtures, file)).toBe(8);

@@ -254,7 +254,7 @@ describe("upstream text models in the registry", () => {
   it("needs upstream settings, and each model's features come from its own configuration (never the upstream)", async () => {
     const missing = CheckedModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream" }] });
     expect(missing.error?.issues.map((i) => i.path.join("."))).toEqual(["models.0.upstream"]);
-    const unknownFeature = CheckedModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { vision: true } } }] });
+    const unknownFeature = CheckedModelsConfig.safeParse({ models: [{ id: "x", type: "text", backend: "upstream", upstream: { baseUrl, features: { telepathy: true } } }] });
     expect(unknownFeature.success).toBe(false);
 
     const relayed = (id: string, features: Record<string, unknown>) => ({ id, type: "text", backend: "upstream", upstream: { baseUrl, features } });

@@ -3,7 +3,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../engines/jsonSchemaSubset.js";
 import { type SchemaCheck, schemaCheck } from "./schemaCheck.js";
-import type { ChatFeatures, ChatMessage, PromptCacheOptions, ReasoningOptions, ResponseFormat, SamplingOptions, ToolOptions } from "../../engines/types.js";
+import type { ChatFeatures, ChatMessage, PromptCacheOptions, ReasoningOptions, ResponseFormat, SamplingOptions, ToolOptions, UserContentPart } from "../../engines/types.js";
 import { readContentPart, type PartContext } from "./contentParts.js";
 import { type AppliedServiceParameters, type ChatCompletionRequest, type ChatMessageWire, type ContentPart, MAX_TOP_LOGPROBS, type ReasoningEffort } from "./schema.js";
 
@@ -17,26 +17,38 @@ import { type AppliedServiceParameters, type ChatCompletionRequest, type ChatMes
  * transcribed, one part at a time so a request holds one decoded file in memory) and joined,
  * developer treated as system.
  */
-export async function toEngineMessages(messages: readonly ChatMessageWire[], reading: Omit<PartContext, "path">): Promise<ChatMessage[]> {
+export async function toEngineMessages(messages: readonly ChatMessageWire[], reading: Omit<PartContext, "path" | "counts">): Promise<ChatMessage[]> {
   const out: ChatMessage[] = [];
+  const counts = { images: 0, videos: 0 };
   for (const [index, message] of messages.entries()) {
-    const text = async (content: unknown): Promise<string> => {
-      if (content == null) return "";
-      if (typeof content === "string") return content;
-      const texts: string[] = [];
+    /** The message's parts read in order; pictures and video only where the role allows them. */
+    const read = async (content: unknown): Promise<{ text: string; parts?: UserContentPart[] }> => {
+      if (content == null) return { text: "" };
+      if (typeof content === "string") return { text: content };
+      const parts: UserContentPart[] = [];
       for (const [partIndex, part] of (content as ContentPart[]).entries()) {
-        texts.push(await readContentPart(part, { ...reading, path: ["messages", index, "content", partIndex] }));
+        const path = ["messages", index, "content", partIndex];
+        if ((part.type === "image_url" || part.type === "video_url") && message.role !== "user") {
+          throw InvalidRequestError.forField([...path, "type"], `${part.type} parts belong in user messages, not in ${message.role} messages`);
+        }
+        const value = await readContentPart(part, { ...reading, counts, path });
+        if (typeof value === "string") parts.push({ type: "text", text: value });
+        else parts.push(...[value].flat());
       }
-      return texts.join("\n");
+      const text = parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n");
+      return parts.some((p) => p.type !== "text") ? { text, parts } : { text };
     };
+    const text = async (content: unknown) => (await read(content)).text;
     switch (message.role) {
       case "system":
       case "developer":
         out.push({ role: "system", content: await text(message.content) });
         break;
-      case "user":
-        out.push({ role: "user", content: await text(message.content) });
+      case "user": {
+        const { text, parts } = await read(message.content);
+        out.push(parts ? { role: "user", content: text, parts } : { role: "user", content: text });
         break;
+      }
       case "assistant": {
         const fromDetails = message.reasoning_details?.map((d) => d.text ?? "").join("") || null;
         out.push({

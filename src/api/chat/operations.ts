@@ -23,7 +23,7 @@ export const chatApi = defineApiGroup({
       operationId: "createChatCompletion",
       summary: "Create a chat completion",
       description:
-        "`stream: true` answers a server-sent event stream of chunks ending with `data: [DONE]`. `service_parameters` is the wire name; `venice_parameters` (and `include_venice_system_prompt` inside it) are accepted as aliases. A model id may carry feature suffixes (`model:disable_thinking=true`).",
+        "`stream: true` answers a server-sent event stream of chunks ending with `data: [DONE]`. `service_parameters` is the wire name; `venice_parameters` (and `include_venice_system_prompt` inside it) are accepted as aliases. A model id may carry feature suffixes (`model:disable_thinking=true`). `image_url` and `video_url` parts go to models that see (`GET /models`: `supportsVision`, `supportsVideoInput`); other models answer a 400 naming the part and why.",
       access: "paid",
       headers: ACCEPT_ENCODING_HEADER,
       body: { content: { "application/json": schemas.ChatCompletionRequest } },
@@ -42,7 +42,7 @@ export const chatApi = defineApiGroup({
       },
       errors: {
         ...INFERENCE_ERRORS,
-        413: "A `file` or `input_audio` content part is larger than the node's upload limit, or its audio longer than the transcription model accepts (`code` PAYLOAD_TOO_LARGE)",
+        413: "A `file`, `input_audio`, `image_url` or `video_url` content part is larger than the node's upload limit, its audio longer than the transcription model accepts, or its picture has more pixels than the vision model takes (`code` PAYLOAD_TOO_LARGE)",
         502: "The web search provider failed (`code` SEARCH_PROVIDER_FAILED), or the upstream chat server refused this node or failed",
       },
     },

@@ -1,5 +1,6 @@
 import type { RequestMeter } from "../../billing/RequestMeter.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
+import type { VisualInput } from "../../engines/registry.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 
 /** What a content-part reader gets besides the part (its own module: the readers and the dispatcher in contentParts.ts both import it). */
@@ -24,4 +25,10 @@ export interface PartContext {
   path: (string | number)[];
   /** The caller went away: stop reading (transcribing) at once. */
   signal?: AbortSignal;
+  /** How the model takes image and video parts. */
+  visual: VisualInput;
+  /** The request's image and video parts so far (limits count across messages). */
+  counts: { images: number; videos: number };
+  /** http(s) URLs in image and video parts are fetched (the operator's --web-scraping on). */
+  fetchUrls: boolean;
 }

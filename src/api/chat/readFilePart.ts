@@ -2,7 +2,10 @@ import { detectDocumentType, type DocumentHints } from "../../documents/detectDo
 import { extractDocument } from "../../documents/extractDocument.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { scannedPagePictures } from "../../documents/scannedPages.js";
+import type { UserContentPart } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
+import { encodeImage, rawToRgb } from "../../media/image.js";
 import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
 import type { ContentPart } from "./schema.js";
@@ -11,9 +14,11 @@ type FilePart = Extract<ContentPart, { type: "file" }>;
 
 /**
  * A `file` part becomes the document's text, wrapped so the model sees which file it came
- * from: `<file name="report.pdf">...</file>`.
+ * from: `<file name="report.pdf">...</file>`. A scanned PDF (pages without text) sent to a model
+ * that sees (here, or an upstream that declares vision) becomes its page pictures inside the same
+ * wrapper, each counted as an image.
  */
-export async function readFilePart(part: FilePart, ctx: PartContext): Promise<string> {
+export async function readFilePart(part: FilePart, ctx: PartContext): Promise<string | UserContentPart[]> {
   const { file } = part;
   const path = [...ctx.path, "file"];
   if (file.file_data === undefined) {
@@ -43,9 +48,36 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
     throw InvalidRequestError.forField(path, `the file's text is ${text.length} characters long; this node reads at most ${maxFileChars} characters per file`);
   }
   const name = (file.filename ?? "").replace(/["<>\n\r]/g, "_");
+  const opening = `<file${name ? ` name="${name}"` : ""}>`;
+  const visual = ctx.visual;
+  if (text.trim() === "" && visual.kind !== "none" && visual.maxImages > 0 && detectDocumentType(decoded.data, { mimeType: decoded.mimeType, filename: file.filename }) === "pdf") {
+    const pages = await scannedPages(decoded.data, path, ctx, visual.maxImages);
+    if (pages.length > 0) return [{ type: "text", text: opening }, ...pages, { type: "text", text: "</file>" }];
+  }
   // A document cannot close its own wrapper and pass the rest off as the caller's words.
   const body = text.replace(/<\/file>/gi, "<\\/file>");
-  return `<file${name ? ` name="${name}"` : ""}>\n${body}\n</file>`;
+  return `${opening}\n${body}\n</file>`;
+}
+
+/** A scanned PDF's page pictures as image parts, each counted against the model's image limit (a 400 naming the file past it). */
+async function scannedPages(data: Buffer, path: (string | number)[], ctx: PartContext, maxImages: number): Promise<UserContentPart[]> {
+  const pictures = await scannedPagePictures(data, maxImages - ctx.counts.images + 1);
+  const parts: UserContentPart[] = [];
+  for (const picture of pictures) {
+    ctx.counts.images++;
+    if (ctx.counts.images > maxImages) {
+      throw InvalidRequestError.forField(
+        path,
+        `page ${picture.page} of this scanned document is image ${ctx.counts.images} of the request; the model "${ctx.entry.id}" takes at most ${maxImages}`,
+      );
+    }
+    const image = await rawToRgb(picture.data, picture.width, picture.height, picture.channels);
+    // A model here reads the pixels; an upstream that sees gets the page as a PNG data URL.
+    const url = ctx.visual.kind === "relayed" ? `data:image/png;base64,${(await encodeImage(image.rgb, image.width, image.height, "png")).toString("base64")}` : undefined;
+    const source = url ? { type: "image_url", image_url: { url } } : { type: "image_url" };
+    parts.push({ type: "text", text: `Page ${picture.page}:` }, url ? { type: "image", source } : { type: "image", source, image });
+  }
+  return parts;
 }
 
 /**

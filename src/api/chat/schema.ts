@@ -37,10 +37,25 @@ const AudioPart = z.looseObject({
   cache_control: CacheControl.optional(),
 });
 
-/** Part kinds the standard defines that no model here reads; the service answers a 400 naming them. */
-const OtherPart = z.looseObject({ type: z.enum(["image_url", "video_url"]), cache_control: CacheControl.optional() });
+/**
+ * A picture: a data URL (PNG, JPEG, WebP, GIF's first frame) or an http(s) URL the node fetches
+ * where the operator allows it (--web-scraping on). Models that cannot see answer a 400 naming
+ * the part; upstreams that declare vision get the part unchanged.
+ */
+const ImagePart = z.looseObject({
+  type: z.literal("image_url"),
+  image_url: z.looseObject({ url: z.string().min(1), detail: z.enum(["auto", "low", "high"]).optional() }).optional(),
+  cache_control: CacheControl.optional(),
+});
 
-const ContentPart = z.discriminatedUnion("type", [TextPart, FilePart, AudioPart, OtherPart]);
+/** A video, sampled to frames for models that take video (data URL or, opted in, an http(s) URL). */
+const VideoPart = z.looseObject({
+  type: z.literal("video_url"),
+  video_url: z.looseObject({ url: z.string().min(1) }).optional(),
+  cache_control: CacheControl.optional(),
+});
+
+const ContentPart = z.discriminatedUnion("type", [TextPart, FilePart, AudioPart, ImagePart, VideoPart]);
 export type ContentPart = z.infer<typeof ContentPart>;
 const Content = z.union([z.string(), z.array(ContentPart).min(1)]);
 

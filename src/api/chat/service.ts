@@ -95,6 +95,8 @@ export class ChatService {
     private readonly web: WebAugmenter,
     private readonly partLimits: ContentPartLimits,
     private readonly metrics: Metrics,
+    /** http(s) URLs in image and video parts are fetched (the operator's --web-scraping on). */
+    private readonly fetchMediaUrls = false,
   ) {}
 
   /** The service as the routes that translate into chat (chat, responses) build it from the app. */
@@ -107,6 +109,7 @@ export class ChatService {
       WebAugmenter.fromConfig(config, deps.logger),
       { maxFileBytes: Math.round(config.maxUploadMb * 1e6), maxFileChars: config.maxFileChars, requestTimeoutMs: config.requestTimeoutMs },
       deps.metrics,
+      config.webScraping === "on",
     );
   }
 
@@ -140,7 +143,15 @@ export class ChatService {
     const meterFor = (model: ModelEntry) => call.meterFor(model.id);
     // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
     const web = await this.web.gather(request, params, webMode, requestId, signal);
-    const callerMessages = await toEngineMessages(request.messages, { entry, models: this.models, meterFor, limits: this.partLimits, signal });
+    const callerMessages = await toEngineMessages(request.messages, {
+      entry,
+      models: this.models,
+      meterFor,
+      limits: this.partLimits,
+      signal,
+      visual: this.models.visualInput(entry),
+      fetchUrls: this.fetchMediaUrls,
+    });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 
     const conversation = placeWebContext(messages, positionOf, web);
@@ -152,7 +163,8 @@ export class ChatService {
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
     const logprobs = toLogprobs(request, entry.id, features);
     const headers: Record<string, string> = {};
-    const unsupported = unsupportedParameters(request, params);
+    // Accepted, not honoured: fields a local node has no use for, and sampling fields the engine ignores.
+    const unsupported = [...unsupportedParameters(request, params), ...unsupportedSampling(request, features)];
     if (unsupported.length > 0) headers["x-service-unsupported-parameters"] = unsupported.join(",");
     const schemaCheck = requestedFormat?.type === "json_schema" ? requestedFormat.check : undefined;
     // Streaming can only say which keywords are left to the check: the check's answer comes with the whole output.
@@ -217,11 +229,11 @@ export class ChatService {
    * cannot do), then the most it can use is reserved, tokens per minute and credits, before
    * anything runs. A refusal or a 402/429 here comes before any byte of the response.
    */
-  private plan(chat: PreparedChat): PlannedChat {
+  private async plan(chat: PreparedChat): Promise<PlannedChat> {
     checkStopTokenIds(chat.options.stopTokenIds, chat.engine.features);
     let planned: PlannedChat;
     try {
-      planned = chat.engine.plan(chat.options);
+      planned = await chat.engine.plan(chat.options);
     } catch (error) {
       throw error instanceof PlanRefusalError ? toInvalidRequest(error.refusal) : error;
     }
@@ -232,7 +244,7 @@ export class ChatService {
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(chat: PreparedChat, clientSignal: AbortSignal): Promise<{ response: ChatCompletionResponse; result: ChatGenerateResult; headers: Record<string, string> }> {
-    const planned = this.plan(chat);
+    const planned = await this.plan(chat);
     const timer = this.metrics.chatTimer(chat.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
       planned.generate({ signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
@@ -264,7 +276,7 @@ export class ChatService {
    * (for metering). Aborting `signal` stops generation at once and frees the sequences.
    */
   async *stream(chat: PreparedChat, signal: AbortSignal): AsyncGenerator<ChatCompletionChunk, ChatGenerateResult | undefined> {
-    const planned = this.plan(chat);
+    const planned = await this.plan(chat);
     const base = { id: chat.id, object: "chat.completion.chunk" as const, created: chat.created, model: chat.entry.id };
     const usageField = chat.includeUsageChunk ? { usage: null } : {};
     const shown = { stripReasoning: chat.stripReasoning, logprobs: chat.logprobs };
@@ -339,6 +351,23 @@ function unsupportedParameters(request: ChatCompletionRequest, params: AppliedSe
   if (request.prompt_cache_retention != null && request.prompt_cache_retention !== "default") names.push("prompt_cache_retention");
   if (request.reasoning?.summary != null) names.push("reasoning.summary");
   return names;
+}
+
+/** The wire names of sampling fields the request set and the engine ignores (for x-service-unsupported-parameters). */
+const SAMPLING_WIRE_NAMES: Partial<Record<keyof ChatGenerateOptions["sampling"], keyof ChatCompletionRequest>> = {
+  topP: "top_p",
+  topK: "top_k",
+  minP: "min_p",
+  seed: "seed",
+  repetitionPenalty: "repetition_penalty",
+  frequencyPenalty: "frequency_penalty",
+  presencePenalty: "presence_penalty",
+};
+function unsupportedSampling(request: ChatCompletionRequest, features: ChatFeatures): string[] {
+  return (features.ignoredSampling ?? []).flatMap((field) => {
+    const wire = SAMPLING_WIRE_NAMES[field];
+    return wire !== undefined && request[wire] != null ? [wire] : [];
+  });
 }
 
 /** stop_token_ids: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */

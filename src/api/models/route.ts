@@ -2,7 +2,7 @@ import { Router } from "express";
 import { basename } from "node:path";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { ModelNotFoundError } from "../../errors.js";
-import { backendOf, type ProbedChatFeatures } from "../../engines/registry.js";
+import { backendOf, type ProbedChatFeatures, type VisualInput } from "../../engines/registry.js";
 import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
@@ -114,6 +114,18 @@ function derivedCapabilities(features: ProbedChatFeatures): Record<string, unkno
   };
 }
 
+/** What a text model takes of pictures and video (GET /models), from how its backend reads image and video parts. */
+function visionCapabilities(visual: VisualInput): Record<string, unknown> {
+  if (visual.kind === "none") return {};
+  return {
+    supportsVision: visual.maxImages > 0,
+    supportsMultipleImages: visual.maxImages > 1,
+    maxImages: visual.maxImages,
+    supportsVideoInput: visual.maxVideos > 0,
+    ...(visual.maxVideos > 0 ? { maxVideos: visual.maxVideos } : {}),
+  };
+}
+
 /** Abilities of the node that every text model gains (chat web search, input_audio parts). */
 export interface NodeAbilities {
   webSearch: boolean;
@@ -130,6 +142,8 @@ export function toModelRecord(
     aliases?: string[];
     engine?: Engine;
     features?: ProbedChatFeatures | null;
+    /** Text models: how image and video parts reach the model. */
+    visual?: VisualInput;
     /** Text models: the context window (the backend's, see ModelManager.contextSize). */
     contextSize?: number;
     node?: NodeAbilities;
@@ -158,6 +172,7 @@ export function toModelRecord(
           ? {
               ...entry.capabilities,
               ...(features ? derivedCapabilities(features) : {}),
+              ...(extra.visual ? visionCapabilities(extra.visual) : {}),
               // What this node adds to every text model: web search with a provider, audio parts with a speech-to-text model.
               ...(node?.webSearch ? { supportsWebSearch: true } : {}),
               ...(node?.audioInput ? { supportsAudioInput: true } : {}),
@@ -236,6 +251,7 @@ export function modelsRouter(deps: ModelsRouterDeps): Router {
     aliases: deps.models.aliasesOf(entry),
     engine: deps.models.loadedEngine(entry.id),
     features: entry.type === "text" ? await deps.models.chatFeatures(entry.id) : null,
+    visual: entry.type === "text" ? deps.models.visualInput(entry) : undefined,
     contextSize: entry.type === "text" ? await deps.models.contextSize(entry) : undefined,
     node: { webSearch: deps.config.searchUrl !== undefined, audioInput: entry.audioInput !== undefined || deps.models.defaultFor("asr") !== undefined },
   });

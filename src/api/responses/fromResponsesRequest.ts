@@ -167,7 +167,8 @@ function toChatContent(content: string | ResponseContentPart[], path: (string | 
         parts.push({ type: "file", file: { file_data: part.file_data, file_id: part.file_id ?? undefined, filename: part.filename } });
         return;
       case "input_image":
-        parts.push({ type: "image_url", image_url: { url: part.image_url ?? "" } } as ContentPart);
+        // A vision model reads it as chat's image_url part (detail included); the rest refuse it as chat does.
+        parts.push({ type: "image_url", image_url: { url: part.image_url ?? "", ...(part.detail ? { detail: part.detail } : {}) } } as ContentPart);
         return;
     }
   });

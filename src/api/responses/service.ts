@@ -111,7 +111,7 @@ export class ResponsesService {
       try {
         prepared = await this.chat.prepare(resolved.chat, call);
         // Planning is side-effect free (it renders and measures): here it only tells whether the prompt fits.
-        if (resolved.request.truncation === "auto") prepared.engine.plan(prepared.options);
+        if (resolved.request.truncation === "auto") await prepared.engine.plan(prepared.options);
         break;
       } catch (error) {
         if (resolved.request.truncation === "auto" && isPromptTooLong(error)) {

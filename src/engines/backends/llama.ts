@@ -16,4 +16,10 @@ export const llamaBackend: BackendDescriptor = {
   // Read from the GGUF's chat template; what Hearth renders itself (JSON schema grammars, logprobs) always works.
   probeChatFeatures: async (entry) => ({ ...(await (await import("../llama/probeChatFeatures.js")).probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
   contextSize: async (entry) => entry.llama.contextSize,
+  visualInput: () => ({
+    kind: "none",
+    reason:
+      "GGUF models run on node-llama-cpp 3.22 here, which has no multimodal input (it is planned for node-llama-cpp 4); " +
+      'to ask about pictures, use an ONNX vision-language model (backend "transformers", e.g. hearth-tiny-vision) or an upstream model that declares vision (upstream.features.vision)',
+  }),
 };

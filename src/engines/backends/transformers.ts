@@ -1,20 +1,22 @@
 import { join } from "node:path";
-import { EmbeddingSettings, OnnxSettings, UpscaleSettings } from "../../config/backendSettings.js";
+import { EmbeddingSettings, OnnxSettings, UpscaleSettings, VisionSettings } from "../../config/backendSettings.js";
 import { alwaysServable, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 import { inputLimit, readJson } from "../transformers/modelConfig.js";
 
 /**
- * transformers.js ONNX models: embedding encoders, super-resolution (upscale) and background-removal models. transformers.js is imported when the first
- * of its models loads, not at start (about 165 MiB of memory and a second of start-up a
- * chat-only node never needs).
+ * transformers.js ONNX models: embedding encoders, vision-language chat models (type "text":
+ * Idefics3 / SmolVLM exports, pictures and video frames in chat), super-resolution (upscale) and
+ * background-removal models. transformers.js is imported when the first of its models loads, not
+ * at start (about 165 MiB of memory and a second of start-up a chat-only node never needs).
  */
 export const transformersBackend: BackendDescriptor = {
-  serves: ["embedding", "upscale", "background-removal"],
-  settings: { embedding: EmbeddingSettings, onnx: OnnxSettings, upscale: UpscaleSettings },
+  serves: ["embedding", "text", "upscale", "background-removal"],
+  settings: { embedding: EmbeddingSettings, onnx: OnnxSettings, vision: VisionSettings, upscale: UpscaleSettings },
   entryProblems: needsFile('a transformers model needs its model directory in "file"'),
   servable: alwaysServable,
   load: async (entry, options) => {
+    if (entry.type === "text") return (await import("../transformers/TransformersVisionChatEngine.js")).TransformersVisionChatEngine.load(entry, options.gpu);
     if (entry.type === "upscale") return (await import("../transformers/UpscaleEngine.js")).TransformersUpscaleEngine.load(entry, options.gpu);
     if (entry.type === "background-removal") return (await import("../transformers/BackgroundRemovalEngine.js")).TransformersBackgroundRemovalEngine.load(entry, options.gpu);
     return (await import("../transformers/TransformersEmbeddingEngine.js")).TransformersEmbeddingEngine.load(entry, options.gpu);
@@ -25,5 +27,19 @@ export const transformersBackend: BackendDescriptor = {
     if (!entry.file) return {};
     const hidden = Number(readJson(join(entry.file, "config.json"))?.hidden_size);
     return { dimensions: Number.isFinite(hidden) && hidden > 0 ? hidden : undefined, maxInputTokens: inputLimit(entry.file, undefined) };
+  },
+  // What the vision chat engine renders itself: no tool calls, thought blocks, grammars or log probabilities.
+  probeChatFeatures: async () => ({ functionCalling: false, reasoning: false, reasoningToggle: false, responseSchema: false, logprobs: false }),
+  visualInput: (entry) => ({
+    kind: "decoded",
+    maxImages: entry.vision.maxImages,
+    maxVideos: entry.vision.videoFrames > 0 ? entry.vision.maxVideos : 0,
+    maxImagePixels: entry.vision.maxImagePixels,
+    videoFrames: entry.vision.videoFrames,
+  }),
+  contextSize: async (entry, loaded) => {
+    if (loaded?.kind === "chat") return loaded.contextSize;
+    const config = entry.file ? (readJson(join(entry.file, "config.json")) as { text_config?: { max_position_embeddings?: number } } | undefined) : undefined;
+    return entry.vision.contextSize ?? config?.text_config?.max_position_embeddings ?? 2048;
   },
 };

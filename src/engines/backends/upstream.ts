@@ -31,6 +31,13 @@ export const upstreamBackend: BackendDescriptor = {
   estimateMemory: async () => ({ ramBytes: 0, vramBytes: 0 }),
   // What its configuration says: GET /models never calls the upstream.
   probeChatFeatures: async (entry) => (await chatEngine()).upstreamChatFeatures(entry.upstream),
+  // Declared in upstream.features: the parts go to the upstream as the caller wrote them.
+  visualInput: (entry) => {
+    const f = entry.upstream?.features;
+    if (!f?.vision && !f?.videoInput)
+      return { kind: "none", reason: "the upstream model is not declared to see pictures or video (upstream.features.vision / videoInput in the registry)" };
+    return { kind: "relayed", maxImages: f.vision ? f.maxImages : 0, maxVideos: f.videoInput ? f.maxVideos : 0 };
+  },
   // The upstream's window: learned when the engine loaded, else configured, else the default.
   contextSize: async (entry, loaded) => (loaded?.kind === "chat" ? loaded.contextSize : (entry.upstream?.contextSize ?? (await chatEngine()).UPSTREAM_DEFAULT_CONTEXT_SIZE)),
   // An upstream has no voice files: the registry lists its voices, and it speaks the standard's names itself.

@@ -25,3 +25,6 @@ export function inputLimit(dir: string, configured: number | undefined): number 
   const candidates = [tokenizerMax, positions].filter((n) => Number.isFinite(n) && n > 0 && n < 1e7);
   return candidates.length ? Math.min(...candidates) : 512;
 }
+
+/** The vision-language families (config.json model_type) the transformers backend chats with: Idefics3's processor and image tokens. */
+export const VISION_CHAT_FAMILIES = ["idefics3", "smolvlm"] as const;

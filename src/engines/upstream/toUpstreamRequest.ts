@@ -56,7 +56,10 @@ export function toUpstreamRequest(options: ChatGenerateOptions, model: string, f
 function toWireMessage(message: ChatMessage): Record<string, unknown> {
   switch (message.role) {
     case "system":
+      return { role: message.role, content: message.content };
     case "user":
+      // Pictures and video go as the caller wrote them, between the parts read to text here.
+      if (message.parts) return { role: "user", content: message.parts.map((part) => (part.type === "text" ? { type: "text", text: part.text } : part.source)) };
       return { role: message.role, content: message.content };
     case "assistant":
       return {
@@ -83,19 +86,42 @@ function toWireToolChoice(choice: ToolChoice): unknown {
  * adds once (a preamble, tool-use instructions).
  */
 export function promptTokenBound(body: Record<string, unknown>): number {
-  const shown = JSON.stringify([body.messages, body.tools ?? null, body.response_format ?? null]);
-  return Buffer.byteLength(shown, "utf8") + TEMPLATE_ALLOWANCE;
+  let media = 0;
+  const messages = (body.messages as { content?: unknown }[]).map((message) => {
+    if (!Array.isArray(message.content)) return message;
+    const content = message.content.filter((part: { type?: unknown }) => part.type === "text");
+    media += message.content.length - content.length;
+    return { ...message, content };
+  });
+  const shown = JSON.stringify([messages, body.tools ?? null, body.response_format ?? null]);
+  return Buffer.byteLength(shown, "utf8") + TEMPLATE_ALLOWANCE + media * MEDIA_PART_ALLOWANCE;
 }
 
 const TEMPLATE_ALLOWANCE = 512;
+/**
+ * Tokens a picture or video part is held at: its bytes say nothing of what the upstream's
+ * processor makes of it (a tiled high-detail picture takes a few thousand); the upstream's usage settles it.
+ */
+const MEDIA_PART_ALLOWANCE = 8192;
 
 /** A typical count (about four bytes a token), for billing when the upstream reports no usage. */
 export function promptTokenEstimate(body: Record<string, unknown>): number {
   let bytes = 0;
-  for (const message of body.messages as { content?: unknown }[]) bytes += Buffer.byteLength(typeof message.content === "string" ? message.content : "", "utf8") + 16;
+  let media = 0;
+  for (const message of body.messages as { content?: unknown }[]) {
+    const parts: { type?: unknown; text?: unknown }[] = Array.isArray(message.content) ? message.content : [{ type: "text", text: message.content }];
+    for (const part of parts) {
+      if (part.type === "text") bytes += typeof part.text === "string" ? Buffer.byteLength(part.text, "utf8") : 0;
+      else media++;
+    }
+    bytes += 16;
+  }
   if (body.tools) bytes += Buffer.byteLength(JSON.stringify(body.tools), "utf8");
-  return Math.ceil(bytes / 4);
+  return Math.ceil(bytes / 4) + media * MEDIA_PART_ESTIMATE;
 }
+
+/** A typical picture's tokens (a few tiles of a SmolVLM or Qwen-VL), for billing when the upstream reports no usage. */
+const MEDIA_PART_ESTIMATE = 1024;
 
 /** The length and sampling fields a request set, under the standard's names (unset ones stay out: hosted providers reject what they do not know). */
 export function putSamplingFields(body: Record<string, unknown>, maxTokens: number | undefined, sampling: ChatGenerateOptions["sampling"]): void {
