@@ -15,10 +15,12 @@ export interface EncodeImageOptions {
   description?: string;
   /** jpeg and webp quality, 1 to 100 (default 90); png ignores it. */
   quality?: number;
+  /** 4: the pixels are RGBA (a transparent background), for png and webp. Default 3 (RGB). */
+  channels?: 3 | 4;
 }
 
 export async function encodeImage(rgb: Uint8Array, width: number, height: number, format: ImageFormat, options: EncodeImageOptions = {}): Promise<Buffer> {
-  let image = sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: 3 } });
+  let image = sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: options.channels ?? 3 } });
   if (options.blur) image = image.blur(Math.max(8, Math.round(Math.max(width, height) / 16)));
   if (options.description) image = image.withExif({ IFD0: { ImageDescription: options.description, Software: "Hearth" } });
   switch (format) {

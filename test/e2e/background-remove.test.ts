@@ -3,14 +3,17 @@ import type { AddressInfo } from "node:net";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalances } from "../../src/store/ledger.js";
-import { tinyBackgroundRemovalEntry } from "../helpers/mediaModels.js";
+import { tinyBackgroundRemovalEntry, tinyImageEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;
 let peer: Server;
 let peerUrl: string;
 beforeAll(async () => {
-  server = await startTestServer({ models: [tinyBackgroundRemovalEntry()], config: { webScraping: "on" } });
+  server = await startTestServer({
+    models: [tinyBackgroundRemovalEntry(), tinyImageEntry({ pricing: { generation: { usd: 0.01, diem: 0.01 } }, image: { defaultWidth: 64, defaultHeight: 64 } })],
+    config: { webScraping: "on" },
+  });
   // A file server on loopback, for image_url.
   const png = await portrait(80, 60);
   peer = createServer((req, res) => {
@@ -93,5 +96,28 @@ describe("POST /image/background-remove", () => {
     expect((await fetch(`${server.baseUrl}/models/tiny-background-removal`)).status).toBe(404);
     const admin = await fetch(`${server.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${server.adminKey}` } });
     expect(JSON.stringify(await admin.json())).toContain("tiny-background-removal");
+  });
+});
+
+describe("POST /images/generations with background: transparent", () => {
+  it("cuts each generated picture out with the background-removal model: a PNG with alpha, charged for both models", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const res = await post(server, "/images/generations", { prompt: "a lighthouse", background: "transparent", output_format: "png" }, { key });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBeNull();
+    const body = (await res.json()) as { data: { b64_json: string }[] };
+    const { info } = await alphaOf(Buffer.from(body.data[0]!.b64_json, "base64"));
+    expect(info.channels).toBe(4);
+    // $0.01 for the picture, $0.001 for the cut-out.
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 11_000);
+    const opaque = await post(server, "/images/generations", { prompt: "a lighthouse", output_format: "png" }, { key });
+    const plain = (await opaque.json()) as { data: { b64_json: string }[] };
+    expect((await sharp(Buffer.from(plain.data[0]!.b64_json, "base64")).metadata()).hasAlpha).toBe(false);
+  });
+
+  it("refuses a transparent JPEG with a 400 naming background", async () => {
+    const res = await post(server, "/images/generations", { prompt: "a lighthouse", background: "transparent", output_format: "jpeg" });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain("background");
   });
 });

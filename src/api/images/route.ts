@@ -2,7 +2,7 @@ import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import type { Cost } from "../../billing/credits.js";
-import { imageCost } from "../../billing/pricing.js";
+import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
 import { NotFoundError } from "../../errors.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
@@ -39,12 +39,18 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     paid.record(plan.entry.id);
     if (plan.unsupported.length > 0) paid.res.set("x-service-unsupported-parameters", plan.unsupported.join(","));
     const meter = paid.meterFor(plan.entry.id);
-    meter.reserve(imageCost(plan.entry, { images: plan.variants, steps: plan.steps }));
+    // A transparent background is one cut-out per image, at the background-removal model's price.
+    const lines = (images: number) => [
+      ...imageCost(plan.entry, { images, steps: plan.steps }),
+      ...(plan.transparentWith ? backgroundRemovalCost(plan.transparentWith, images) : []),
+    ];
+    meter.reserve(lines(plan.variants));
     const { engine } = paid.hold(await service.acquire(plan));
+    const remover = plan.transparentWith ? paid.hold(await deps.models.acquire(plan.transparentWith.id, "background")).engine : undefined;
     paid.serve(plan.entry, engine.router);
-    const outcome = await service.generate(plan, engine, paid.signal);
+    const outcome = await service.generate(plan, engine, paid.signal, remover);
     const images = outcome.files.length;
-    const cost = meter.settle(imageCost(plan.entry, { images, steps: plan.steps }));
+    const cost = meter.settle(lines(images));
     paid.usage = { finishReason: `images:${images}` };
     const res = paid.res;
     res.set(costHeaders(cost));

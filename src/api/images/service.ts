@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
-import type { ImageEngine, ImageGenerateResult } from "../../engines/types.js";
+import type { BackgroundRemovalEngine, ImageEngine, ImageGenerateResult } from "../../engines/types.js";
 import { encodeImage, type ImageFormat } from "../../media/image.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
@@ -27,6 +27,8 @@ export interface ImagePlan {
   quality?: number;
   /** Fields the request set that this node accepts but cannot honour (x-service-unsupported-parameters). */
   unsupported: string[];
+  /** `background: "transparent"`: the background-removal model that cuts each image out (PNG or WebP with alpha). */
+  transparentWith?: ModelEntry;
 }
 
 export interface ImageOutcome {
@@ -137,8 +139,13 @@ export class ImageService {
       if (plan.format === "png") plan.unsupported.push("output_compression");
       else plan.quality = Math.max(1, request.output_compression);
     }
-    // A transparent background needs a background-removal model; the others are what the pipeline draws.
-    if (request.background === "transparent") plan.unsupported.push("background");
+    // A transparent background is the generated picture cut out by a background-removal model (when the node has one).
+    if (request.background === "transparent") {
+      if (plan.format === "jpeg") throw field("background", "a transparent background needs output_format png or webp (JPEG has no alpha channel)");
+      const remover = this.models.defaultFor("background-removal");
+      if (remover) plan.transparentWith = remover;
+      else plan.unsupported.push("background");
+    }
     if (request.quality != null && request.quality !== "auto") plan.unsupported.push("quality");
     if (request.style === "vivid") plan.unsupported.push("style");
     this.checkSize(plan, "size", "size");
@@ -161,8 +168,8 @@ export class ImageService {
     return this.models.acquire(plan.entry.id, "image");
   }
 
-  /** Runs the generation (504 past the request timeout) and encodes the results. */
-  async generate(plan: ImagePlan, engine: ImageEngine, clientSignal: AbortSignal): Promise<ImageOutcome> {
+  /** Runs the generation (504 past the request timeout) and encodes the results (cut out by `remover` for a transparent background). */
+  async generate(plan: ImagePlan, engine: ImageEngine, clientSignal: AbortSignal, remover?: BackgroundRemovalEngine): Promise<ImageOutcome> {
     const result: ImageGenerateResult = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
       engine.generate({
         prompt: plan.prompt,
@@ -180,7 +187,12 @@ export class ImageService {
     const flagged = result.images.some((i) => i.flagged === null) ? null : result.images.some((i) => i.flagged);
     const blurFlags = result.images.map((i) => plan.safeMode && i.flagged === true);
     const files = await Promise.all(
-      result.images.map((image, i) => encodeImage(image.rgb, image.width, image.height, plan.format, { blur: blurFlags[i], description: plan.exif, quality: plan.quality })),
+      result.images.map(async (image, i) => {
+        const options = { blur: blurFlags[i], description: plan.exif, quality: plan.quality };
+        if (!remover) return encodeImage(image.rgb, image.width, image.height, plan.format, options);
+        const cut = await remover.removeBackground({ rgb: image.rgb, width: image.width, height: image.height, signal: clientSignal });
+        return encodeImage(cut.rgba, cut.width, cut.height, plan.format, { ...options, channels: 4 });
+      }),
     );
     return { engine, result, files, blurred: blurFlags.some(Boolean), flagged };
   }
