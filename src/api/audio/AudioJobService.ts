@@ -60,11 +60,14 @@ export class AudioJobService {
     return entry;
   }
 
-  /** The price in USD: speech is priced per character, so `character_count` is needed. */
+  /** The price in USD: a priced speech model charges per character, so then `character_count` is needed (a free one quotes 0). */
   quote(request: QuoteAudioRequest): number {
     const entry = this.entryFor(request.model);
     if (request.duration_seconds !== undefined) throw field("duration_seconds", `${entry.id} is a speech model: its audio lasts as long as the text takes to read`);
-    if (request.character_count === undefined) throw field("character_count", `${entry.id} is priced per character: give the text's character_count`);
+    if (request.character_count === undefined) {
+      if (speechCost(entry, 1).length > 0) throw field("character_count", `${entry.id} is priced per character: give the text's character_count`);
+      return 0;
+    }
     return microsToUnits(totalUsd(speechCost(entry, request.character_count)));
   }
 

@@ -16,7 +16,7 @@ export const audioJobsApi = defineApiGroup({
       operationId: "quoteAudio",
       summary: "Price an audio job",
       description:
-        "Speech models are priced per character: `character_count` is required. `duration_seconds` applies to music models (none on this node yet) and is a 400 on a speech model.",
+        "Speech models are priced per character: `character_count` is required for a priced one (an unpriced one quotes 0). `duration_seconds` applies to music models (none on this node yet) and is a 400 on a speech model.",
       access: "paid",
       body: { content: { "application/json": schemas.QuoteAudioRequest } },
       responses: { 200: { description: "The price in USD", content: { "application/json": schemas.QuoteAudioResponse } } },
