@@ -45,6 +45,8 @@ describe("audio models in models.config.json", () => {
       "hearth-tiny-vision",
       "hearth-tiny-sd",
       "hearth-tiny-video",
+      "hearth-tiny-upscale",
+      "hearth-tiny-background-removal",
       "hearth-tiny-embedding",
       "hearth-tiny-embedding-gguf",
       "tts-kokoro",
@@ -57,7 +59,7 @@ describe("audio models in models.config.json", () => {
     const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
     expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
     expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
-    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(20);
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(22);
   });
 
   it.each([

@@ -314,9 +314,10 @@ describe("fromChatRequest: response_format", () => {
   });
 
   it("refuses an unsupported schema at the nested path, and structured output on a model without it", () => {
-    const bad = { type: "object", patternProperties: { x: {} } };
+    // Keywords the grammar cannot hold (pattern, patternProperties...) are checked after generation; a reference it cannot follow is refused.
+    const bad = { type: "object", properties: { x: { $ref: "https://example.com/schema.json" } } };
     expect(rejection(() => toResponseFormat(request({ response_format: { type: "json_schema", json_schema: { name: "x", schema: bad } } }))).message).toMatch(
-      /^response_format\.json_schema\.schema: unsupported JSON schema/,
+      /^response_format\.json_schema\.schema: unsupported JSON schema.*\$ref/,
     );
     expect(rejection(() => requireStructuredOutput({ type: "json_object" }, "m", none)).message).toBe('response_format: the model "m" does not support structured output');
   });
