@@ -76,7 +76,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   const full: AppDeps = {
     ...deps,
     authenticate: auth.paid,
-    authenticateWallet: auth.walletSignIn,
+    // The wallet's own balance and transactions: the account window per wallet address (x-ratelimit-* headers).
+    authenticateWallet: withAccountLimit(auth.walletSignIn, deps.limits),
     // Every endpoint behind a key alone is an account endpoint: admitted to the account window (x-ratelimit-* headers).
     authenticateKey: withAccountLimit(auth.apiKey, deps.limits),
     // Each route's own size limit (uploads only where a route takes files), and a nesting bound on every body.

@@ -62,13 +62,29 @@ export class Limits {
    */
   admitAccount(ctx: RequestContext): Record<string, string> {
     const auth = ctx.auth;
-    if (!auth) return {};
+    if (!auth) return ctx.signIn ? this.admitWallet(ctx.signIn.address) : {};
     const limit = resolveLimit(auth.rateLimitTier, "account", null);
     const decision = this.limiter.admit(subject(authSubject(auth), "account", "account"), limit);
     if (!decision.allowed) {
       this.log(auth.accountId, auth.apiKeyId, null, `${auth.rateLimitTier}:account`, "RPM");
       throw new RateLimitError(
         `Rate limit exceeded: this key may make ${limit.rpm} requests per minute to the account endpoints. Retry after x-ratelimit-reset-requests.`,
+        decision.headers,
+      );
+    }
+    return decision.headers;
+  }
+
+  /**
+   * A wallet signed in with SIGN-IN-WITH-X and no API key (its x402 balance and transactions):
+   * the account window of a standard key, counted per wallet address.
+   */
+  private admitWallet(address: string): Record<string, string> {
+    const limit = resolveLimit("standard", "account", null);
+    const decision = this.limiter.admit(subject(`wallet:${address.toLowerCase()}`, "account", "account"), limit);
+    if (!decision.allowed) {
+      throw new RateLimitError(
+        `Rate limit exceeded: a wallet may make ${limit.rpm} requests per minute to its balance and transactions. Retry after x-ratelimit-reset-requests.`,
         decision.headers,
       );
     }

@@ -187,9 +187,15 @@ describe("GET /x402/balance and /x402/transactions", () => {
       success: true,
       data: { walletAddress: account.address.toLowerCase(), balanceUsd: 7, canConsume: true, minimumTopUpUsd: 5, suggestedTopUpUsd: 10 },
     });
+    // The wallet's own window (per address, the account endpoints' 300 per minute): each answer says where it stands.
+    expect(res.headers.get("x-ratelimit-limit-requests")).toBe("300");
+    const again = await fetch(`${server.baseUrl}/x402/balance/${account.address}`, { headers: { "SIGN-IN-WITH-X": await signIn(account) } });
+    expect(Number(again.headers.get("x-ratelimit-remaining-requests"))).toBe(Number(res.headers.get("x-ratelimit-remaining-requests")) - 1);
     const fresh = evmWallet();
     const empty = await fetch(`${server.baseUrl}/x402/balance/${fresh.address.toLowerCase()}`, { headers: { "SIGN-IN-WITH-X": await signIn(fresh) } });
     expect(((await empty.json()) as any).data).toMatchObject({ balanceUsd: 0, canConsume: false });
+    // Another wallet counts on its own.
+    expect(empty.headers.get("x-ratelimit-remaining-requests")).toBe("299");
   });
 
   it("403 for another wallet's balance, 401 without a sign-in, 400 for a path that is not an address", async () => {

@@ -1,3 +1,4 @@
+import { ACCOUNT_RATE_LIMIT_HEADERS } from "../billing/operations.js";
 import { z } from "zod";
 import { defineApiGroup, SIWX_HEADER } from "../openapi/Operation.js";
 import * as schemas from "./schema.js";
@@ -44,7 +45,7 @@ export const x402Api = defineApiGroup({
       access: "wallet",
       headers: SIWX_HEADER,
       params: wallet,
-      responses: { 200: { description: "The balance", content: { "application/json": schemas.X402BalanceResponse } } },
+      responses: { 200: { description: "The balance", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.X402BalanceResponse } } },
       errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
     },
     {
@@ -56,7 +57,9 @@ export const x402Api = defineApiGroup({
       headers: SIWX_HEADER,
       params: wallet,
       query: schemas.TransactionsQuery,
-      responses: { 200: { description: "Top-ups and charges, newest first", content: { "application/json": schemas.X402TransactionsResponse } } },
+      responses: {
+        200: { description: "Top-ups and charges, newest first", headers: ACCOUNT_RATE_LIMIT_HEADERS, content: { "application/json": schemas.X402TransactionsResponse } },
+      },
       errors: { 400: "The path's wallet is not an EVM or Solana address", 403: "The path's wallet is not the signed-in one (`code` X402_WALLET_MISMATCH)" },
     },
   ],
