@@ -454,6 +454,11 @@ export interface ImageGenerateOptions {
   variants: number;
   /** Run the safety classifier, when the model has one. */
   safetyCheck: boolean;
+  /**
+   * Image-to-image (edits): start from this picture, `width` x `height` interleaved RGB; `strength`
+   * 0 to 1 is how much of the schedule runs; `mask` (a byte per pixel, 255 = repaint) keeps the rest.
+   */
+  init?: { rgb: Uint8Array; strength: number; mask?: Uint8Array };
   signal?: AbortSignal;
 }
 
@@ -481,6 +486,8 @@ export interface ImageEngine extends EngineBase {
   readonly kind: "image";
   /** Whether a safety classifier is loaded (safe mode is unavailable without one). */
   readonly safetyChecker: boolean;
+  /** Whether the model can start from a picture (its export has a VAE encoder): edits. */
+  readonly imageToImage: boolean;
   generate(options: ImageGenerateOptions): Promise<ImageGenerateResult>;
   stats(): { workers: number; busy: number; waiting: number };
 }

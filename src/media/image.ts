@@ -41,10 +41,20 @@ export async function decodeImage(bytes: Buffer): Promise<{ rgb: Uint8Array; wid
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, format: format ?? "unknown" };
 }
 
-/** Resizes interleaved RGB (Lanczos), e.g. to the exact size a model's fixed factor overshoots. */
-export async function resizeRgb(rgb: Uint8Array, width: number, height: number, toWidth: number, toHeight: number): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+/**
+ * Resizes interleaved RGB (Lanczos), e.g. to the exact size a model's fixed factor overshoots;
+ * `cover` crops the centre to a new aspect ratio instead of stretching.
+ */
+export async function resizeRgb(
+  rgb: Uint8Array,
+  width: number,
+  height: number,
+  toWidth: number,
+  toHeight: number,
+  fit: "fill" | "cover" = "fill",
+): Promise<{ rgb: Uint8Array; width: number; height: number }> {
   const { data, info } = await sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: 3 } })
-    .resize(toWidth, toHeight, { fit: "fill", kernel: "lanczos3" })
+    .resize(toWidth, toHeight, { fit, kernel: "lanczos3" })
     .raw()
     .toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
@@ -85,4 +95,22 @@ export async function rawToRgb(
   const input = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const { data: out, info } = await sharp(input, { raw: { width, height, channels } }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(out.buffer, out.byteOffset, out.byteLength), width: info.width, height: info.height };
+}
+
+/**
+ * An edit mask: any picture sharp reads, to one byte per pixel (255 = repaint), resized the way
+ * its picture is (`fit`) to `toWidth` x `toHeight`. Alpha counts: a transparent pixel is repainted.
+ */
+export async function decodeMask(
+  bytes: Buffer,
+  toWidth: number,
+  toHeight: number,
+  fit: "fill" | "cover",
+): Promise<{ mask: Uint8Array; sourceWidth: number; sourceHeight: number }> {
+  const image = sharp(bytes);
+  const { width = 0, height = 0, hasAlpha } = await image.metadata();
+  // A PNG mask with alpha: transparent means repaint (the standard's convention); otherwise white means repaint.
+  const grey = hasAlpha ? image.ensureAlpha().extractChannel(3).negate() : image.greyscale().toColourspace("b-w");
+  const { data } = await grey.resize(toWidth, toHeight, { fit, kernel: "nearest" }).raw().toBuffer({ resolveWithObject: true });
+  return { mask: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), sourceWidth: width, sourceHeight: height };
 }

@@ -176,7 +176,7 @@ describe("the generated client, on every served operation", () => {
     expect(typeof (transcript.data as { transcript: string }).transcript).toBe("string");
   });
 
-  it("images in: upscale (base64 and multipart) and background removal (a fetched picture)", async () => {
+  it("images in: upscale (base64 and multipart), background removal (a fetched picture), edit and multi-edit", async () => {
     const picture = provider.picture;
     const upscaled = await client.POST("/image/upscale", { body: example("post", "/image/upscale", { image: picture.toString("base64") }), parseAs: "arrayBuffer" });
     expect(upscaled.response.status).toBe(200);
@@ -192,6 +192,13 @@ describe("the generated client, on every served operation", () => {
     });
     expect(cut.response.status).toBe(200);
     expect(cut.response.headers.get("content-type")).toBe("image/png");
+    const edited = await client.POST("/image/edit", { body: example("post", "/image/edit", { image: picture.toString("base64"), model: "tiny-sd" }), parseAs: "arrayBuffer" });
+    expect(edited.response.status).toBe(200);
+    const multi = await client.POST("/image/multi-edit", {
+      body: example("post", "/image/multi-edit", { images: [picture.toString("base64")], modelId: "tiny-sd" }),
+      parseAs: "arrayBuffer",
+    });
+    expect(multi.response.status).toBe(200);
   });
 
   it("audio jobs: quote, queue, retrieve until done, complete (long speech on the speech model)", async () => {
@@ -277,7 +284,7 @@ describe("the generated client, on every served operation", () => {
         .map((m) => `${m.toUpperCase()} ${path}`)
         .filter((name) => !PROVIDER_OPERATIONS_NOT_SERVED.has(name)),
     );
-    expect(served.length).toBe(47);
+    expect(served.length).toBe(49);
     expect(served.filter((name) => !called.has(name))).toEqual([]);
   });
 });

@@ -215,7 +215,7 @@ describe("POST /image/generate", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
-  it("says edit and multi-edit are not available here, and upscaling and background removal without their models", async () => {
+  it("says the standard's edits and variations are not available here, and upscaling and background removal without their models", async () => {
     const upscale = await post(server, "/image/upscale", { image: "x" });
     expect(upscale.status).toBe(404);
     expect((await json(upscale)).error).toBe("Image upscaling (POST /image/upscale) is not available on this node: no upscale model is configured.");
@@ -223,8 +223,8 @@ describe("POST /image/generate", () => {
     expect(background.status).toBe(404);
     expect((await json(background)).error).toBe("Background removal (POST /image/background-remove) is not available on this node: no background-removal model is configured.");
     for (const [path, name] of [
-      ["/image/edit", "Image editing"],
-      ["/image/multi-edit", "Multi-image editing"],
+      ["/images/edits", "Image editing"],
+      ["/images/variations", "Image variations"],
     ]) {
       const res = await post(server, path!, { image: "x" });
       expect(res.status).toBe(404);

@@ -126,7 +126,7 @@ describe("route coverage", () => {
   });
 
   it("leaves out the routes that only answer 404 (media a node cannot serve), which still say so", async () => {
-    for (const path of ["/image/edit", "/image/multi-edit", "/images/edits", "/images/variations"]) {
+    for (const path of ["/images/edits", "/images/variations"]) {
       expect(doc.paths[path], path).toBeUndefined();
       const res = await post(server, path, {});
       expect(res.status, path).toBe(404);
@@ -138,6 +138,12 @@ describe("route coverage", () => {
       const res = await post(server, path, { image: "aGk=" });
       expect(res.status, path).toBe(404);
       expect(((await res.json()) as { error: string }).error).toMatch(/not available on this node: no .* model is configured/);
+    }
+    for (const path of ["/image/edit", "/image/multi-edit"]) {
+      expect(doc.paths[path], path).toBeDefined();
+      const res = await post(server, path, { prompt: "x", image: "aGk=", images: ["aGk="] });
+      expect(res.status, path).toBe(404);
+      expect(((await res.json()) as { error: string }).error).toMatch(/serves no image models/);
     }
   });
 

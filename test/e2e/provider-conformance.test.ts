@@ -314,6 +314,17 @@ const WALK: Record<string, () => Promise<void>> = {
     const form = { scale: "2", image: { data: picture, name: "picture.png", type: "image/png" } };
     expect((await conforms("post", "/image/upscale", { form })).contentType).toBe("image/png");
   },
+  "POST /image/edit": async () => {
+    // The provider's example image is a cut-off base64 string: this node's picture in its place.
+    const json = example("post", "/image/edit", { image: picture.toString("base64"), model: "tiny-sd" });
+    expect((await conforms("post", "/image/edit", { json })).contentType).toBe("image/png");
+  },
+  "POST /image/multi-edit": async () => {
+    // This node's diffusion models edit one picture: the example's list cut to its first, a real one.
+    const json = example("post", "/image/multi-edit", { images: [picture.toString("base64")], modelId: "tiny-sd" });
+    delete json.model;
+    expect((await conforms("post", "/image/multi-edit", { json })).contentType).toMatch(/^image\//);
+  },
   "POST /image/background-remove": async () => {
     const json = example("post", "/image/background-remove", { image_url: `${peerBase}/picture.png` });
     expect((await conforms("post", "/image/background-remove", { json })).contentType).toBe("image/png");

@@ -19,7 +19,7 @@ import { evmWallet } from "./wallets.js";
  * The provider's operations this node does not serve yet: the media operations of a later issue
  * ("Media beyond text-to-image"). Nothing else may be listed here.
  */
-export const PROVIDER_OPERATIONS_NOT_SERVED: ReadonlySet<string> = new Set(["POST /image/edit", "POST /image/multi-edit"]);
+export const PROVIDER_OPERATIONS_NOT_SERVED: ReadonlySet<string> = new Set([]);
 
 export const PROVIDER_NODE_WALLET = { payTo: evmWallet().address, baseUsdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" } as const;
 

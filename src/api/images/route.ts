@@ -1,9 +1,12 @@
-import { Router } from "express";
+import express, { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import type { Cost } from "../../billing/credits.js";
 import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
-import { NotFoundError } from "../../errors.js";
+import { InvalidRequestError, NotFoundError } from "../../errors.js";
+import { readMultipart } from "../../http/multipart.js";
+import { EditImageRequest, MultiEditImageRequest } from "./editSchema.js";
+import { type ImageSource, readImageInput } from "./imageInput.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { IMAGE_FORMATS } from "../../media/image.js";
@@ -14,6 +17,8 @@ import { ImageStyles } from "./styles.js";
 export type ImagesRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
 
 export function imagesRouter(deps: ImagesRouterDeps): Router {
+  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
+  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
   const styles = ImageStyles.load(deps.config.configPath);
   const service = new ImageService(deps.models, styles, deps.config.requestTimeoutMs);
   const router = Router();
@@ -88,6 +93,54 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     }),
   );
 
+  /** The pictures of an edit: multipart files (`image` or `images`, and `mask`) or JSON strings (base64, data: or http(s) URLs). */
+  async function editInputs(req: express.Request, paid: MeteredRequest, multi: boolean) {
+    let body: EditImageRequest | MultiEditImageRequest;
+    let uploads: Buffer[] = [];
+    let maskUpload: Buffer | undefined;
+    if (req.is("multipart/form-data")) {
+      const form = readMultipart(req);
+      const fields = form.textFields();
+      const files = form.parts.filter((part) => part.filename !== undefined && (part.name === (multi ? "images" : "image") || part.name === `${multi ? "images" : "image"}[]`));
+      uploads = files.map((part) => part.data);
+      maskUpload = form.file("mask")?.data;
+      // Text fields that name pictures (base64 or URLs) stay in the body.
+      body = multi ? parse(MultiEditImageRequest, { ...fields, images: form.fields("images").length ? form.fields("images") : undefined }) : parse(EditImageRequest, fields);
+    } else {
+      requireJson(req);
+      body = multi ? parse(MultiEditImageRequest, req.body) : parse(EditImageRequest, req.body);
+    }
+    // The model first: a node without one says so before any picture is read.
+    const entry = service.editModel(body);
+    const sources = multi
+      ? [...uploads.map((upload) => ({ upload })), ...((body as MultiEditImageRequest).images ?? []).map(imageSource)]
+      : uploads.length
+        ? [{ upload: uploads[0] }]
+        : (body as EditImageRequest).image
+          ? [imageSource((body as EditImageRequest).image!)]
+          : [];
+    if (sources.length === 0) throw InvalidRequestError.forField([multi ? "images" : "image"], "a picture to edit is required");
+    // Stable Diffusion edits one picture: a request with more than the model takes is refused, naming the field.
+    if (sources.length > 1) throw InvalidRequestError.forField(["images"], `this node's image models edit one picture at a time; got ${sources.length}`);
+    const picture = await readImageInput(sources[0]!, deps.config, paid.signal);
+    const mask = maskUpload ?? (body.mask !== undefined ? decodeBase64(body.mask, "mask") : undefined);
+    return { entry, body, picture, mask };
+  }
+
+  for (const [path, multi] of [
+    ["/image/edit", false],
+    ["/image/multi-edit", true],
+  ] as const) {
+    router.post(path, deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
+      metered(deps, res, { endpoint: path }, async (paid) => {
+        const { entry, body, picture, mask } = await editInputs(req, paid, multi);
+        const plan = await service.planEdit(entry, body, picture, mask);
+        const outcome = await generate(plan, paid);
+        res.type(IMAGE_FORMATS[plan.format]).send(outcome.files[0]);
+      }),
+    );
+  }
+
   router.post("/images/generations", deps.authenticate, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/images/generations" }, async (paid) => {
       requireJson(req);
@@ -108,4 +161,17 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
   );
 
   return router;
+}
+
+/** A picture named in JSON: an http(s) URL, or base64 (a data: URL too). */
+function imageSource(value: string): ImageSource {
+  return /^https?:\/\//i.test(value) ? { url: value } : { base64: value };
+}
+
+/** A base64 (or data: URL) field's bytes; a 400 naming the field when it is not base64. */
+function decodeBase64(value: string, name: string): Buffer {
+  const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
+  const bytes = /^[A-Za-z0-9+/=\s_-]+$/.test(base64) ? Buffer.from(base64, "base64") : Buffer.alloc(0);
+  if (bytes.length === 0) throw InvalidRequestError.forField([name], `${name} is a base64 string or a data: URL`);
+  return bytes;
 }

@@ -94,8 +94,6 @@ export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z
  * is no operation a client can use).
  */
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
-  "/image/edit": "Image editing",
-  "/image/multi-edit": "Multi-image editing",
   "/images/edits": "Image editing",
   "/images/variations": "Image variations",
 } as const;

@@ -2,7 +2,8 @@ import { randomInt } from "node:crypto";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import type { BackgroundRemovalEngine, ImageEngine, ImageGenerateResult } from "../../engines/types.js";
-import { encodeImage, type ImageFormat } from "../../media/image.js";
+import { decodeMask, encodeImage, type ImageFormat, resizeRgb } from "../../media/image.js";
+import type { EditImageRequest, MultiEditImageRequest } from "./editSchema.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
 import { applyStyle, type ImageStyles } from "./styles.js";
@@ -29,6 +30,8 @@ export interface ImagePlan {
   unsupported: string[];
   /** `background: "transparent"`: the background-removal model that cuts each image out (PNG or WebP with alpha). */
   transparentWith?: ModelEntry;
+  /** An edit: the picture (and mask) at the plan's size, and how far from it to go. */
+  init?: { rgb: Uint8Array; strength: number; mask?: Uint8Array };
 }
 
 export interface ImageOutcome {
@@ -111,6 +114,63 @@ export class ImageService {
     return plan;
   }
 
+  /** The model an edit names (`model`, or the reference's older `modelId`), else the node's default image model. */
+  editModel(request: EditImageRequest | MultiEditImageRequest): ModelEntry {
+    const modelId = request.model ?? request.modelId;
+    return modelId ? this.models.get(modelId, "image") : this.defaultModel();
+  }
+
+  /**
+   * An edit (/image/edit, /image/multi-edit): the picture resized to the model's size grid at its
+   * own aspect ratio (or `aspect_ratio`, cropping the centre), the mask resized with it.
+   */
+  async planEdit(
+    entry: ModelEntry,
+    request: EditImageRequest | MultiEditImageRequest,
+    picture: { rgb: Uint8Array; width: number; height: number },
+    maskBytes: Buffer | undefined,
+  ): Promise<ImagePlan> {
+    const settings = entry.image;
+    if (request.prompt.length > settings.promptCharacterLimit) throw field("prompt", `${entry.id} takes prompts of at most ${settings.promptCharacterLimit} characters`);
+    const steps = request.steps ?? settings.defaultSteps;
+    if (steps > settings.maxSteps) throw field("steps", `${entry.id} runs at most ${settings.maxSteps} steps`);
+    const explicitRatio = request.aspect_ratio !== undefined && request.aspect_ratio !== "auto";
+    const { width, height } = sizeForAspectRatio(explicitRatio ? request.aspect_ratio! : `${picture.width}:${picture.height}`, entry);
+    const fit = explicitRatio ? "cover" : "fill";
+    const resized = await resizeRgb(picture.rgb, picture.width, picture.height, width, height, fit);
+    let mask: Uint8Array | undefined;
+    if (maskBytes) {
+      const decoded = await decodeMask(maskBytes, width, height, fit).catch(() => {
+        throw field("mask", "the mask could not be decoded (a picture: white or transparent where to repaint)");
+      });
+      if (decoded.sourceWidth !== picture.width || decoded.sourceHeight !== picture.height) {
+        throw field("mask", `the mask is ${decoded.sourceWidth}x${decoded.sourceHeight}; it must be the image's size, ${picture.width}x${picture.height}`);
+      }
+      mask = decoded.mask;
+    }
+    const unsupported = [
+      request.enhance_prompt ? "enhance_prompt" : undefined,
+      request.disable_prompt_optimization_thinking !== undefined ? "disable_prompt_optimization_thinking" : undefined,
+      request.resolution !== undefined ? "resolution" : undefined,
+      "quality" in request && request.quality !== undefined ? "quality" : undefined,
+    ].filter((name): name is string => name !== undefined);
+    return {
+      entry,
+      prompt: request.prompt,
+      negativePrompt: request.negative_prompt ?? "",
+      width,
+      height,
+      steps,
+      cfgScale: request.cfg_scale ?? settings.defaultCfgScale,
+      seed: request.seed ?? randomInt(0, 1_000_000_000),
+      variants: 1,
+      safeMode: request.safe_mode,
+      format: request.output_format ?? "png",
+      unsupported,
+      init: { rgb: resized.rgb, strength: request.strength, mask },
+    };
+  }
+
   /** The standard's request: model ids this node lacks fall back to the default image model, as the reference says. */
   planSimple(request: SimpleGenerateImageRequest): ImagePlan {
     const known = this.models.resolve(request.model, "image");
@@ -170,6 +230,7 @@ export class ImageService {
 
   /** Runs the generation (504 past the request timeout) and encodes the results (cut out by `remover` for a transparent background). */
   async generate(plan: ImagePlan, engine: ImageEngine, clientSignal: AbortSignal, remover?: BackgroundRemovalEngine): Promise<ImageOutcome> {
+    if (plan.init && !engine.imageToImage) throw field("model", `${plan.entry.id} cannot edit pictures: its export has no vae_encoder`);
     const result: ImageGenerateResult = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
       engine.generate({
         prompt: plan.prompt,
@@ -181,6 +242,7 @@ export class ImageService {
         seed: plan.seed,
         variants: plan.variants,
         safetyCheck: engine.safetyChecker,
+        init: plan.init,
         signal,
       }),
     );

@@ -12,6 +12,7 @@ import { embeddingsApi } from "../embeddings/operations.js";
 import { imagesApi } from "../images/operations.js";
 import { upscaleApi } from "../images/upscaleOperations.js";
 import { backgroundRemoveApi } from "../images/backgroundRemoveOperations.js";
+import { editApi } from "../images/editOperations.js";
 import { keysApi } from "../keys/operations.js";
 import { modelsApi } from "../models/operations.js";
 import { rpcApi } from "../rpc/operations.js";
@@ -36,6 +37,7 @@ export const API_GROUPS: readonly ApiGroup[] = [
   imagesApi,
   upscaleApi,
   backgroundRemoveApi,
+  editApi,
   embeddingsApi,
   videoApi,
   billingApi,

@@ -77,6 +77,10 @@ export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine 
     return this.info.safetyChecker;
   }
 
+  get imageToImage(): boolean {
+    return this.info.imageToImage;
+  }
+
   async generate(options: ImageGenerateOptions): Promise<ImageGenerateResult> {
     const task: DiffusionTask = {
       type: "image",
@@ -88,6 +92,7 @@ export class OnnxImageEngine extends DiffusionPoolEngine implements ImageEngine 
         steps: options.steps,
         cfgScale: options.cfgScale,
         safetyCheck: options.safetyCheck,
+        init: options.init,
       },
       seeds: Array.from({ length: options.variants }, (_, i) => options.seed + i),
     };

@@ -5,7 +5,7 @@ import * as ort from "onnxruntime-node";
 import { convertClipTokenizer } from "../tokenizers/convertClipTokenizer.js";
 import { GaussianNoise, toNoiseSeed } from "./GaussianNoise.js";
 import { resolveSafetyChecker } from "./safetyChecker.js";
-import { createScheduler, guidanceScaleEmbedding, samplerFor, type SamplerName, type SchedulerConfig } from "./schedulers.js";
+import { createScheduler, guidanceScaleEmbedding, samplerFor, type SamplerName, type Scheduler, type SchedulerConfig } from "./schedulers.js";
 import { hasInput, inputInfo, readFloat32, slerp, tensorOf, type SessionInputType } from "./tensors.js";
 
 /**
@@ -42,6 +42,20 @@ export interface TextToImageOptions extends DenoiseSettings {
   seed: number;
   /** Run the safety checker on the result (when the model has one). */
   safetyCheck: boolean;
+  /** Image-to-image: start from this picture (the size of the result) instead of pure noise. */
+  init?: InitImage;
+}
+
+/**
+ * The picture an image-to-image run starts from. `strength` (0 to 1) is how much of the
+ * schedule runs: 1 is text-to-image with the picture's size, small values keep it close.
+ * `mask` (one byte per pixel, 255 = repaint) limits the change to part of the picture: the
+ * rest is held to the picture's own latents at every step and its own pixels in the result.
+ */
+export interface InitImage {
+  rgb: Uint8Array;
+  strength: number;
+  mask?: Uint8Array;
 }
 
 export interface VideoFramesOptions extends DenoiseSettings {
@@ -79,6 +93,8 @@ export interface PipelineInfo {
   /** LCM-distilled UNet: guidance is an input embedding, never a second pass. */
   guidanceEmbedding: boolean;
   safetyChecker: boolean;
+  /** The export has a VAE encoder: image-to-image (edits) can run. */
+  imageToImage: boolean;
   executionProviders: readonly string[];
 }
 
@@ -102,6 +118,7 @@ export class StableDiffusionPipeline {
     private readonly textEncoder: ort.InferenceSession,
     private readonly unet: ort.InferenceSession,
     private readonly vaeDecoder: ort.InferenceSession,
+    private readonly vaeEncoder: ort.InferenceSession | null,
     private readonly safetyChecker: ort.InferenceSession | null,
     private readonly schedulerConfig: SchedulerConfig,
     private readonly vaeScalingFactor: number,
@@ -139,6 +156,7 @@ export class StableDiffusionPipeline {
       session(join(dir, "unet/model.onnx")),
       session(join(dir, "vae_decoder/model.onnx")),
     ]);
+    const vaeEncoder = existsSync(join(dir, "vae_encoder/model.onnx")) ? await session(join(dir, "vae_encoder/model.onnx")) : null;
     const safetyPath = resolveSafetyChecker(dir, options.safetyChecker);
     const safetyChecker = safetyPath ? await session(safetyPath) : null;
 
@@ -164,6 +182,7 @@ export class StableDiffusionPipeline {
       textEncoder,
       unet,
       vaeDecoder,
+      vaeEncoder,
       safetyChecker,
       schedulerConfig,
       vaeConfig.scaling_factor ?? 0.18215,
@@ -175,6 +194,7 @@ export class StableDiffusionPipeline {
         batchedGuidance,
         guidanceEmbedding: timestepCondDim > 0,
         safetyChecker: safetyChecker !== null,
+        imageToImage: vaeEncoder !== null,
         executionProviders: options.executionProviders,
       },
       timestepCondDim,
@@ -192,8 +212,12 @@ export class StableDiffusionPipeline {
     const text = await this.encodeText(options.prompt, options.negativePrompt, this.usesGuidance(options.cfgScale));
     const encoded = performance.now();
     const noise = new GaussianNoise(toNoiseSeed(options.seed));
-    const latents = await this.denoise(text, noise.sample(this.latentSize(options)), noise, options, hooks, 0, options.steps);
-    const rgb = await this.decode(latents, options);
+    const start = noise.sample(this.latentSize(options));
+    const latents = options.init
+      ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, noise, options, options.init, hooks)
+      : await this.denoise(text, start, noise, options, hooks, 0, options.steps);
+    let rgb = await this.decode(latents, options);
+    if (options.init?.mask) rgb = composite(options.init.rgb, rgb, options.init.mask);
     const nsfw = options.safetyCheck && this.safetyChecker ? await this.checkSafety(rgb, options.width, options.height) : null;
     return { rgb, width: options.width, height: options.height, nsfw, timing: { preprocessMs: encoded - started, inferenceMs: performance.now() - encoded } };
   }
@@ -298,39 +322,84 @@ export class StableDiffusionPipeline {
   ): Promise<Float32Array> {
     const scheduler = createScheduler(this.info.sampler, this.schedulerConfig, settings.steps);
     let latents: Float32Array = Float32Array.from(startNoise, (x) => x * scheduler.initNoiseSigma);
-    const size = latents.length;
     for (let step = 0; step < scheduler.timesteps.length; step++) {
       await hooks.checkpoint?.();
-      const scale = scheduler.inputScale(step);
-      const scaled = scale === 1 ? latents : latents.map((x) => x * scale);
-      const t = scheduler.timesteps[step]!;
-      let prediction: Float32Array;
-      if (!text.uncond) {
-        prediction = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
-      } else {
-        let uncondOut: Float32Array;
-        let condOut: Float32Array;
-        if (this.info.batchedGuidance) {
-          const pair = new Float32Array(size * 2);
-          pair.set(scaled, 0);
-          pair.set(scaled, size);
-          const states = new Float32Array(text.cond.length * 2);
-          states.set(text.uncond, 0);
-          states.set(text.cond, text.cond.length);
-          const both = await this.runUnet(pair, states, text.dims, 2, t, settings);
-          uncondOut = both.subarray(0, size);
-          condOut = both.subarray(size);
-        } else {
-          uncondOut = await this.runUnet(scaled, text.uncond, text.dims, 1, t, settings);
-          condOut = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
-        }
-        prediction = new Float32Array(size);
-        for (let i = 0; i < size; i++) prediction[i] = uncondOut[i]! + settings.cfgScale * (condOut[i]! - uncondOut[i]!);
-      }
+      const prediction = await this.predict(text, latents, scheduler, step, settings);
       latents = scheduler.step(step, prediction, latents, samplerNoise);
       hooks.onProgress?.(progressOffset + step + 1, progressTotal);
     }
     return latents;
+  }
+
+  /** The UNet's noise prediction for `latents` at `step`, with classifier-free guidance when there is an unconditional pass. */
+  private async predict(text: TextStates, latents: Float32Array, scheduler: Scheduler, step: number, settings: DenoiseSettings): Promise<Float32Array> {
+    const size = latents.length;
+    const scale = scheduler.inputScale(step);
+    const scaled = scale === 1 ? latents : latents.map((x) => x * scale);
+    const t = scheduler.timesteps[step]!;
+    if (!text.uncond) return this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+    let uncondOut: Float32Array;
+    let condOut: Float32Array;
+    if (this.info.batchedGuidance) {
+      const pair = new Float32Array(size * 2);
+      pair.set(scaled, 0);
+      pair.set(scaled, size);
+      const states = new Float32Array(text.cond.length * 2);
+      states.set(text.uncond, 0);
+      states.set(text.cond, text.cond.length);
+      const both = await this.runUnet(pair, states, text.dims, 2, t, settings);
+      uncondOut = both.subarray(0, size);
+      condOut = both.subarray(size);
+    } else {
+      uncondOut = await this.runUnet(scaled, text.uncond, text.dims, 1, t, settings);
+      condOut = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+    }
+    const prediction = new Float32Array(size);
+    for (let i = 0; i < size; i++) prediction[i] = uncondOut[i]! + settings.cfgScale * (condOut[i]! - uncondOut[i]!);
+    return prediction;
+  }
+
+  /**
+   * Image-to-image: the picture's latents noised to the step `strength` leaves, then the rest of
+   * the schedule. With a mask, the kept part is reset to the picture's latents (noised to the
+   * next step) after every step, so only the masked part is generated.
+   */
+  private async denoiseFrom(
+    text: TextStates,
+    original: Float32Array,
+    noise: Float32Array,
+    samplerNoise: GaussianNoise,
+    settings: DenoiseSettings,
+    init: InitImage,
+    hooks: StepHooks,
+  ): Promise<Float32Array> {
+    const scheduler = createScheduler(this.info.sampler, this.schedulerConfig, settings.steps);
+    const steps = scheduler.timesteps.length;
+    const first = Math.min(steps - 1, Math.max(0, steps - Math.round(steps * Math.min(1, Math.max(0, init.strength)))));
+    const keep = init.mask ? latentMask(init.mask, settings.width, settings.height, this.info.vaeScale, this.info.latentChannels) : undefined;
+    let latents = scheduler.noiseTo(first, original, noise);
+    for (let step = first; step < steps; step++) {
+      await hooks.checkpoint?.();
+      latents = scheduler.step(step, await this.predict(text, latents, scheduler, step, settings), latents, samplerNoise);
+      if (keep) {
+        const known = step + 1 < steps ? scheduler.noiseTo(step + 1, original, noise) : original;
+        for (let i = 0; i < latents.length; i++) latents[i] = keep[i]! * latents[i]! + (1 - keep[i]!) * known[i]!;
+      }
+      hooks.onProgress?.(step - first + 1, steps - first);
+    }
+    return latents;
+  }
+
+  /** The VAE encoder's latents of a picture (RGB in [-1, 1], planar), scaled as the UNet sees them. */
+  private async encode(rgb: Uint8Array, size: { width: number; height: number }): Promise<Float32Array> {
+    if (!this.vaeEncoder) throw new Error("this export has no vae_encoder: image-to-image needs one");
+    const plane = size.width * size.height;
+    const planar = new Float32Array(3 * plane);
+    for (let p = 0; p < plane; p++) for (let c = 0; c < 3; c++) planar[c * plane + p] = rgb[p * 3 + c]! / 127.5 - 1;
+    const input = inputInfo(this.vaeEncoder, "sample");
+    const output = await this.vaeEncoder.run({ sample: tensorOf(input.type, planar, [1, 3, size.height, size.width]) });
+    const latents = readFloat32(output.latent_sample ?? output[this.vaeEncoder.outputNames[0]!]!);
+    return Float32Array.from(latents, (x) => x * this.vaeScalingFactor);
   }
 
   private async decode(latents: Float32Array, size: { width: number; height: number }): Promise<Uint8Array> {
@@ -371,8 +440,29 @@ export class StableDiffusionPipeline {
   }
 
   async dispose(): Promise<void> {
-    await Promise.all([this.textEncoder, this.unet, this.vaeDecoder, this.safetyChecker].map((s) => s?.release()));
+    await Promise.all([this.textEncoder, this.unet, this.vaeDecoder, this.vaeEncoder, this.safetyChecker].map((s) => s?.release()));
   }
+}
+
+/** A pixel mask (255 = repaint) as latent weights: the share of each latent cell's pixels to repaint, repeated per channel. */
+function latentMask(mask: Uint8Array, width: number, height: number, vaeScale: number, channels: number): Float32Array {
+  const w = width / vaeScale;
+  const h = height / vaeScale;
+  const cell = new Float32Array(w * h);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) cell[Math.floor(y / vaeScale) * w + Math.floor(x / vaeScale)]! += mask[y * width + x]! / 255;
+  const out = new Float32Array(channels * w * h);
+  for (let c = 0; c < channels; c++) for (let i = 0; i < w * h; i++) out[c * w * h + i] = cell[i]! / (vaeScale * vaeScale);
+  return out;
+}
+
+/** The generated pixels where the mask says repaint, the picture's own elsewhere (blended by the mask's value). */
+function composite(original: Uint8Array, generated: Uint8Array, mask: Uint8Array): Uint8Array {
+  const out = new Uint8Array(generated.length);
+  for (let p = 0; p < mask.length; p++) {
+    const a = mask[p]! / 255;
+    for (let c = 0; c < 3; c++) out[p * 3 + c] = Math.round(a * generated[p * 3 + c]! + (1 - a) * original[p * 3 + c]!);
+  }
+  return out;
 }
 
 /** Shortest side to 224 (bilinear), centre crop, CLIP mean/std: planar [3, 224, 224]. */

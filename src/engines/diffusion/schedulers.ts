@@ -48,6 +48,8 @@ export interface Scheduler {
   inputScale(step: number): number;
   /** One denoising step: the latents after `step`, given the model's output for them. */
   step(step: number, modelOutput: Float32Array, sample: Float32Array, noise: GaussianNoise): Float32Array;
+  /** A clean sample (image latents) noised to where the schedule is at the start of `step` (image-to-image). */
+  noiseTo(step: number, original: Float32Array, noise: Float32Array): Float32Array;
 }
 
 export function createScheduler(name: SamplerName, config: SchedulerConfig, steps: number): Scheduler {
@@ -178,6 +180,11 @@ class EulerScheduler implements Scheduler {
     this.initNoiseSigma = spacing === "linspace" || spacing === "trailing" ? maxSigma : Math.sqrt(maxSigma * maxSigma + 1);
   }
 
+  noiseTo(step: number, original: Float32Array, noise: Float32Array): Float32Array {
+    const sigma = this.sigmas[step]!;
+    return Float32Array.from(original, (x, i) => x + noise[i]! * sigma);
+  }
+
   inputScale(step: number): number {
     const sigma = this.sigmas[step]!;
     return 1 / Math.sqrt(sigma * sigma + 1);
@@ -229,6 +236,11 @@ class LcmScheduler implements Scheduler {
     const k = Math.floor(n / original);
     const origin = Array.from({ length: original }, (_, i) => (i + 1) * k - 1).reverse();
     this.timesteps = [...linspace(0, original, steps + 1)].slice(0, steps).map((x) => origin[Math.floor(x)]!);
+  }
+
+  noiseTo(step: number, original: Float32Array, noise: Float32Array): Float32Array {
+    const alpha = this.alphasCumprod[this.timesteps[step]!]!;
+    return Float32Array.from(original, (x, i) => Math.sqrt(alpha) * x + Math.sqrt(1 - alpha) * noise[i]!);
   }
 
   inputScale(): number {
