@@ -502,6 +502,8 @@ export interface VideoGenerateOptions {
   seed: number;
   frames: number;
   keyframeInterval: number;
+  /** Image-to-video: the first frame is this picture (width x height RGB) taken `strength` of the way toward the prompt. */
+  init?: { rgb: Uint8Array; strength: number };
   signal?: AbortSignal;
   /** Each frame as soon as it is ready (interleaved RGB), in order. */
   onFrame: (rgb: Uint8Array, index: number) => void | Promise<void>;

@@ -28,8 +28,8 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
     "POST /audio/quote": 16e3,
     "POST /audio/retrieve": 16e3,
     "POST /audio/complete": 16e3,
-    // Prompts of at most 20,000 characters each (video/queue); the other video calls take ids.
-    "POST /video/queue": 256e3,
+    // Prompts of at most 20,000 characters and a first-frame picture as a data: URL (video/queue); the other video calls take ids.
+    "POST /video/queue": uploads,
     "POST /video/quote": 16e3,
     "POST /video/retrieve": 16e3,
     "POST /video/complete": 16e3,

@@ -1,8 +1,10 @@
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { countVideoFrames, probeMedia } from "../../src/media/ffmpeg.js";
+import sharp from "sharp";
+import { countVideoFrames, ffmpegPath, probeMedia } from "../../src/media/ffmpeg.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey, listApiKeys, updateApiKey } from "../../src/store/apiKeys.js";
 import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
@@ -144,9 +146,15 @@ describe("queue, then retrieve", () => {
   });
 
   it("refuses inputs a text-to-video model cannot use, other callers' jobs, and an unpaid job", async () => {
-    const image = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", image_url: "data:image/png;base64,AAAA" });
+    const image = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", end_image_url: "data:image/png;base64,AAAA" });
     expect(image.status).toBe(400);
-    expect((await json(image)).error).toMatch(/text-to-video.*image_url/);
+    expect((await json(image)).error).toMatch(/first-frame image_url.*end_image_url/);
+    const undecodable = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", image_url: "data:image/png;base64,AAAA" });
+    expect(undecodable.status).toBe(400);
+    expect(JSON.stringify(await json(undecodable))).toContain("image_url");
+    // An http(s) picture needs the fetching opt-in (this node has it off).
+    const remote = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s", image_url: "http://127.0.0.1:9/a.png" });
+    expect(remote.status).toBe(503);
     const mine = fundedKey(1_000_000);
     const queued = await json(await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key: mine.key }));
     const other = fundedKey(1_000_000);
@@ -249,4 +257,39 @@ describe("a restart in the middle of a video job", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("image-to-video", () => {
+  /** Every frame of an MP4 as raw RGB. */
+  function decodeFrames(mp4: Buffer, width: number, height: number): Buffer[] {
+    const raw = spawnSync(ffmpegPath(), ["-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"], {
+      input: mp4,
+      maxBuffer: 64 * 1024 * 1024,
+    }).stdout;
+    const size = width * height * 3;
+    return Array.from({ length: raw.length / size }, (_, i) => raw.subarray(i * size, (i + 1) * size));
+  }
+  const meanDifference = (a: Buffer, b: Buffer) => a.reduce((sum, v, i) => sum + Math.abs(v - b[i]!), 0) / a.length;
+
+  it("image_url makes the first frame from the picture; the frames after it are the text-to-video ones, charged the same", async () => {
+    const { key, accountId } = fundedKey(1_000_000);
+    const rgb = Buffer.alloc(64 * 64 * 3);
+    for (let i = 0; i < rgb.length; i += 3) rgb.fill(i % 96 < 48 ? 250 : 10, i, i + 3);
+    const png = await sharp(rgb, { raw: { width: 64, height: 64, channels: 3 } })
+      .png()
+      .toBuffer();
+    const queue = async (extra: Record<string, unknown>) =>
+      (await json(await post(server, "/video/queue", { model: "tiny-video", prompt: "waves", duration: "1s", resolution: "64p", seed: 5, ...extra }, { key }))).queue_id as string;
+    const plainId = await queue({});
+    const fromImageId = await queue({ image_url: `data:image/png;base64,${png.toString("base64")}` });
+    const retrieve = (queueId: string) => () => post(server, "/video/retrieve", { model: "tiny-video", queue_id: queueId }, { key });
+    const plain = decodeFrames((await retrieveUntilDone(retrieve(plainId))).video, 64, 64);
+    const fromImage = decodeFrames((await retrieveUntilDone(retrieve(fromImageId))).video, 64, 64);
+    expect(fromImage).toHaveLength(plain.length);
+    // The first frame differs; the last is the same picture (up to H.264's own loss, which a different first frame shifts a little).
+    expect(meanDifference(fromImage[0]!, plain[0]!)).toBeGreaterThan(4 * meanDifference(fromImage.at(-1)!, plain.at(-1)!) + 1);
+    const charged = listLedgerEntries(server.db, { accountId, kind: "charge" });
+    expect(charged).toHaveLength(2);
+    expect(charged[0]!.deltaMicros).toBe(charged[1]!.deltaMicros);
+  });
 });

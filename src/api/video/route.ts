@@ -7,10 +7,10 @@ import { parse, requireJson } from "../../http/parse.js";
 import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { unsupportedVideoParameters, VideoFailedError, VideoService } from "./service.js";
 
-export type VideoRouterDeps = Pick<AppDeps, "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
+export type VideoRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "credits" | "jobs" | "limits" | "authenticate" | "jsonBody">;
 
 export function videoRouter(deps: VideoRouterDeps): Router {
-  const service = new VideoService(deps.models, deps.db, deps.credits, deps.jobs);
+  const service = new VideoService(deps.models, deps.db, deps.credits, deps.jobs, deps.config);
   const router = Router();
 
   router.post("/video/quote", deps.authenticate, deps.jsonBody, (req, res) => {
@@ -25,14 +25,14 @@ export function videoRouter(deps: VideoRouterDeps): Router {
   });
 
   router.post("/video/queue", deps.authenticate, deps.jsonBody, (req, res) =>
-    metered(deps, res, { endpoint: "/video/queue" }, (paid) => {
+    metered(deps, res, { endpoint: "/video/queue" }, async (paid) => {
       requireJson(req);
       const body = parse(QueueVideoRequest, req.body);
       const entry = deps.models.get(body.model, "video");
       paid.admit(entry, "video_queue");
       paid.record(entry.id);
       // The job is charged in full when queued (by the service, not a meter): this response shows that charge.
-      const { queueId, cost } = service.queue(body, paid.ctx.auth);
+      const { queueId, cost } = await service.queue(body, paid.ctx.auth, paid.signal);
       paid.serve(entry, "hearth-jobs");
       const unsupported = unsupportedVideoParameters(body);
       if (unsupported.length > 0) res.set("x-service-unsupported-parameters", unsupported.join(","));

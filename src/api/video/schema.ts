@@ -4,7 +4,6 @@ import { z } from "zod";
 
 /** Fields of QueueVideoRequest for inputs a text-to-video model has no use for: refused with a 400 naming them. */
 export const UNSUPPORTED_VIDEO_INPUTS = [
-  "image_url",
   "end_image_url",
   "audio_url",
   "video_url",
@@ -30,6 +29,8 @@ export type QuoteVideoRequest = z.infer<typeof QuoteVideoRequest>;
 
 export const QueueVideoRequest = QuoteVideoRequest.extend({
   prompt: z.string().min(1).max(20000),
+  /** Image-to-video: the first frame from this picture (a data: URL, base64, or an http(s) URL fetched under --web-scraping on). */
+  image_url: z.string().min(1).optional(),
   negative_prompt: z.string().max(20000).optional(),
   /** Hearth extensions: frames per second (up to the model's maxFps), sampler steps, guidance, seed. */
   fps: z.number().int().min(1).max(60).optional(),

@@ -12,7 +12,10 @@ import type { ModelManager } from "../../models/ModelManager.js";
 import type { JobRow } from "../../store/jobs.js";
 import type { Db } from "../../store/Store.js";
 import { UNSUPPORTED_VIDEO_INPUTS, type QueueVideoRequest, type QuoteVideoRequest, type VideoStatusResponse } from "./schema.js";
-import type { VideoJobInput } from "./videoJob.js";
+import { IMAGE_TO_VIDEO_STRENGTH, type VideoJobInput } from "./videoJob.js";
+import type { ServerConfig } from "../../config/serverSettings.js";
+import { encodeImage, resizeRgb } from "../../media/image.js";
+import { readImageInput } from "../images/imageInput.js";
 
 export const VIDEO_JOB = "video";
 
@@ -55,6 +58,7 @@ export class VideoService {
     db: Db,
     credits: Credits,
     jobs: JobQueue,
+    private readonly fetching: Pick<ServerConfig, "webScraping" | "maxUploadMb" | "requestTimeoutMs">,
   ) {
     this.paid = new PaidJobs(db, credits, jobs, VIDEO_JOB);
   }
@@ -89,10 +93,11 @@ export class VideoService {
     return microsToUnits(totalUsd(this.lines(this.plan(request))));
   }
 
-  /** Charges the full price and inserts the job (see PaidJobs.queue). */
-  queue(request: QueueVideoRequest, auth: AuthContext | undefined): { plan: VideoPlan; queueId: string; cost: Cost } {
+  /** Charges the full price and inserts the job (see PaidJobs.queue); an `image_url` is read first and kept at the video's size. */
+  async queue(request: QueueVideoRequest, auth: AuthContext | undefined, signal: AbortSignal): Promise<{ plan: VideoPlan; queueId: string; cost: Cost }> {
     for (const name of UNSUPPORTED_VIDEO_INPUTS) {
-      if ((request as Record<string, unknown>)[name] !== undefined) throw field(name, `${request.model} is a text-to-video model; ${name} is not supported`);
+      if ((request as Record<string, unknown>)[name] !== undefined)
+        throw field(name, `${request.model} takes a prompt and at most a first-frame image_url; ${name} is not supported`);
     }
     const plan = this.plan(request);
     const { entry } = plan;
@@ -116,6 +121,17 @@ export class VideoService {
       seed: request.seed ?? randomInt(0, 1_000_000_000),
       keyframeInterval: Math.max(1, Math.round(entry.video.keyframeSeconds * fps)),
     };
+    if (request.image_url !== undefined) {
+      const source = /^https?:\/\//i.test(request.image_url) ? { url: request.image_url } : { base64: request.image_url };
+      const picture = await readImageInput(source, this.fetching, signal).catch((error: unknown) => {
+        // The picture's own errors name `image`; here the field is image_url.
+        if (error instanceof InvalidRequestError) throw field("image_url", error.message.replace(/^image: /, ""));
+        throw error;
+      });
+      const frame = await resizeRgb(picture.rgb, picture.width, picture.height, plan.width, plan.height, "cover");
+      input.initImage = (await encodeImage(frame.rgb, frame.width, frame.height, "png")).toString("base64");
+      input.initStrength = IMAGE_TO_VIDEO_STRENGTH;
+    }
     const { queueId, cost } = this.paid.queue({ model: entry.id, auth, lines: this.lines(plan), input, note: "video job, charged when queued" });
     return { plan, queueId, cost };
   }

@@ -4,7 +4,11 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type { JobHandler } from "../../jobs/JobQueue.js";
 import { encodeVideoStream } from "../../media/ffmpeg.js";
+import { decodeImage } from "../../media/image.js";
 import type { ModelManager } from "../../models/ModelManager.js";
+
+/** How far toward the prompt an image-to-video job's first frame goes from its picture. */
+export const IMAGE_TO_VIDEO_STRENGTH = 0.6;
 
 /** What a queued video job stores (jobs.input_json): everything needed to generate it again after a restart. */
 export interface VideoJobInput {
@@ -21,6 +25,9 @@ export interface VideoJobInput {
   cfgScale: number;
   seed: number;
   keyframeInterval: number;
+  /** Image-to-video: the first frame's picture (PNG, base64, at the video's size) and how far toward the prompt it goes. */
+  initImage?: string;
+  initStrength?: number;
 }
 
 /**
@@ -37,6 +44,9 @@ export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
         // Loading can take a while: a shutdown may have come meanwhile.
         signal.throwIfAborted();
         const frameBytes = input.width * input.height * 3;
+        const init = input.initImage
+          ? { rgb: (await decodeImage(Buffer.from(input.initImage, "base64"))).rgb, strength: input.initStrength ?? IMAGE_TO_VIDEO_STRENGTH }
+          : undefined;
         const frames = new PassThrough({ highWaterMark: frameBytes * 4 });
         const stop = new AbortController();
         const encodeSignal = AbortSignal.any([signal, stop.signal]);
@@ -54,6 +64,7 @@ export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
             seed: input.seed,
             frames: input.frames,
             keyframeInterval: input.keyframeInterval,
+            init,
             signal: encodeSignal,
             onFrame: async (rgb) => {
               if (!frames.write(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength))) await once(frames, "drain", { signal: encodeSignal });

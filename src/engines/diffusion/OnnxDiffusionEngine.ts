@@ -130,6 +130,7 @@ export class OnnxVideoEngine extends DiffusionPoolEngine implements VideoEngine 
         seed: options.seed,
         frames: options.frames,
         keyframeInterval: options.keyframeInterval,
+        init: options.init,
       },
     };
     // Frames arrive in order; each is handed on before the next is taken, so a slow consumer

@@ -65,6 +65,8 @@ export interface VideoFramesOptions extends DenoiseSettings {
   frames: number;
   /** Frames between keyframes: keyframe k starts from seed + k, frames between slerp the keyframes' noise. */
   keyframeInterval: number;
+  /** Image-to-video: the first frame is this picture taken `strength` of the way toward the prompt; the rest as without it. */
+  init?: InitImage;
 }
 
 export interface DiffusionImage {
@@ -251,7 +253,10 @@ export class StableDiffusionPipeline {
       // One sampler-noise stream for every frame: ancestral noise that changed per frame would flicker.
       const samplerNoise = new GaussianNoise(toNoiseSeed(options.seed ^ 0x5bd1e995));
       const frameHooks: StepHooks = { checkpoint: hooks.checkpoint, onProgress: (done) => hooks.onProgress?.(f * perFrame + done, total) };
-      const latents = await this.denoise(text, start, samplerNoise, options, frameHooks, 0, options.steps);
+      const latents =
+        f === 0 && options.init
+          ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, samplerNoise, options, options.init, frameHooks)
+          : await this.denoise(text, start, samplerNoise, options, frameHooks, 0, options.steps);
       const rgb = await this.decode(latents, options);
       hooks.onProgress?.((f + 1) * perFrame, total);
       await onFrame(rgb, f);
