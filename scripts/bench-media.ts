@@ -1,6 +1,7 @@
 /**
  * Media benchmark: seconds per image, seconds of generation per second of video, seconds per
- * upscaled megapixel (of output), real-time factor of long speech as an audio job, and
+ * upscaled megapixel (of output), seconds per background removal and per edit, real-time factor
+ * of long speech as an audio job, and
  * embeddings per second at batch 1 and 32, on the demo models (or the models of --config),
  * measured through a real server in this process over HTTP, so the numbers include the
  * worker threads, encoding (sharp, ffmpeg), billing and the job queue.
@@ -21,6 +22,7 @@ import { createAccount } from "../src/store/accounts.js";
 import { createApiKey } from "../src/store/apiKeys.js";
 import sharp from "sharp";
 import { getJob } from "../src/store/jobs.js";
+import { grantCredits, toMicros } from "../src/store/ledger.js";
 
 const { values } = parseArgs({
   options: {
@@ -39,6 +41,8 @@ const dataDir = mkdtempSync(join(tmpdir(), "hearth-bench-media-"));
 const config = { ...loadServerConfig({ port: "0", dataDir, configPath: resolve(values.config!), logLevel: "warn" }), videoWorkers: 1 };
 const server = await startServer(config, { logger: createLogger("warn"), gpu: "auto" });
 const account = createAccount(server.db, "bench");
+// Priced demo models (the upscaler, background removal) charge: enough credit for any run.
+grantCredits(server.db, account.id, "USD", toMicros(10_000), "bench");
 const { secret: key } = createApiKey(server.db, { accountId: account.id, description: "bench", keyType: "ADMIN", rateLimitOverrides: JSON.stringify({ "*": { rpm: 1_000_000 } }) });
 const call = async (path: string, body: unknown) => {
   const res = await fetch(`${server.baseUrl}${path}`, {
@@ -131,6 +135,48 @@ try {
     const megapixels = (side * 2) ** 2 / 1e6;
     results[entry.id] = { input: `${side}x${side}`, scale: 2, tileSize: entry.upscale.tileSize, seconds: seconds(run), secondsPerOutputMegapixel: seconds(run / megapixels) };
     rows.push([entry.id, `${side}x${side} -> ${side * 2}x${side * 2}, tiles of ${entry.upscale.tileSize}`, `${seconds(run / megapixels)} s per output megapixel`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "background-removal")) {
+    const side = Number(values["upscale-size"]);
+    const noise = Buffer.from(Array.from({ length: side * side * 3 }, (_, i) => (i * 2654435761) % 251));
+    const image = (
+      await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+        .png()
+        .toBuffer()
+    ).toString("base64");
+    await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
+    const runs = 3;
+    const t0 = performance.now();
+    for (let i = 0; i < runs; i++) await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
+    const perPicture = seconds((performance.now() - t0) / runs);
+    results[entry.id] = { input: `${side}x${side}`, secondsPerPicture: perPicture };
+    rows.push([entry.id, `${side}x${side}, PNG with alpha`, `${perPicture} s per picture`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "image")) {
+    const { defaultWidth: width, defaultHeight: height, defaultSteps: steps } = entry.image;
+    const noise = Buffer.from(Array.from({ length: width * height * 3 }, (_, i) => (i * 2654435761) % 251));
+    const image = (
+      await sharp(noise, { raw: { width, height, channels: 3 } })
+        .png()
+        .toBuffer()
+    ).toString("base64");
+    const edit = () =>
+      fetch(`${server.baseUrl}/image/edit`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: entry.id, prompt: "at sunset", image, seed: 1 }),
+      });
+    const warm = await edit();
+    await warm.arrayBuffer();
+    if (!warm.ok) continue; // an export without vae_encoder does not edit
+    const runs = Number(values.images);
+    const t0 = performance.now();
+    for (let i = 0; i < runs; i++) await (await edit()).arrayBuffer();
+    const perEdit = seconds((performance.now() - t0) / runs);
+    results[`${entry.id} (edit)`] = { width, height, steps, strength: 0.75, secondsPerEdit: perEdit };
+    rows.push([`${entry.id} (edit)`, `${width}x${height}, strength 0.75 of ${steps} steps`, `${perEdit} s per edit`]);
   }
 
   for (const entry of models.filter((m) => m.type === "tts" && m.backend !== "upstream")) {
