@@ -121,3 +121,22 @@ describe("POST /images/generations with background: transparent", () => {
     expect(JSON.stringify(await res.json())).toContain("background");
   });
 });
+
+describe("pictures too large to read", () => {
+  it("a small file holding 7000x7000 pixels is a 413 naming the field, found from its header before any decoding, on every image-in route", async () => {
+    // About 150 KB of PNG for 49 million pixels (147 MB decoded).
+    const bomb = await sharp({ create: { width: 7000, height: 7000, channels: 3, background: "#000" } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
+    expect(bomb.length).toBeLessThan(1_000_000);
+    const image = bomb.toString("base64");
+    const cut = await post(server, "/image/background-remove", { image });
+    expect(cut.status).toBe(413);
+    expect(((await cut.json()) as { error: string }).error).toMatch(/^image: the picture is 7000x7000/);
+    const edit = await post(server, "/image/edit", { prompt: "x", image });
+    expect(edit.status).toBe(413);
+    await edit.arrayBuffer();
+    // The node still answers.
+    expect((await fetch(`${server.baseUrl}/models`)).status).toBe(200);
+  });
+});

@@ -1,6 +1,6 @@
 import type { ServerConfig } from "../../config/serverSettings.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
-import { decodeImage } from "../../media/image.js";
+import { decodeInputImage, ImageTooLargeError } from "../../media/image.js";
 import { fetchFile } from "../../search/fetchFile.js";
 
 /**
@@ -38,11 +38,17 @@ export async function readImageInput(
     bytes = fetched.file.data;
   }
   if (!bytes) throw field("image", "an image is required: a file part named image, a base64 string in image, or image_url");
-  const decoded = bytes;
-  return decodeImage(decoded).catch(() => {
+  // Checked from the header before decoding: a small file can hold a picture whose pixels would take gigabytes.
+  return decodeInputImage(bytes, MAX_INPUT_PIXELS).catch((error: unknown) => {
+    if (error instanceof ImageTooLargeError) {
+      throw new PayloadTooLargeError(`${name}: the picture is ${error.width}x${error.height}; this node reads pictures of at most ${MAX_INPUT_PIXELS} pixels`);
+    }
     throw field(name, "the image could not be decoded (PNG, JPEG, WebP, GIF, AVIF and TIFF are read)");
   });
 }
+
+/** The largest picture an image-in request may send (the reference's limit for edits: 33,177,600 pixels, 7680x4320). */
+export const MAX_INPUT_PIXELS = 33_177_600;
 
 /** Base64, or a data: URL; a 400 naming `image` when it is neither. */
 function decodeBase64Image(value: string): Buffer {
