@@ -54,6 +54,13 @@ const call = async (path: string, body: unknown) => {
   return res;
 };
 const seconds = (ms: number) => Math.round(ms) / 1000;
+/** A PNG of deterministic noise (every pixel different, so no model can shortcut it), base64. */
+const noisePng = async (width: number, height: number) =>
+  (
+    await sharp(Buffer.from(Array.from({ length: width * height * 3 }, (_, i) => (i * 2654435761) % 251)), { raw: { width, height, channels: 3 } })
+      .png()
+      .toBuffer()
+  ).toString("base64");
 const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model }, when: new Date().toISOString() };
 const rows: string[][] = [];
 
@@ -113,22 +120,9 @@ try {
 
   for (const entry of models.filter((m) => m.type === "upscale")) {
     const side = Number(values["upscale-size"]);
-    const noise = Buffer.from(Array.from({ length: side * side * 3 }, (_, i) => (i * 2654435761) % 251));
-    const image = (
-      await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
-        .png()
-        .toBuffer()
-    ).toString("base64");
-    await (
-      await call("/image/upscale", {
-        model: entry.id,
-        image: (
-          await sharp(noise.subarray(0, 48), { raw: { width: 4, height: 4, channels: 3 } })
-            .png()
-            .toBuffer()
-        ).toString("base64"),
-      })
-    ).arrayBuffer();
+    const image = await noisePng(side, side);
+    // A 4x4 picture first: loads the model.
+    await (await call("/image/upscale", { model: entry.id, image: await noisePng(4, 4) })).arrayBuffer();
     const t0 = performance.now();
     await (await call("/image/upscale", { model: entry.id, image, scale: 2 })).arrayBuffer();
     const run = performance.now() - t0;
@@ -139,12 +133,7 @@ try {
 
   for (const entry of models.filter((m) => m.type === "background-removal")) {
     const side = Number(values["upscale-size"]);
-    const noise = Buffer.from(Array.from({ length: side * side * 3 }, (_, i) => (i * 2654435761) % 251));
-    const image = (
-      await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
-        .png()
-        .toBuffer()
-    ).toString("base64");
+    const image = await noisePng(side, side);
     await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
     const runs = 3;
     const t0 = performance.now();
@@ -156,12 +145,7 @@ try {
 
   for (const entry of models.filter((m) => m.type === "image")) {
     const { defaultWidth: width, defaultHeight: height, defaultSteps: steps } = entry.image;
-    const noise = Buffer.from(Array.from({ length: width * height * 3 }, (_, i) => (i * 2654435761) % 251));
-    const image = (
-      await sharp(noise, { raw: { width, height, channels: 3 } })
-        .png()
-        .toBuffer()
-    ).toString("base64");
+    const image = await noisePng(width, height);
     const edit = () =>
       fetch(`${server.baseUrl}/image/edit`, {
         method: "POST",

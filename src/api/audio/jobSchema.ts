@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SPEECH_FORMATS } from "../../config/backendSettings.js";
+import { VideoStatusResponse } from "../video/schema.js";
 
 /**
  * Audio jobs: the reference's Quote/Queue/Retrieve/CompleteAudioRequest. On this node a job is
@@ -59,15 +60,8 @@ export const RetrieveAudioRequest = z.looseObject({
   delete_media_on_completion: z.boolean().default(false),
 });
 
-/** While the job runs. `status` keeps the reference's value; `state`, `progress` and `queue_position` say more. */
-export const AudioStatusResponse = z.object({
-  status: z.literal("PROCESSING"),
-  average_execution_time: z.number(),
-  execution_duration: z.number(),
-  state: z.enum(["QUEUED", "RUNNING"]),
-  progress: z.number(),
-  queue_position: z.number().int().optional(),
-});
+/** While the job runs: the same body as a video job's (the reference's three fields, then `state`, `progress` and `queue_position`). */
+export const AudioStatusResponse = VideoStatusResponse;
 
 export const CompleteAudioRequest = z.looseObject({ model: z.string().min(1), queue_id: z.string().min(1) });
 export const CompleteAudioResponse = z.object({ success: z.boolean() });

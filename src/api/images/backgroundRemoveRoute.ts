@@ -6,11 +6,9 @@ import { backgroundRemovalCost } from "../../billing/pricing.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { NotFoundError } from "../../errors.js";
 import { metered } from "../../http/meteredRequest.js";
-import { readMultipart } from "../../http/multipart.js";
-import { parse, requireJson } from "../../http/parse.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { BackgroundRemoveImageRequest } from "./backgroundRemoveSchema.js";
-import { readImageInput } from "./imageInput.js";
+import { readImageInput, readImageRequest } from "./imageInput.js";
 
 export type BackgroundRemoveRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
 
@@ -29,16 +27,7 @@ export function backgroundRemoveRouter(deps: BackgroundRemoveRouterDeps): Router
 
   router.post("/image/background-remove", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/image/background-remove" }, async (paid) => {
-      let body: BackgroundRemoveImageRequest;
-      let upload: Buffer | undefined;
-      if (req.is("multipart/form-data")) {
-        const form = readMultipart(req);
-        body = parse(BackgroundRemoveImageRequest, form.textFields());
-        upload = form.file("image")?.data;
-      } else {
-        requireJson(req);
-        body = parse(BackgroundRemoveImageRequest, req.body);
-      }
+      const { body, upload } = readImageRequest(req, BackgroundRemoveImageRequest);
       const entry = backgroundRemovalModel(deps.models, body.model);
       paid.admit(entry, "image");
       paid.record(entry.id);

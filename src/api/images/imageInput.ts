@@ -1,7 +1,24 @@
+import type { Request } from "express";
+import type { z } from "zod";
 import type { ServerConfig } from "../../config/serverSettings.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { decodeInputImage, ImageTooLargeError } from "../../media/image.js";
 import { fetchFile } from "../../search/fetchFile.js";
+import { readMultipart } from "../../http/multipart.js";
+import { parse, requireJson } from "../../http/parse.js";
+
+/**
+ * An image-in request's fields and its upload: multipart/form-data (the text fields, and the file
+ * part named `fileField`) or JSON (415 for anything else), validated by the route's schema.
+ */
+export function readImageRequest<S extends z.ZodType>(req: Request, schema: S, fileField = "image"): { body: z.infer<S>; upload?: Buffer } {
+  if (req.is("multipart/form-data")) {
+    const form = readMultipart(req);
+    return { body: parse(schema, form.textFields()), upload: form.file(fileField)?.data };
+  }
+  requireJson(req);
+  return { body: parse(schema, req.body) };
+}
 
 /**
  * The picture of an image-in request (upscale, background removal): a multipart file part,
@@ -21,7 +38,7 @@ export async function readImageInput(
   config: Pick<ServerConfig, "webScraping" | "maxUploadMb" | "requestTimeoutMs">,
   signal: AbortSignal,
 ): Promise<{ rgb: Uint8Array; width: number; height: number }> {
-  let bytes: Buffer | undefined = source.upload ?? (source.base64 !== undefined ? decodeBase64Image(source.base64) : undefined);
+  let bytes: Buffer | undefined = source.upload ?? (source.base64 !== undefined ? decodeBase64Field(source.base64) : undefined);
   let name = "image";
   if (!bytes && source.url !== undefined) {
     name = "image_url";
@@ -50,11 +67,11 @@ export async function readImageInput(
 /** The largest picture an image-in request may send (the reference's limit for edits: 33,177,600 pixels, 7680x4320). */
 export const MAX_INPUT_PIXELS = 33_177_600;
 
-/** Base64, or a data: URL; a 400 naming `image` when it is neither. */
-function decodeBase64Image(value: string): Buffer {
+/** A base64 (or data: URL) field's bytes; a 400 naming the field when it is neither, or empty. */
+export function decodeBase64Field(value: string, name = "image"): Buffer {
   const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
-  if (!/^[A-Za-z0-9+/=\s_-]+$/.test(base64)) throw field("image", "image is a base64 string or a data: URL");
+  if (!/^[A-Za-z0-9+/=\s_-]+$/.test(base64)) throw field(name, `${name} is a base64 string or a data: URL`);
   const bytes = Buffer.from(base64, "base64");
-  if (bytes.length === 0) throw field("image", "image is empty");
+  if (bytes.length === 0) throw field(name, `${name} is empty`);
   return bytes;
 }

@@ -6,7 +6,7 @@ import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import { readMultipart } from "../../http/multipart.js";
 import { EditImageRequest, MultiEditImageRequest } from "./editSchema.js";
-import { type ImageSource, readImageInput } from "./imageInput.js";
+import { decodeBase64Field, type ImageSource, readImageInput } from "./imageInput.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { IMAGE_FORMATS } from "../../media/image.js";
@@ -123,7 +123,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     // Stable Diffusion edits one picture: a request with more than the model takes is refused, naming the field.
     if (sources.length > 1) throw InvalidRequestError.forField(["images"], `this node's image models edit one picture at a time; got ${sources.length}`);
     const picture = await readImageInput(sources[0]!, deps.config, paid.signal);
-    const mask = maskUpload ?? (body.mask !== undefined ? decodeBase64(body.mask, "mask") : undefined);
+    const mask = maskUpload ?? (body.mask !== undefined ? decodeBase64Field(body.mask, "mask") : undefined);
     return { entry, body, picture, mask };
   }
 
@@ -166,12 +166,4 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
 /** A picture named in JSON: an http(s) URL, or base64 (a data: URL too). */
 function imageSource(value: string): ImageSource {
   return /^https?:\/\//i.test(value) ? { url: value } : { base64: value };
-}
-
-/** A base64 (or data: URL) field's bytes; a 400 naming the field when it is not base64. */
-function decodeBase64(value: string, name: string): Buffer {
-  const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
-  const bytes = /^[A-Za-z0-9+/=\s_-]+$/.test(base64) ? Buffer.from(base64, "base64") : Buffer.alloc(0);
-  if (bytes.length === 0) throw InvalidRequestError.forField([name], `${name} is a base64 string or a data: URL`);
-  return bytes;
 }

@@ -3,9 +3,7 @@ import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { upscaleCost } from "../../billing/pricing.js";
 import { metered } from "../../http/meteredRequest.js";
-import { readMultipart } from "../../http/multipart.js";
-import { parse, requireJson } from "../../http/parse.js";
-import { readImageInput } from "./imageInput.js";
+import { readImageInput, readImageRequest } from "./imageInput.js";
 import { UpscaleService } from "./UpscaleService.js";
 import { UpscaleImageRequest } from "./upscaleSchema.js";
 
@@ -20,16 +18,7 @@ export function upscaleRouter(deps: UpscaleRouterDeps): Router {
 
   router.post("/image/upscale", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/image/upscale" }, async (paid) => {
-      let body: UpscaleImageRequest;
-      let upload: Buffer | undefined;
-      if (req.is("multipart/form-data")) {
-        const form = readMultipart(req);
-        body = parse(UpscaleImageRequest, form.textFields());
-        upload = form.file("image")?.data;
-      } else {
-        requireJson(req);
-        body = parse(UpscaleImageRequest, req.body);
-      }
+      const { body, upload } = readImageRequest(req, UpscaleImageRequest);
       const entry = service.entryFor(body.model);
       paid.admit(entry, "image");
       paid.record(entry.id);
