@@ -61,6 +61,13 @@ const noisePng = async (width: number, height: number) =>
       .png()
       .toBuffer()
   ).toString("base64");
+/** A mask PNG, white (repaint) on the left half, base64. */
+const leftHalfMaskPng = async (width: number, height: number) =>
+  (
+    await sharp(Buffer.from(Array.from({ length: width * height }, (_, i) => (i % width < width / 2 ? 255 : 0))), { raw: { width, height, channels: 1 } })
+      .png()
+      .toBuffer()
+  ).toString("base64");
 const results: Record<string, unknown> = { machine: { cpus: cpus().length, model: cpus()[0]?.model }, when: new Date().toISOString() };
 const rows: string[][] = [];
 
@@ -143,14 +150,18 @@ try {
     rows.push([entry.id, `${side}x${side}, PNG with alpha`, `${perPicture} s per picture`]);
   }
 
-  for (const entry of models.filter((m) => m.type === "image")) {
+  for (const entry of models.filter((m) => m.type === "image" || m.type === "inpaint")) {
     const { defaultWidth: width, defaultHeight: height, defaultSteps: steps } = entry.image;
     const image = await noisePng(width, height);
+    // An inpaint model edits what a mask marks (its default strength is then 1); an image model edits the whole picture at 0.75.
+    const masked = entry.type === "inpaint";
+    const mask = masked ? await leftHalfMaskPng(width, height) : undefined;
+    const strength = masked ? 1 : 0.75;
     const edit = () =>
       fetch(`${server.baseUrl}/image/edit`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: entry.id, prompt: "at sunset", image, seed: 1 }),
+        body: JSON.stringify({ model: entry.id, prompt: "at sunset", image, mask, seed: 1 }),
       });
     const warm = await edit();
     await warm.arrayBuffer();
@@ -159,8 +170,8 @@ try {
     const t0 = performance.now();
     for (let i = 0; i < runs; i++) await (await edit()).arrayBuffer();
     const perEdit = seconds((performance.now() - t0) / runs);
-    results[`${entry.id} (edit)`] = { width, height, steps, strength: 0.75, secondsPerEdit: perEdit };
-    rows.push([`${entry.id} (edit)`, `${width}x${height}, strength 0.75 of ${steps} steps`, `${perEdit} s per edit`]);
+    results[`${entry.id} (edit)`] = { width, height, steps, strength, masked, secondsPerEdit: perEdit };
+    rows.push([`${entry.id} (edit)`, `${width}x${height}, ${masked ? "left half masked, " : ""}strength ${strength} of ${steps} steps`, `${perEdit} s per edit`]);
   }
 
   for (const entry of models.filter((m) => m.type === "tts" && m.backend !== "upstream")) {

@@ -66,6 +66,7 @@ export const ModelEntry = z.strictObject({
       "tiny-vits",
       "tiny-whisper",
       "tiny-sd",
+      "tiny-sd-inpaint",
       "tiny-embedding",
       "tiny-embedding-gguf",
       "tiny-swin2sr",

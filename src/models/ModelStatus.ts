@@ -12,6 +12,8 @@ export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = {
   tts: "speech",
   asr: "transcription",
   image: "image",
+  // An inpainting export is a diffusion model too: the same engine, serving edits.
+  inpaint: "image",
   video: "video",
   embedding: "embedding",
   upscale: "upscale",

@@ -44,6 +44,7 @@ describe("audio models in models.config.json", () => {
       "hearth-tiny-reasoning",
       "hearth-tiny-vision",
       "hearth-tiny-sd",
+      "hearth-tiny-sd-inpaint",
       "hearth-tiny-video",
       "hearth-tiny-upscale",
       "hearth-tiny-background-removal",
@@ -59,7 +60,7 @@ describe("audio models in models.config.json", () => {
     const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
     expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
     expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
-    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(22);
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(23);
   });
 
   it.each([

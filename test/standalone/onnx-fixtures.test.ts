@@ -129,7 +129,7 @@ describe("ONNX fixture layouts", () => {
         .filter((f) => f.endsWith(".onnx"))
         .map((f) => join(fixtures, name, f)),
     );
-    expect(onnxFiles).toHaveLength(15);
+    expect(onnxFiles).toHaveLength(19);
     for (const file of onnxFiles) {
       const model = decodeModelProto(readFileSync(file));
       expect(model.ir_version, relative(fixtures, file)).toBe(8);
@@ -309,5 +309,27 @@ describe("onnxruntime-node runs every fixture", () => {
     const vaeEncoder = await ort.InferenceSession.create(join(dir, "vae_encoder/model.onnx"));
     const { latent_sample: roundTrip } = await vaeEncoder.run({ sample: image! });
     expect(roundTrip!.dims).toEqual([2, 4, 8, 12]);
+  });
+
+  it("stable diffusion inpainting: the UNet takes 9 channels (latents, mask, masked latents), and the mask and masked latents change its prediction", async () => {
+    const dir = join(fixtures, "tiny-sd-inpaint");
+    expect(JSON.parse(readFileSync(join(dir, "unet/config.json"), "utf8"))).toMatchObject({ in_channels: 9, out_channels: 4 });
+    expect(JSON.parse(readFileSync(join(dir, "model_index.json"), "utf8"))._class_name).toBe("OnnxStableDiffusionInpaintPipeline");
+    const unet = await ort.InferenceSession.create(join(dir, "unet/model.onnx"));
+    const sample = unet.inputMetadata.find((m) => m.name === "sample");
+    expect(sample?.isTensor && sample.shape).toEqual(["batch_size", 9, "height", "width"]);
+    const text = float32(
+      new Float32Array(77 * 32).map((_, i) => Math.sin(i)),
+      [1, 77, 32],
+    );
+    const run = async (maskValue: number, maskedLatent: number) => {
+      const input = new Float32Array(9 * 8 * 8).map((_, i) => (i < 4 * 64 ? Math.cos(i) : i < 5 * 64 ? maskValue : maskedLatent));
+      const { out_sample } = await unet.run({ sample: float32(input, [1, 9, 8, 8]), timestep: float32([500], [1]), encoder_hidden_states: text });
+      expect(out_sample!.dims).toEqual([1, 4, 8, 8]);
+      return Array.from(out_sample!.data as Float32Array);
+    };
+    const base = await run(1, 0);
+    expect(await run(0, 0)).not.toEqual(base);
+    expect(await run(1, 0.5)).not.toEqual(base);
   });
 });

@@ -4,7 +4,8 @@ import * as schemas from "./editSchema.js";
 
 const edited = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The edited picture")]));
 const description =
-  "Prompt-driven image-to-image on the node's Stable Diffusion model (or `model`): the picture is encoded by the model's VAE encoder, noised to `strength` (a Hearth extension, 0 to 1, default 0.75) and denoised toward the prompt. " +
+  "Prompt-driven image-to-image on the node's Stable Diffusion model (or `model`): the picture is encoded by the model's VAE encoder, noised to `strength` (a Hearth extension, 0 to 1; default 0.75, or 1 for a masked edit on an inpaint model) and denoised toward the prompt. " +
+  "Without `model`, the node's default inpaint model edits (else its default image model); an inpainting export (a UNet with 9 input channels) is fed the mask and the masked picture as it was trained to be. " +
   "The result keeps the picture's aspect ratio on the model's size grid (or `aspect_ratio`, cropping the centre). `mask` (a Hearth extension: a picture of the same size, white or transparent where to repaint; a file part or base64) limits the change: the rest keeps the picture's own pixels. " +
   "`output_format` png (default), jpeg or webp. `enhance_prompt`, `disable_prompt_optimization_thinking`, `resolution` (and `quality` on multi-edit) are named in `x-service-unsupported-parameters`. " +
   "Priced as one generated image; the image rate-limit class applies. A model whose export has no vae_encoder answers 400 naming `model`.";

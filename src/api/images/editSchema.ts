@@ -8,7 +8,7 @@ import { IMAGE_FORMAT_NAMES } from "./schema.js";
  * node's Stable Diffusion models.
  */
 
-const ASPECT_RATIOS = ["auto", "1:1", "3:2", "16:9", "21:9", "9:16", "2:3", "3:4", "4:5"] as const;
+export const EDIT_ASPECT_RATIOS = ["auto", "1:1", "3:2", "16:9", "21:9", "9:16", "2:3", "3:4", "4:5"] as const;
 /** The reference accepts "jpg" as a spelling of jpeg. */
 const OutputFormat = z.preprocess((v) => (v === "jpg" ? "jpeg" : v), z.enum(IMAGE_FORMAT_NAMES)).optional();
 
@@ -17,15 +17,19 @@ const EditFields = {
   model: z.string().min(1).optional(),
   /** Deprecated spelling of model (the reference keeps it). */
   modelId: z.string().min(1).optional(),
-  aspect_ratio: z.enum(ASPECT_RATIOS).optional(),
+  aspect_ratio: z.enum(EDIT_ASPECT_RATIOS).optional(),
   /** Resolution tiers ("1K"...) are the provider's models': named in x-service-unsupported-parameters. */
   resolution: z.string().min(1).max(10).optional(),
   output_format: OutputFormat,
   safe_mode: z.coerce.boolean().default(true),
   enhance_prompt: z.coerce.boolean().optional(),
   disable_prompt_optimization_thinking: z.coerce.boolean().optional(),
-  /** Hearth extensions: how far from the picture to go (0 to 1, default 0.75), a mask (255 = repaint), and the sampler's settings. */
-  strength: z.coerce.number().gt(0).max(1).default(0.75),
+  /**
+   * Hearth extensions: how far from the picture to go (0 to 1; default 1 for a masked edit on an
+   * inpaint model, which repaints the masked part from noise as inpainting models are trained to,
+   * else 0.75), a mask (255 = repaint), and the sampler's settings.
+   */
+  strength: z.coerce.number().gt(0).max(1).optional(),
   mask: z.string().min(1).optional(),
   negative_prompt: z.string().max(20000).optional(),
   steps: z.coerce.number().int().min(1).max(150).optional(),

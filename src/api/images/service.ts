@@ -114,10 +114,14 @@ export class ImageService {
     return plan;
   }
 
-  /** The model an edit names (`model`, or the reference's older `modelId`), else the node's default image model. */
+  /**
+   * The model an edit names (`model`, or the reference's older `modelId`: an inpaint model or an
+   * image model), else the node's default inpaint model, else its default image model.
+   */
   editModel(request: EditImageRequest | MultiEditImageRequest): ModelEntry {
     const modelId = request.model ?? request.modelId;
-    return modelId ? this.models.get(modelId, "image") : this.defaultModel();
+    if (!modelId) return this.models.defaultFor("inpaint") ?? this.defaultModel();
+    return this.models.resolve(modelId, "inpaint") ?? this.models.get(modelId, "image");
   }
 
   /**
@@ -167,7 +171,7 @@ export class ImageService {
       safeMode: request.safe_mode,
       format: request.output_format ?? "png",
       unsupported,
-      init: { rgb: resized.rgb, strength: request.strength, mask },
+      init: { rgb: resized.rgb, strength: request.strength ?? (entry.type === "inpaint" && mask ? 1 : 0.75), mask },
     };
   }
 

@@ -7,6 +7,7 @@ import { parse } from "../../http/parse.js";
 import type { AppDeps } from "../../appDeps.js";
 import type { Engine } from "../../engines/types.js";
 import { resolveSafetyChecker } from "../../engines/diffusion/safetyChecker.js";
+import { EDIT_ASPECT_RATIOS } from "../images/editSchema.js";
 import { ListModelsQuery, ModelNamesQuery, type ModelCapabilities, type ModelRecord } from "./schema.js";
 
 /** Whether an image model has a safety classifier (safe mode is only claimed with one). */
@@ -36,6 +37,15 @@ function addMediaFields(record: ModelRecord, entry: ModelEntry, engine: Engine |
     };
     spec.supportsSafeMode = hasSafetyChecker(entry);
     spec.supportsStyleReferences = false;
+  } else if (entry.type === "inpaint") {
+    // The reference's inpaint constraints: one picture per edit (the first of multi-edit's images), any aspect ratio it lists.
+    spec.constraints = {
+      aspectRatios: [...EDIT_ASPECT_RATIOS],
+      promptCharacterLimit: entry.image.promptCharacterLimit,
+      combineImages: false,
+      maxInputImages: 1,
+    };
+    spec.supportsSafeMode = hasSafetyChecker(entry);
   } else if (entry.type === "video") {
     const video = entry.video;
     spec.constraints = {

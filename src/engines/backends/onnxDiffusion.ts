@@ -31,9 +31,12 @@ const sharedPool: SharedEngineLoader<LoadedPool> = {
   dispose: ({ pool }) => pool.pool.dispose(),
 };
 
-/** The Stable Diffusion ONNX pipeline (diffusers' ONNX export): image models, and video models built on its frames. */
+/**
+ * The Stable Diffusion ONNX pipeline (diffusers' ONNX export): image models, inpainting models
+ * (the edit routes' models; an inpainting export's UNet has 9 input channels), and video models built on its frames.
+ */
 export const onnxDiffusionBackend: BackendDescriptor = {
-  serves: ["image", "video"],
+  serves: ["image", "inpaint", "video"],
   settings: { image: ImageSettings, video: VideoSettings },
   entryProblems: needsFile('a onnx-diffusion model needs its model directory in "file"'),
   servable: alwaysServable,

@@ -12,7 +12,8 @@ import { hasInput, inputInfo, readFloat32, slerp, tensorOf, type SessionInputTyp
  * Text-to-image on a Stable Diffusion model in the diffusers/Optimum ONNX export layout
  * (tokenizer/, text_encoder/, unet/, vae_decoder/, scheduler/, optional safety_checker/):
  * CLIP tokenisation, text encoding, the sampler loop with classifier-free guidance, VAE
- * decoding to RGB, and the safety checker. Everything about the export (element types,
+ * decoding to RGB, and the safety checker; image-to-image and masked edits with the VAE encoder,
+ * on an ordinary UNet or an inpainting one (9 input channels). Everything about the export (element types,
  * batch dimensions, the timestep's shape, an LCM guidance embedding input) is read from the
  * sessions' metadata and the component configs, not assumed.
  *
@@ -97,6 +98,11 @@ export interface PipelineInfo {
   safetyChecker: boolean;
   /** The export has a VAE encoder: image-to-image (edits) can run. */
   imageToImage: boolean;
+  /**
+   * An inpainting UNet (diffusers' StableDiffusionInpaintPipeline export): its `sample` takes the
+   * noisy latents, the mask at latent size and the masked picture's latents (4 + 1 + 4 channels).
+   */
+  inpainting: boolean;
   executionProviders: readonly string[];
 }
 
@@ -167,10 +173,14 @@ export class StableDiffusionPipeline {
 
     const schedulerConfig = readJson<SchedulerConfig>(join(dir, "scheduler/scheduler_config.json"), {});
     const unetConfig = readJson<{ in_channels?: number; time_cond_proj_dim?: number }>(join(dir, "unet/config.json"), {});
-    const vaeConfig = readJson<{ scaling_factor?: number; block_out_channels?: number[] }>(join(dir, "vae_decoder/config.json"), {});
+    const vaeConfig = readJson<{ scaling_factor?: number; block_out_channels?: number[]; latent_channels?: number }>(join(dir, "vae_decoder/config.json"), {});
     const sample = inputInfo(unet, "sample");
     const timestep = inputInfo(unet, "timestep");
-    const latentChannels = typeof sample.shape[1] === "number" ? sample.shape[1] : (unetConfig.in_channels ?? 4);
+    const unetChannels = typeof sample.shape[1] === "number" ? sample.shape[1] : (unetConfig.in_channels ?? 4);
+    const vaeChannels = vaeConfig.latent_channels ?? 4;
+    const inpainting = unetChannels === 2 * vaeChannels + 1;
+    if (inpainting && !vaeEncoder) throw new Error(`${dir}: an inpainting UNet (${unetChannels} input channels) needs vae_encoder/ for the masked picture's latents`);
+    const latentChannels = inpainting ? vaeChannels : unetChannels;
     const batchedGuidance = typeof sample.shape[0] !== "number" && typeof inputInfo(unet, "encoder_hidden_states").shape[0] !== "number";
     let timestepCondDim = 0;
     if (hasInput(unet, "timestep_cond")) {
@@ -197,6 +207,7 @@ export class StableDiffusionPipeline {
         guidanceEmbedding: timestepCondDim > 0,
         safetyChecker: safetyChecker !== null,
         imageToImage: vaeEncoder !== null,
+        inpainting,
         executionProviders: options.executionProviders,
       },
       timestepCondDim,
@@ -215,9 +226,10 @@ export class StableDiffusionPipeline {
     const encoded = performance.now();
     const noise = new GaussianNoise(toNoiseSeed(options.seed));
     const start = noise.sample(this.latentSize(options));
+    const conditioning = await this.inpaintConditioning(options.init, options);
     const latents = options.init
-      ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, noise, options, options.init, hooks)
-      : await this.denoise(text, start, noise, options, hooks, 0, options.steps);
+      ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, noise, options, options.init, hooks, conditioning)
+      : await this.denoise(text, start, noise, options, hooks, 0, options.steps, conditioning);
     let rgb = await this.decode(latents, options);
     if (options.init?.mask) rgb = composite(options.init.rgb, rgb, options.init.mask);
     const nsfw = options.safetyCheck && this.safetyChecker ? await this.checkSafety(rgb, options.width, options.height) : null;
@@ -245,6 +257,9 @@ export class StableDiffusionPipeline {
     };
     const interval = Math.max(1, options.keyframeInterval);
     const perFrame = options.steps + 1;
+    // An inpainting UNet repaints everything on frames generated from noise; the first frame of image-to-video keeps the picture's own conditioning.
+    const fromNoise = await this.inpaintConditioning(undefined, options);
+    const fromPicture = options.init ? await this.inpaintConditioning(options.init, options) : undefined;
     const total = options.frames * perFrame;
     for (let f = 0; f < options.frames; f++) {
       const k = Math.floor(f / interval);
@@ -255,8 +270,8 @@ export class StableDiffusionPipeline {
       const frameHooks: StepHooks = { checkpoint: hooks.checkpoint, onProgress: (done) => hooks.onProgress?.(f * perFrame + done, total) };
       const latents =
         f === 0 && options.init
-          ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, samplerNoise, options, options.init, frameHooks)
-          : await this.denoise(text, start, samplerNoise, options, frameHooks, 0, options.steps);
+          ? await this.denoiseFrom(text, await this.encode(options.init.rgb, options), start, samplerNoise, options, options.init, frameHooks, fromPicture)
+          : await this.denoise(text, start, samplerNoise, options, frameHooks, 0, options.steps, fromNoise);
       const rgb = await this.decode(latents, options);
       hooks.onProgress?.((f + 1) * perFrame, total);
       await onFrame(rgb, f);
@@ -296,13 +311,36 @@ export class StableDiffusionPipeline {
     return tensorOf(type, new Array<number>(length).fill(t), [length]);
   }
 
-  private async runUnet(latents: Float32Array, text: Float32Array, textDims: readonly number[], batch: number, t: number, settings: DenoiseSettings): Promise<Float32Array> {
+  /**
+   * One UNet call. An inpainting UNet's sample is, per batch row, the latents followed by the
+   * conditioning channels (mask, masked picture's latents), which stay the same for every row.
+   */
+  private async runUnet(
+    latents: Float32Array,
+    text: Float32Array,
+    textDims: readonly number[],
+    batch: number,
+    t: number,
+    settings: DenoiseSettings,
+    conditioning: Float32Array | undefined,
+  ): Promise<Float32Array> {
     const sampleType = inputInfo(this.unet, "sample").type;
     const textType = inputInfo(this.unet, "encoder_hidden_states").type;
     const h = settings.height / this.info.vaeScale;
     const w = settings.width / this.info.vaeScale;
+    let sample = latents;
+    let channels = this.info.latentChannels;
+    if (conditioning) {
+      const row = latents.length / batch;
+      sample = new Float32Array(batch * (row + conditioning.length));
+      for (let b = 0; b < batch; b++) {
+        sample.set(latents.subarray(b * row, (b + 1) * row), b * (row + conditioning.length));
+        sample.set(conditioning, b * (row + conditioning.length) + row);
+      }
+      channels += conditioning.length / (h * w);
+    }
     const feeds: Record<string, ort.Tensor> = {
-      sample: tensorOf(sampleType, latents, [batch, this.info.latentChannels, h, w]),
+      sample: tensorOf(sampleType, sample, [batch, channels, h, w]),
       timestep: this.timestepTensor(t, batch),
       encoder_hidden_states: tensorOf(textType, text, [batch, textDims[1]!, textDims[2]!]),
     };
@@ -324,12 +362,13 @@ export class StableDiffusionPipeline {
     hooks: StepHooks,
     progressOffset: number,
     progressTotal: number,
+    conditioning?: Float32Array,
   ): Promise<Float32Array> {
     const scheduler = createScheduler(this.info.sampler, this.schedulerConfig, settings.steps);
     let latents: Float32Array = Float32Array.from(startNoise, (x) => x * scheduler.initNoiseSigma);
     for (let step = 0; step < scheduler.timesteps.length; step++) {
       await hooks.checkpoint?.();
-      const prediction = await this.predict(text, latents, scheduler, step, settings);
+      const prediction = await this.predict(text, latents, scheduler, step, settings, conditioning);
       latents = scheduler.step(step, prediction, latents, samplerNoise);
       hooks.onProgress?.(progressOffset + step + 1, progressTotal);
     }
@@ -337,12 +376,20 @@ export class StableDiffusionPipeline {
   }
 
   /** The UNet's noise prediction for `latents` at `step`, with classifier-free guidance when there is an unconditional pass. */
-  private async predict(text: TextStates, latents: Float32Array, scheduler: Scheduler, step: number, settings: DenoiseSettings): Promise<Float32Array> {
+  private async predict(
+    text: TextStates,
+    latents: Float32Array,
+    scheduler: Scheduler,
+    step: number,
+    settings: DenoiseSettings,
+    conditioning: Float32Array | undefined,
+  ): Promise<Float32Array> {
     const size = latents.length;
+    // The sampler's input scaling applies to the latents only, never to the inpainting conditioning.
     const scale = scheduler.inputScale(step);
     const scaled = scale === 1 ? latents : latents.map((x) => x * scale);
     const t = scheduler.timesteps[step]!;
-    if (!text.uncond) return this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+    if (!text.uncond) return this.runUnet(scaled, text.cond, text.dims, 1, t, settings, conditioning);
     let uncondOut: Float32Array;
     let condOut: Float32Array;
     if (this.info.batchedGuidance) {
@@ -352,12 +399,12 @@ export class StableDiffusionPipeline {
       const states = new Float32Array(text.cond.length * 2);
       states.set(text.uncond, 0);
       states.set(text.cond, text.cond.length);
-      const both = await this.runUnet(pair, states, text.dims, 2, t, settings);
+      const both = await this.runUnet(pair, states, text.dims, 2, t, settings, conditioning);
       uncondOut = both.subarray(0, size);
       condOut = both.subarray(size);
     } else {
-      uncondOut = await this.runUnet(scaled, text.uncond, text.dims, 1, t, settings);
-      condOut = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings);
+      uncondOut = await this.runUnet(scaled, text.uncond, text.dims, 1, t, settings, conditioning);
+      condOut = await this.runUnet(scaled, text.cond, text.dims, 1, t, settings, conditioning);
     }
     const prediction = new Float32Array(size);
     for (let i = 0; i < size; i++) prediction[i] = uncondOut[i]! + settings.cfgScale * (condOut[i]! - uncondOut[i]!);
@@ -366,8 +413,9 @@ export class StableDiffusionPipeline {
 
   /**
    * Image-to-image: the picture's latents noised to the step `strength` leaves, then the rest of
-   * the schedule. With a mask, the kept part is reset to the picture's latents (noised to the
-   * next step) after every step, so only the masked part is generated.
+   * the schedule. With a mask on an ordinary UNet, the kept part is reset to the picture's
+   * latents (noised to the next step) after every step, so only the masked part is generated;
+   * an inpainting UNet sees the mask and the kept part in its `conditioning` instead.
    */
   private async denoiseFrom(
     text: TextStates,
@@ -377,15 +425,16 @@ export class StableDiffusionPipeline {
     settings: DenoiseSettings,
     init: InitImage,
     hooks: StepHooks,
+    conditioning: Float32Array | undefined,
   ): Promise<Float32Array> {
     const scheduler = createScheduler(this.info.sampler, this.schedulerConfig, settings.steps);
     const steps = scheduler.timesteps.length;
     const first = Math.min(steps - 1, Math.max(0, steps - Math.round(steps * Math.min(1, Math.max(0, init.strength)))));
-    const keep = init.mask ? latentMask(init.mask, settings.width, settings.height, this.info.vaeScale, this.info.latentChannels) : undefined;
+    const keep = init.mask && !conditioning ? latentMask(init.mask, settings.width, settings.height, this.info.vaeScale, this.info.latentChannels) : undefined;
     let latents = scheduler.noiseTo(first, original, noise);
     for (let step = first; step < steps; step++) {
       await hooks.checkpoint?.();
-      latents = scheduler.step(step, await this.predict(text, latents, scheduler, step, settings), latents, samplerNoise);
+      latents = scheduler.step(step, await this.predict(text, latents, scheduler, step, settings, conditioning), latents, samplerNoise);
       if (keep) {
         const known = step + 1 < steps ? scheduler.noiseTo(step + 1, original, noise) : original;
         for (let i = 0; i < latents.length; i++) latents[i] = keep[i]! * latents[i]! + (1 - keep[i]!) * known[i]!;
@@ -395,12 +444,43 @@ export class StableDiffusionPipeline {
     return latents;
   }
 
-  /** The VAE encoder's latents of a picture (RGB in [-1, 1], planar), scaled as the UNet sees them. */
-  private async encode(rgb: Uint8Array, size: { width: number; height: number }): Promise<Float32Array> {
-    if (!this.vaeEncoder) throw new Error("this export has no vae_encoder: image-to-image needs one");
+  /**
+   * What an inpainting UNet takes besides the latents, planar [1 + C, h, w]: the mask at latent
+   * size (1 = repaint) and the latents of the picture with the part to repaint blanked. As in
+   * diffusers, the pixel mask is binarised at one half; a latent cell is repainted when at least
+   * half its pixels are. No picture (text-to-image, or frames from noise): everything is repainted.
+   * Undefined for an ordinary UNet.
+   */
+  private async inpaintConditioning(init: InitImage | undefined, size: { width: number; height: number }): Promise<Float32Array | undefined> {
+    if (!this.info.inpainting) return undefined;
+    const plane = size.width * size.height;
+    const repaint = (p: number) => !init?.mask || init.mask[p]! >= 128;
+    const planar = new Float32Array(3 * plane);
+    for (let p = 0; p < plane; p++) {
+      if (repaint(p)) continue;
+      for (let c = 0; c < 3; c++) planar[c * plane + p] = init!.rgb[p * 3 + c]! / 127.5 - 1;
+    }
+    const maskedLatents = await this.encodePlanar(planar, size);
+    const binary = new Uint8Array(plane);
+    for (let p = 0; p < plane; p++) binary[p] = repaint(p) ? 255 : 0;
+    const cells = latentMask(binary, size.width, size.height, this.info.vaeScale, 1);
+    const out = new Float32Array(cells.length + maskedLatents.length);
+    for (let i = 0; i < cells.length; i++) out[i] = cells[i]! >= 0.5 ? 1 : 0;
+    out.set(maskedLatents, cells.length);
+    return out;
+  }
+
+  /** The VAE encoder's latents of a picture (interleaved RGB bytes), scaled as the UNet sees them. */
+  private encode(rgb: Uint8Array, size: { width: number; height: number }): Promise<Float32Array> {
     const plane = size.width * size.height;
     const planar = new Float32Array(3 * plane);
     for (let p = 0; p < plane; p++) for (let c = 0; c < 3; c++) planar[c * plane + p] = rgb[p * 3 + c]! / 127.5 - 1;
+    return this.encodePlanar(planar, size);
+  }
+
+  /** The VAE encoder's latents of a planar picture in [-1, 1], scaled as the UNet sees them. */
+  private async encodePlanar(planar: Float32Array, size: { width: number; height: number }): Promise<Float32Array> {
+    if (!this.vaeEncoder) throw new Error("this export has no vae_encoder: image-to-image needs one");
     const input = inputInfo(this.vaeEncoder, "sample");
     const output = await this.vaeEncoder.run({ sample: tensorOf(input.type, planar, [1, 3, size.height, size.width]) });
     const latents = readFloat32(output.latent_sample ?? output[this.vaeEncoder.outputNames[0]!]!);
