@@ -71,6 +71,7 @@ export const ModelEntry = z.strictObject({
       "tiny-swin2sr",
       "tiny-modnet",
       "tiny-vlm",
+      "tiny-musicgen",
     ])
     .optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
