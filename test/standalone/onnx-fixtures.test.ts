@@ -237,8 +237,7 @@ describe("onnxruntime-node runs every fixture", () => {
     // Codebook k delayed by k steps: pad where position <= k, as transformers.js prepares them.
     const tokens = (length: number) => Array.from({ length: codebooks * length }, (_, i) => (i % length <= Math.floor(i / length) ? pad : (i * 7) % codebookSize));
     /** Columns [from, to) of every codebook's row of `all` (rows of `length`). */
-    const columns = (all: number[], length: number, from: number, to: number) =>
-      Array.from({ length: codebooks }, (_, k) => all.slice(k * length + from, k * length + to)).flat();
+    const columns = (all: number[], length: number, from: number, to: number) => Array.from({ length: codebooks }, (_, k) => all.slice(k * length + from, k * length + to)).flat();
     const step = (input: number[], length: number, cache: Record<string, ort.Tensor>, useCache: boolean) =>
       decoder.run({
         input_ids: int64(input, [codebooks, length]),
