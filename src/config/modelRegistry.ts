@@ -149,6 +149,8 @@ export const ModelsConfig = z
         ctx.addIssue({ code: "custom", path: ["models", index, "music", "defaultDurationSeconds"], message: "must lie within music.minDurationSeconds..maxDurationSeconds" });
       if (music.durationOptions && !music.durationOptions.includes(music.defaultDurationSeconds))
         ctx.addIssue({ code: "custom", path: ["models", index, "music", "durationOptions"], message: "must include music.defaultDurationSeconds" });
+      if (music.durationOptions?.some((d) => d < music.minDurationSeconds || d > music.maxDurationSeconds))
+        ctx.addIssue({ code: "custom", path: ["models", index, "music", "durationOptions"], message: "must lie within music.minDurationSeconds..maxDurationSeconds" });
       if (!music.supportedFormats.includes(music.defaultFormat))
         ctx.addIssue({ code: "custom", path: ["models", index, "music", "defaultFormat"], message: "the default format must be one of music.supportedFormats" });
       if (model.type === "video") {

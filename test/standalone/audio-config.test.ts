@@ -85,6 +85,7 @@ describe("audio models in models.config.json", () => {
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", aliases: ["x"] }, "models.0.aliases.0"],
     [{ id: "x", type: "music", backend: "transformers", file: "m", music: { defaultDurationSeconds: 40 } }, "models.0.music.defaultDurationSeconds"],
     [{ id: "x", type: "music", backend: "transformers", file: "m", music: { durationOptions: [5, 15] } }, "models.0.music.durationOptions"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", music: { durationOptions: [10, 60] } }, "models.0.music.durationOptions"],
     [{ id: "x", type: "music", backend: "transformers", file: "m", music: { supportedFormats: ["wav"] } }, "models.0.music.defaultFormat"],
     [{ id: "x", type: "music", backend: "transformers", file: "m", pricing: { per_thousand_characters: { usd: 1, diem: 1 } } }, "models.0.pricing"],
     [{ id: "x", type: "music", backend: "kokoro", file: "m" }, "models.0.backend"],
