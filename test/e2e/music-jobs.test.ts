@@ -19,7 +19,9 @@ const TOLERANCE_SECONDS = 0.1 + 1 / 50;
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ models: [tinyMusicgenEntry(PRICED), tinyKokoroEntry(), tinyChatEntry()] });
+  server = await startTestServer({
+    models: [tinyMusicgenEntry(PRICED), tinyMusicgenEntry({ id: "tiny-musicgen-no-loops", music: { loopCrossfadeSeconds: 0 } }), tinyKokoroEntry(), tinyChatEntry()],
+  });
 });
 afterAll(() => server.stop());
 
@@ -41,7 +43,8 @@ describe("audio jobs: music", () => {
   it("GET /models lists the music model with the reference's music fields", async () => {
     const res = await fetch(`${server.baseUrl}/models?type=music`);
     const { data } = (await res.json()) as { data: Array<{ id: string; type: string; model_spec: Record<string, unknown> }> };
-    expect(data.map((m) => m.id)).toEqual([MODEL]);
+    expect(data.map((m) => m.id)).toEqual([MODEL, "tiny-musicgen-no-loops"]);
+    expect(data[1]!.model_spec.supports_loop).toBe(false);
     expect(data[0]!.type).toBe("music");
     expect(data[0]!.model_spec).toMatchObject({
       supports_lyrics: false,
@@ -138,6 +141,9 @@ describe("audio jobs: music", () => {
       expect(res.status, name).toBe(400);
       expect(JSON.stringify(await res.json()), name).toContain(name);
     }
+    const noLoops = await post(server, "/audio/queue", { model: "tiny-musicgen-no-loops", prompt: "calm piano", loop: true }, { key });
+    expect(noLoops.status).toBe(400);
+    expect(JSON.stringify(await noLoops.json())).toContain("loop");
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
   });
 });

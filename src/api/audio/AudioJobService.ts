@@ -1,6 +1,5 @@
 import type { Cost, Credits } from "../../billing/credits.js";
-import { microsToUnits, totalUsd } from "../../billing/money.js";
-import type { CostLine } from "../../billing/money.js";
+import { type CostLine, microsToUnits, totalUsd } from "../../billing/money.js";
 import { countCharacters, musicCost, speechCost, UnpricedDurationError } from "../../billing/pricing.js";
 import type { SpeechFormat } from "../../config/backendSettings.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
@@ -83,8 +82,8 @@ export class AudioJobService {
   }
 
   /**
-   * A speech or music model that runs on this node (a relayed speech model has its own limits:
-   * /audio/speech serves it). Other names, and standard names (tts-1) that fall to a speech model, resolve as /audio/speech resolves them.
+   * A speech or music model that runs on this node, by id, alias or standard name (tts-1). A
+   * relayed speech model has its own limits: /audio/speech serves it.
    */
   entryFor(modelId: string): ModelEntry {
     const entry = this.models.get(modelId);
