@@ -1,7 +1,7 @@
 /**
  * Media benchmark: seconds per image, seconds of generation per second of video, seconds per
  * upscaled megapixel (of output), seconds per background removal and per edit, real-time factor
- * of long speech as an audio job, and
+ * of long speech and of music as audio jobs (seconds of compute per second of audio), and
  * embeddings per second at batch 1 and 32, on the demo models (or the models of --config),
  * measured through a real server in this process over HTTP, so the numbers include the
  * worker threads, encoding (sharp, ffmpeg), billing and the job queue.
@@ -34,6 +34,8 @@ const { values } = parseArgs({
     "upscale-size": { type: "string", default: "512" },
     /** Characters of text read by an audio job. */
     "speech-characters": { type: "string", default: "3000" },
+    /** Seconds of music an audio job plays (the demo model's longest clip). */
+    "music-seconds": { type: "string", default: "30" },
   },
 });
 
@@ -54,6 +56,22 @@ const call = async (path: string, body: unknown) => {
   return res;
 };
 const seconds = (ms: number) => Math.round(ms) / 1000;
+/** Polls an audio job until retrieve answers the file. */
+const pollAudio = async (model: string, queueId: string) => {
+  for (;;) {
+    const res = await call("/audio/retrieve", { model, queue_id: queueId });
+    if (!res.headers.get("content-type")?.includes("json")) return Buffer.from(await res.arrayBuffer());
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+/** A finished audio job's compute time per second of its 16-bit mono WAV (the header's sample rate, then the data). */
+const audioJobTiming = (queueId: string, wav: Buffer) => {
+  const job = getJob(server.db, queueId) as { startedAt: number; finishedAt: number };
+  const audioSeconds = (wav.length - 44) / 2 / wav.readUInt32LE(24);
+  const jobMs = job.finishedAt - job.startedAt;
+  return { audioSeconds, jobMs, rtf: Math.round((jobMs / 1000 / audioSeconds) * 1000) / 1000 };
+};
 /** A PNG of deterministic noise (every pixel different, so no model can shortcut it), base64. */
 const noisePng = async (width: number, height: number) =>
   (
@@ -177,28 +195,27 @@ try {
   for (const entry of models.filter((m) => m.type === "tts" && m.backend !== "upstream")) {
     const sentence = "The quick brown fox jumps over the lazy dog near the river bank. ";
     const text = sentence.repeat(Math.ceil(Number(values["speech-characters"]) / sentence.length)).trim();
-    const poll = async (queueId: string) => {
-      for (;;) {
-        const res = await call("/audio/retrieve", { model: entry.id, queue_id: queueId });
-        if (!res.headers.get("content-type")?.includes("json")) return Buffer.from(await res.arrayBuffer());
-        await res.arrayBuffer();
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
-    await poll(((await (await call("/audio/queue", { model: entry.id, prompt: "Warm up.", response_format: "wav" })).json()) as { queue_id: string }).queue_id);
-    const { queue_id } = (await (await call("/audio/queue", { model: entry.id, prompt: text, response_format: "wav" })).json()) as { queue_id: string };
-    const wav = await poll(queue_id);
-    const job = getJob(server.db, queue_id) as { startedAt: number; finishedAt: number };
-    // 16-bit mono WAV: the header's sample rate, then the data.
-    const audioSeconds = (wav.length - 44) / 2 / wav.readUInt32LE(24);
-    const rtf = (job.finishedAt - job.startedAt) / 1000 / audioSeconds;
-    results[`${entry.id} (audio job)`] = {
-      characters: text.length,
-      audioSeconds: seconds(audioSeconds * 1000),
-      jobSeconds: seconds(job.finishedAt - job.startedAt),
-      realTimeFactor: Math.round(rtf * 1000) / 1000,
-    };
-    rows.push([`${entry.id} (audio job)`, `${text.length} characters -> ${seconds(audioSeconds * 1000)} s of speech`, `real-time factor ${Math.round(rtf * 1000) / 1000}`]);
+    const queue = async (prompt: string) => ((await (await call("/audio/queue", { model: entry.id, prompt, response_format: "wav" })).json()) as { queue_id: string }).queue_id;
+    await pollAudio(entry.id, await queue("Warm up."));
+    const queueId = await queue(text);
+    const { audioSeconds, jobMs, rtf } = audioJobTiming(queueId, await pollAudio(entry.id, queueId));
+    results[`${entry.id} (audio job)`] = { characters: text.length, audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf };
+    rows.push([`${entry.id} (audio job)`, `${text.length} characters -> ${seconds(audioSeconds * 1000)} s of speech`, `real-time factor ${rtf}`]);
+  }
+
+  for (const entry of models.filter((m) => m.type === "music")) {
+    const queue = async (durationSeconds: number) =>
+      (
+        (await (await call("/audio/queue", { model: entry.id, prompt: "calm lo-fi piano over soft drums", duration_seconds: durationSeconds, response_format: "wav" })).json()) as {
+          queue_id: string;
+        }
+      ).queue_id;
+    // A shortest clip first: loads the model.
+    await pollAudio(entry.id, await queue(entry.music.minDurationSeconds));
+    const queueId = await queue(Number(values["music-seconds"]));
+    const { audioSeconds, jobMs, rtf } = audioJobTiming(queueId, await pollAudio(entry.id, queueId));
+    results[`${entry.id} (audio job)`] = { audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf };
+    rows.push([`${entry.id} (audio job)`, `${seconds(audioSeconds * 1000)} s of music`, `real-time factor ${rtf}`]);
   }
 
   for (const entry of models.filter((m) => m.type === "embedding")) {

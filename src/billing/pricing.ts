@@ -125,6 +125,23 @@ export function videoCost(entry: ModelEntry, usage: { seconds: number; resolutio
 }
 
 /**
+ * A music clip: per second of generated music, per generation, or the duration tier whose
+ * [min_seconds, max_seconds] holds the duration (the reference's three music shapes).
+ */
+export function musicCost(entry: ModelEntry, seconds: number): CostLine[] {
+  const pricing = entry.pricing;
+  if (!pricing) return [];
+  if ("per_second" in pricing) return [costLine(`${entry.id}-music-second`, seconds, 1, pricing.per_second)];
+  if ("generation" in pricing) return [costLine(`${entry.id}-music-generation`, 1, 1, pricing.generation)];
+  if ("durations" in pricing) {
+    const tier = Object.entries(pricing.durations).find(([, t]) => seconds >= t.min_seconds && seconds <= t.max_seconds);
+    if (!tier) throw new UnpricedDurationError(`no duration tier of ${entry.id} covers ${seconds} seconds`);
+    return [costLine(`${entry.id}-music-${tier[0]}`, 1, 1, tier[1])];
+  }
+  return [];
+}
+
+/**
  * Chat web augmentation, priced per use by the node's settings (--search-price, --scrape-price):
  * one line per search run and one per page scraped successfully, the same amount in USD or DIEM.
  */

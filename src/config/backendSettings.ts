@@ -134,6 +134,32 @@ export type UpscaleSettings = z.infer<typeof UpscaleSettings>;
 export const SPEECH_FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 
+/**
+ * Text-to-music models (type "music", served as audio jobs): the durations and formats a job may
+ * ask for, advertised on GET /models in the reference's model_spec fields. The model runs with
+ * the `onnx` block's dtype, threads and execution providers.
+ */
+export const MusicSettings = z.strictObject({
+  /** Shortest clip a job may ask for, in whole seconds (duration_seconds below it is a 400). */
+  minDurationSeconds: z.number().int().positive().default(1),
+  /** Longest clip, in whole seconds: generation time grows with it (about frame rate x seconds decoder steps). */
+  maxDurationSeconds: z.number().int().positive().default(30),
+  /** The length of a clip when the job names none. */
+  defaultDurationSeconds: z.number().int().positive().default(10),
+  /** When set, the only durations accepted (the reference's duration_options); otherwise any whole number of seconds within min..max. */
+  durationOptions: z.array(z.number().int().positive()).min(1).optional(),
+  defaultFormat: z.enum(SPEECH_FORMATS).default("mp3"),
+  supportedFormats: z.array(z.enum(SPEECH_FORMATS)).min(1).default(["mp3", "wav", "flac", "opus", "aac"]),
+  /** The longest prompt, in characters (advertised as prompt_character_limit). */
+  promptCharacterLimit: z.number().int().positive().default(500),
+  /**
+   * Seconds of extra audio generated for `loop: true` and crossfaded from the clip's end into
+   * its start, so the file plays around without a seam; 0 turns looping off (supports_loop false).
+   */
+  loopCrossfadeSeconds: z.number().min(0).max(5).default(0.5),
+});
+export type MusicSettings = z.infer<typeof MusicSettings>;
+
 /** Local ONNX models (kokoro, vits, whisper, the speaker encoder): which weights file, how many CPU threads, which execution providers. */
 export const OnnxSettings = z.strictObject({
   /** Weights variant, as transformers.js names them: fp32 reads onnx/model.onnx, q8 model_quantized.onnx, fp16 model_fp16.onnx, q4 model_q4.onnx. */

@@ -3,6 +3,7 @@ import {
   EmbeddingSettings,
   ImageSettings,
   LlamaSettings,
+  MusicSettings,
   OnnxSettings,
   SpeechSettings,
   TranscriptionSettings,
@@ -72,6 +73,7 @@ export const ModelEntry = z.strictObject({
       "tiny-swin2sr",
       "tiny-modnet",
       "tiny-vlm",
+      "tiny-musicgen",
     ])
     .optional(),
   llama: LlamaSettings.default(LlamaSettings.parse({})),
@@ -84,6 +86,7 @@ export const ModelEntry = z.strictObject({
   video: VideoSettings.default(VideoSettings.parse({})),
   embedding: EmbeddingSettings.default(EmbeddingSettings.parse({})),
   upscale: UpscaleSettings.default(UpscaleSettings.parse({})),
+  music: MusicSettings.default(MusicSettings.parse({})),
   vision: VisionSettings.default(VisionSettings.parse({})),
   queue: QueueSettings.default(QueueSettings.parse({})),
   created: z.number().int().optional(),
@@ -142,6 +145,15 @@ export const ModelsConfig = z
         ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultVoice"], message: "the default voice must be one of speech.voices" });
       if (!model.speech.supportedFormats.includes(model.speech.defaultFormat))
         ctx.addIssue({ code: "custom", path: ["models", index, "speech", "defaultFormat"], message: "the default format must be one of speech.supportedFormats" });
+      const music = model.music;
+      if (music.minDurationSeconds > music.defaultDurationSeconds || music.defaultDurationSeconds > music.maxDurationSeconds)
+        ctx.addIssue({ code: "custom", path: ["models", index, "music", "defaultDurationSeconds"], message: "must lie within music.minDurationSeconds..maxDurationSeconds" });
+      if (music.durationOptions && !music.durationOptions.includes(music.defaultDurationSeconds))
+        ctx.addIssue({ code: "custom", path: ["models", index, "music", "durationOptions"], message: "must include music.defaultDurationSeconds" });
+      if (music.durationOptions?.some((d) => d < music.minDurationSeconds || d > music.maxDurationSeconds))
+        ctx.addIssue({ code: "custom", path: ["models", index, "music", "durationOptions"], message: "must lie within music.minDurationSeconds..maxDurationSeconds" });
+      if (!music.supportedFormats.includes(music.defaultFormat))
+        ctx.addIssue({ code: "custom", path: ["models", index, "music", "defaultFormat"], message: "the default format must be one of music.supportedFormats" });
       if (model.type === "video") {
         if (!(model.video.defaultResolution in model.video.resolutions))
           ctx.addIssue({ code: "custom", path: ["models", index, "video", "defaultResolution"], message: "must be one of video.resolutions" });

@@ -37,12 +37,15 @@ export const VideoDurationPricing = z.strictObject({
 });
 /** The reference's upscale shape: a price per picture for 2x and for 4x. */
 export const UpscalePricing = z.strictObject({ upscale: z.strictObject({ "2x": Price, "4x": Price }) });
+/** The reference's music shapes besides duration tiers: per second of generated music, or per generation. */
+export const MusicSecondPricing = z.strictObject({ per_second: Price });
+export const MusicGenerationPricing = z.strictObject({ generation: Price });
 export const ModelPricing = z.union([TextPricing, EmbeddingPricing, ImagePricing, AudioSecondPricing, CharacterPricing, VideoSecondPricing, VideoDurationPricing, UpscalePricing]);
 export type ModelPricing = z.infer<typeof ModelPricing>;
 
 /**
  * The pricing shapes each model type takes, with the sentence that says so when an entry
- * gets it wrong. Types not listed (inpaint, music) take any of the shapes.
+ * gets it wrong. Types not listed (inpaint) take any of the shapes.
  */
 const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> = {
   text: { shapes: [TextPricing], message: "per million input and output tokens: { input, output, cache_input?, cache_write? }" },
@@ -54,6 +57,10 @@ const PRICING_BY_TYPE: Record<string, { shapes: z.ZodType[]; message: string }> 
   video: { shapes: [VideoSecondPricing, VideoDurationPricing], message: "per second ({ per_second, resolutions? }) or by duration tier ({ durations })" },
   upscale: { shapes: [UpscalePricing], message: 'per picture and factor: { upscale: { "2x", "4x" } }' },
   "background-removal": { shapes: [ImagePricing], message: "per picture: { generation }" },
+  music: {
+    shapes: [MusicSecondPricing, MusicGenerationPricing, VideoDurationPricing],
+    message: "per second ({ per_second }), per generation ({ generation }) or by duration tier ({ durations })",
+  },
 };
 
 /**

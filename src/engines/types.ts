@@ -573,6 +573,24 @@ export interface BackgroundRemovalEngine extends EngineBase {
   removeBackground(options: { rgb: Uint8Array; width: number; height: number; signal?: AbortSignal }): Promise<{ rgba: Uint8Array; width: number; height: number }>;
 }
 
+export interface MusicOptions {
+  /** What the music should be like (the text encoder's input). */
+  prompt: string;
+  /** Length of the clip: the engine returns exactly this many seconds of samples. */
+  durationSeconds: number;
+  signal?: AbortSignal;
+  /** Fraction of the clip's frames generated. */
+  onProgress?: (fraction: number) => void;
+}
+
+/** Text-to-music: mono samples in [-1, 1] at `sampleRate`, generated frame by frame (`frameRate` a second). */
+export interface MusicEngine extends EngineBase {
+  readonly kind: "music";
+  readonly sampleRate: number;
+  readonly frameRate: number;
+  generate(options: MusicOptions): Promise<Float32Array>;
+}
+
 /**
  * Engine kinds by name. A new kind (speech, transcription) is one entry here plus its
  * interface; ModelManager.engine(id, kind) then returns it typed.
@@ -586,6 +604,7 @@ export interface EnginesByKind {
   embedding: EmbeddingEngine;
   upscale: UpscaleEngine;
   background: BackgroundRemovalEngine;
+  music: MusicEngine;
 }
 export type EngineKind = keyof EnginesByKind;
 export type Engine = EnginesByKind[EngineKind];

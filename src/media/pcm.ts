@@ -45,3 +45,23 @@ export function concatSamples(parts: readonly Float32Array[]): Float32Array {
   }
   return out;
 }
+
+/**
+ * A clip that plays around without a seam: `samples` holds the clip plus `overlap` samples
+ * more, and that extra tail is faded out over the clip's faded-in start. The result is
+ * `overlap` shorter; its last sample runs on into its first exactly as the generated audio ran
+ * on past the clip's end, so the loop point is where the model itself continued.
+ */
+export function loopCrossfade(samples: Float32Array, overlap: number): Float32Array {
+  if (overlap <= 0) return samples;
+  if (overlap * 2 > samples.length) throw new RangeError(`a crossfade of ${overlap} samples needs at least twice as many samples, not ${samples.length}`);
+  const length = samples.length - overlap;
+  const out = samples.slice(0, length);
+  for (let i = 0; i < overlap; i++) {
+    // Equal-power fade: uncorrelated audio keeps its loudness through the seam.
+    const fadeIn = Math.sin(((i + 0.5) / overlap) * (Math.PI / 2));
+    const fadeOut = Math.cos(((i + 0.5) / overlap) * (Math.PI / 2));
+    out[i] = samples[i]! * fadeIn + samples[length + i]! * fadeOut;
+  }
+  return out;
+}

@@ -18,6 +18,7 @@ export const KIND_OF_TYPE: Partial<Record<ModelEntry["type"], EngineKind>> = {
   embedding: "embedding",
   upscale: "upscale",
   "background-removal": "background",
+  music: "music",
 };
 
 export type ModelState = "unloaded" | "loading" | "loaded" | "failed";

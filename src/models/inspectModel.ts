@@ -120,13 +120,14 @@ async function inspectOnnxDirectory(dir: string): Promise<ModelInspection> {
     return { backend: "transformers", type: "text", facts, entry: { type: "text", backend: "transformers", vision: { maxImages: 4 } } };
   }
   if (config.model_type === "vits") return { backend: "vits", type: "tts", facts, entry: { type: "tts", backend: "vits" } };
+  if (config.model_type === "musicgen") return { backend: "transformers", type: "music", facts, entry: { type: "music", backend: "transformers" } };
   if (config.model_type === "whisper" || onnxFiles.some((f) => f.startsWith("encoder_model"))) {
     return { backend: "whisper", type: "asr", facts, entry: { type: "asr", backend: "whisper" } };
   }
   if (has("tokenizer.json") && onnxFiles.some((f) => f.startsWith("model"))) {
     return { backend: "transformers", type: "embedding", facts, entry: { type: "embedding", backend: "transformers" } };
   }
-  throw new Error(`${dir}: could not tell which backend loads it (expected a Kokoro, VITS, Whisper, sentence-embedding, Idefics3/SmolVLM or diffusers ONNX layout)`);
+  throw new Error(`${dir}: could not tell which backend loads it (expected a Kokoro, VITS, Whisper, MusicGen, sentence-embedding, Idefics3/SmolVLM or diffusers ONNX layout)`);
 }
 
 /** A model id from a file name: letters, digits, '.', '_', '-'. */

@@ -155,14 +155,21 @@ const speechJob = (method: string, path: string, overrides: Json = {}) => {
   return body;
 };
 
+/** The provider's audio-job example on the node's music model: it takes no lyrics, voice, language or speed; 2 seconds keep the walk quick. */
+const musicJob = (method: string, path: string, overrides: Json = {}) => {
+  const body = example(method, path, { model: "tiny-musicgen", ...overrides });
+  for (const name of ["lyrics_prompt", "voice", "language_code", "speed"]) delete body[name];
+  return body;
+};
+
 async function queuedAudio(): Promise<string> {
   const queued = await conforms("post", "/audio/queue", { json: speechJob("post", "/audio/queue") });
   return queued.queue_id;
 }
 
-async function waitForAudio(queueId: string) {
+async function waitForAudio(queueId: string, job = speechJob) {
   for (let i = 0; i < 240; i++) {
-    const res = await send("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) });
+    const res = await send("post", "/audio/retrieve", { json: job("post", "/audio/retrieve", { queue_id: queueId }) });
     if (res.headers.get("content-type")?.startsWith("audio/")) return res.arrayBuffer();
     await res.arrayBuffer();
     await new Promise((r) => setTimeout(r, 100));
@@ -202,16 +209,16 @@ const WALK: Record<string, () => Promise<void>> = {
     await conforms("get", "/image/styles", { key: null });
   },
   "GET /models": async () => {
-    for (const type of [undefined, "text", "embedding", "image", "tts", "asr", "video", "all"]) {
+    for (const type of [undefined, "text", "embedding", "image", "tts", "asr", "video", "music", "all"]) {
       const body = await conforms("get", "/models", { key: null, query: type ? { type } : {} });
       expect(body.data.length, `GET /models?type=${type}`).toBeGreaterThan(0);
     }
   },
   "GET /models/traits": async () => {
-    for (const type of ["text", "image", "tts", "asr", "video", "embedding"]) await conforms("get", "/models/traits", { key: null, query: { type } });
+    for (const type of ["text", "image", "tts", "asr", "video", "embedding", "music"]) await conforms("get", "/models/traits", { key: null, query: { type } });
   },
   "GET /models/compatibility_mapping": async () => {
-    for (const type of ["text", "image", "tts", "asr", "video", "embedding"]) await conforms("get", "/models/compatibility_mapping", { key: null, query: { type } });
+    for (const type of ["text", "image", "tts", "asr", "video", "embedding", "music"]) await conforms("get", "/models/compatibility_mapping", { key: null, query: { type } });
   },
   "GET /api_keys": async () => {
     await createdKey();
@@ -334,6 +341,8 @@ const WALK: Record<string, () => Promise<void>> = {
     // A speech model: priced per character; the example's duration is a music model's.
     const json = speechJob("post", "/audio/quote");
     expect((await conforms("post", "/audio/quote", { json })).quote).toBeGreaterThanOrEqual(0);
+    // The music model takes the example's duration as it is.
+    expect((await conforms("post", "/audio/quote", { json: musicJob("post", "/audio/quote", { duration_seconds: 60 }) })).quote).toBeGreaterThanOrEqual(0);
   },
   "POST /audio/queue": async () => {
     expect(await queuedAudio()).toBeTypeOf("string");
@@ -343,6 +352,9 @@ const WALK: Record<string, () => Promise<void>> = {
     await conforms("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) });
     await waitForAudio(queueId);
     expect((await conforms("post", "/audio/retrieve", { json: speechJob("post", "/audio/retrieve", { queue_id: queueId }) })).contentType).toBe("audio/mpeg");
+    const music = (await conforms("post", "/audio/queue", { json: musicJob("post", "/audio/queue", { duration_seconds: 2, loop: false, force_instrumental: true }) })).queue_id;
+    await waitForAudio(music, musicJob);
+    expect((await conforms("post", "/audio/retrieve", { json: musicJob("post", "/audio/retrieve", { queue_id: music }) })).contentType).toBe("audio/mpeg");
   },
   "POST /audio/complete": async () => {
     const queueId = await queuedAudio();

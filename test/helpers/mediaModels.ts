@@ -86,3 +86,17 @@ export function tinyBackgroundRemovalEntry(overrides: Partial<Record<string, unk
     ...overrides,
   });
 }
+
+/** The tiny MusicGen (32 kHz, four codebooks, 50 frames a second) as a music model. */
+export function tinyMusicgenEntry(overrides: Partial<Record<string, unknown>> = {}): ModelEntry {
+  const { music, ...rest } = overrides as { music?: Record<string, unknown> };
+  return ModelEntry.parse({
+    id: "tiny-musicgen",
+    type: "music",
+    backend: "transformers",
+    file: join(fixturesDir(), "tiny-musicgen"),
+    onnx: { threads: 1 },
+    music: { minDurationSeconds: 1, maxDurationSeconds: 30, defaultDurationSeconds: 5, ...music },
+    ...rest,
+  });
+}

@@ -3,13 +3,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { ffmpegPath } from "../../src/media/ffmpeg.js";
 import sharp from "sharp";
-import { tinyBackgroundRemovalEntry, tinyEmbeddingEntry, tinyImageEntry, tinyUpscaleEntry, tinyVideoEntry } from "./mediaModels.js";
+import { tinyBackgroundRemovalEntry, tinyEmbeddingEntry, tinyImageEntry, tinyMusicgenEntry, tinyUpscaleEntry, tinyVideoEntry } from "./mediaModels.js";
 import { startTestServer, tinyChatEntry, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "./testServer.js";
 import { evmWallet } from "./wallets.js";
 
 /**
  * A node that can serve every operation of the provider's document it offers, on the demo
- * models: chat, embeddings, images, video, speech (with voice cloning) and transcription, a
+ * models: chat, embeddings, images, video, speech (with voice cloning), music and transcription, a
  * character with the provider's example slug (alan-watts), web search, scraping and video
  * fetching against a loopback peer that also plays an Ethereum JSON-RPC node, x402 top-ups
  * (settlement off) and wallet keys (admin keys allowed, as the provider's example asks for one).
@@ -99,6 +99,8 @@ export async function startProviderNode(): Promise<ProviderNode> {
       tinyWhisperEntry(),
       tinyUpscaleEntry(),
       tinyBackgroundRemovalEntry(),
+      // The provider's quote example asks for 60 seconds.
+      tinyMusicgenEntry({ music: { maxDurationSeconds: 60 } }),
     ],
     characters: [{ slug: "alan-watts", name: "Alan Watts", model: "tiny-chat", systemPrompt: "You are a philosopher.", tags: ["philosophy"] }],
     config: {

@@ -13,7 +13,7 @@ const registry = (models: unknown[]) => {
 };
 
 describe("audio models in models.config.json", () => {
-  it("ships tts-kokoro, a VITS and a Whisper demo, and relayed ids served only once an upstream URL is set", () => {
+  it("ships tts-kokoro, a VITS, a Whisper and a MusicGen demo, and relayed ids served only once an upstream URL is set", () => {
     const path = loadServerConfig({}, {}).configPath;
     const plain = loadModelsConfig(path, "/var/hearth", {});
     const kokoro = plain.models.find((m) => m.id === "tts-kokoro")!;
@@ -23,6 +23,14 @@ describe("audio models in models.config.json", () => {
       type: "asr",
       backend: "whisper",
       pricing: { per_audio_second: { usd: 0.0001, diem: 0.0001 } },
+    });
+    expect(plain.models.find((m) => m.id === "hearth-tiny-musicgen")).toMatchObject({
+      type: "music",
+      backend: "transformers",
+      file: "/var/hearth/models/tiny-musicgen",
+      generate: "tiny-musicgen",
+      music: { minDurationSeconds: 1, maxDurationSeconds: 30, defaultDurationSeconds: 10, defaultFormat: "mp3" },
+      pricing: { per_second: { usd: 0.0005, diem: 0.0005 } },
     });
     const relayedIds = [
       "tts-qwen3-0-6b",
@@ -53,6 +61,7 @@ describe("audio models in models.config.json", () => {
       "tts-kokoro",
       "tts-vits",
       "hearth-tiny-whisper",
+      "hearth-tiny-musicgen",
     ]);
     expect(unset.skipped.map((s) => s.id)).toEqual(relayedIds);
 
@@ -60,7 +69,7 @@ describe("audio models in models.config.json", () => {
     const qwen = withUpstream.models.find((m) => m.id === "tts-qwen3-0-6b")!;
     expect(qwen.upstream).toMatchObject({ baseUrl: "https://speech.example/api/v1", apiKey: "sk-up" });
     expect(qwen.speech).toMatchObject({ supportsPromptParam: true, supportsTemperatureParam: true, supportsTopPParam: true });
-    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(23);
+    expect(new ModelManager(withUpstream, { gpu: false }).list()).toHaveLength(24);
   });
 
   it.each([
@@ -75,6 +84,12 @@ describe("audio models in models.config.json", () => {
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { supportedFormats: ["ogg"] } }, "models.0.speech.supportedFormats"],
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", speech: { voices: ["a"], voiceAliases: { alloy: "b" } } }, "models.0.speech.voiceAliases.alloy"],
     [{ id: "x", type: "tts", backend: "kokoro", file: "k", aliases: ["x"] }, "models.0.aliases.0"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", music: { defaultDurationSeconds: 40 } }, "models.0.music.defaultDurationSeconds"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", music: { durationOptions: [5, 15] } }, "models.0.music.durationOptions"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", music: { durationOptions: [10, 60] } }, "models.0.music.durationOptions"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", music: { supportedFormats: ["wav"] } }, "models.0.music.defaultFormat"],
+    [{ id: "x", type: "music", backend: "transformers", file: "m", pricing: { per_thousand_characters: { usd: 1, diem: 1 } } }, "models.0.pricing"],
+    [{ id: "x", type: "music", backend: "kokoro", file: "m" }, "models.0.backend"],
   ])("names the bad field of an audio entry (%#)", (entry, field) => {
     expect(() => loadModelsConfig(registry([entry]), "/data", {})).toThrow(new RegExp(field.replaceAll(".", "\\.")));
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { splitSentences } from "../../src/api/audio/splitSentences.js";
 import { formatTimestamp, toSrt, toVtt } from "../../src/api/audio/TranscriptionService.js";
-import { countCharacters, speechCost, transcriptionCost } from "../../src/billing/pricing.js";
+import { musicDuration } from "../../src/api/audio/AudioJobService.js";
+import { countCharacters, musicCost, speechCost, transcriptionCost, UnpricedDurationError } from "../../src/billing/pricing.js";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { logMelSpectrogram, melFilterBank, STYLETTS2_MEL } from "../../src/engines/kokoro/melSpectrogram.js";
 import { kokoroStandardVoices } from "../../src/engines/kokoro/kokoroStandardVoices.js";
@@ -57,6 +58,30 @@ describe("audio pricing", () => {
     expect(speechCost(entry(undefined), 1000)).toEqual([]);
     const [asr] = transcriptionCost(entry({ per_audio_second: { usd: 0.0001, diem: 0.0001 } }, "asr"), 12.3456);
     expect(asr).toMatchObject({ sku: "m-asr-second", units: 12.346, usdMicros: 1235 });
+  });
+
+  it("charges music per second, per generation or by duration tier", () => {
+    const music = (pricing: unknown) => ModelEntry.parse({ id: "m", type: "music", backend: "transformers", file: "/x", pricing });
+    expect(musicCost(music({ per_second: { usd: 0.001, diem: 0.002 } }), 12)).toEqual([expect.objectContaining({ sku: "m-music-second", usdMicros: 12_000, diemMicros: 24_000 })]);
+    expect(musicCost(music({ generation: { usd: 0.02, diem: 0.02 } }), 12)).toEqual([expect.objectContaining({ sku: "m-music-generation", usdMicros: 20_000 })]);
+    const tiers = music({ durations: { short: { usd: 0.1, diem: 0.1, min_seconds: 1, max_seconds: 10 }, long: { usd: 0.3, diem: 0.3, min_seconds: 11, max_seconds: 30 } } });
+    expect(musicCost(tiers, 20)).toEqual([expect.objectContaining({ sku: "m-music-long", usdMicros: 300_000 })]);
+    expect(() => musicCost(tiers, 31)).toThrow(UnpricedDurationError);
+    expect(musicCost(music(undefined), 12)).toEqual([]);
+  });
+});
+
+describe("music durations", () => {
+  const music = (settings: unknown) => ModelEntry.parse({ id: "m", type: "music", backend: "transformers", file: "/x", music: settings });
+  it("takes the default, a number or a numeric string within min..max, or only the listed options when the model has them", () => {
+    const ranged = music({ minDurationSeconds: 5, maxDurationSeconds: 20, defaultDurationSeconds: 8 });
+    expect(musicDuration(ranged, undefined)).toBe(8);
+    expect(musicDuration(ranged, 20)).toBe(20);
+    expect(musicDuration(ranged, "5")).toBe(5);
+    for (const outside of [4, 21, "30"]) expect(() => musicDuration(ranged, outside)).toThrow(/5 to 20 seconds/);
+    const listed = music({ minDurationSeconds: 5, maxDurationSeconds: 20, defaultDurationSeconds: 10, durationOptions: [10, 20] });
+    expect(musicDuration(listed, 20)).toBe(20);
+    expect(() => musicDuration(listed, 15)).toThrow(/10, 20 seconds/);
   });
 });
 

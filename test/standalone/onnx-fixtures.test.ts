@@ -82,6 +82,16 @@ describe("ONNX fixture layouts", () => {
       "tokenizer_config.json",
     ]);
     expect(listFiles(join(fixtures, "tiny-speaker-encoder"))).toEqual(["config.json", "onnx/model.onnx", "preprocessor_config.json"]);
+    expect(listFiles(join(fixtures, "tiny-musicgen"))).toEqual([
+      "config.json",
+      "generation_config.json",
+      "onnx/decoder_model_merged.onnx",
+      "onnx/encodec_decode.onnx",
+      "onnx/text_encoder.onnx",
+      "preprocessor_config.json",
+      "tokenizer.json",
+      "tokenizer_config.json",
+    ]);
     expect(listFiles(join(fixtures, "tiny-sd"))).toEqual([
       "model_index.json",
       "scheduler/scheduler_config.json",
@@ -129,7 +139,7 @@ describe("ONNX fixture layouts", () => {
         .filter((f) => f.endsWith(".onnx"))
         .map((f) => join(fixtures, name, f)),
     );
-    expect(onnxFiles).toHaveLength(19);
+    expect(onnxFiles).toHaveLength(22);
     for (const file of onnxFiles) {
       const model = decodeModelProto(readFileSync(file));
       expect(model.ir_version, relative(fixtures, file)).toBe(8);
@@ -207,6 +217,60 @@ describe("onnxruntime-node runs every fixture", () => {
     const lastRow = (full.logits!.data as Float32Array).slice(3 * vocabSize);
     const incremental = second.logits!.data as Float32Array;
     for (let i = 0; i < vocabSize; i += 97) expect(incremental[i]).toBeCloseTo(lastRow[i]!, 3);
+  });
+
+  it("musicgen: text encoder, the merged decoder over batch x codebooks rows agreeing with one full pass, EnCodec at 640 samples a frame", async () => {
+    const dir = join(fixtures, "tiny-musicgen/onnx");
+    const config = JSON.parse(readFileSync(join(fixtures, "tiny-musicgen/config.json"), "utf8"));
+    const { num_codebooks: codebooks, vocab_size: codebookSize, pad_token_id: pad } = config.decoder;
+    const textEncoder = await ort.InferenceSession.create(join(dir, "text_encoder.onnx"));
+    const decoder = await ort.InferenceSession.create(join(dir, "decoder_model_merged.onnx"));
+    const ids = [10, 14, 5, 1];
+    const mask = int64([1, 1, 1, 1], [1, 4]);
+    const { last_hidden_state: encoded } = await textEncoder.run({ input_ids: int64(ids, [1, 4]), attention_mask: mask });
+    expect(encoded!.dims).toEqual([1, 4, config.text_encoder.d_model]);
+
+    // transformers.js feeds the first step's empty cache sized by input_ids' rows (batch x codebooks), not the batch.
+    const cacheInputs = decoder.inputMetadata.filter((m) => m.name.startsWith("past_key_values."));
+    expect(cacheInputs).toHaveLength(4 * config.decoder.num_hidden_layers);
+    const emptyCache = Object.fromEntries(cacheInputs.map((m) => [m.name, zeros([codebooks, 2, 0, 16])]));
+    // Codebook k delayed by k steps: pad where position <= k, as transformers.js prepares them.
+    const tokens = (length: number) => Array.from({ length: codebooks * length }, (_, i) => (i % length <= Math.floor(i / length) ? pad : (i * 7) % codebookSize));
+    /** Columns [from, to) of every codebook's row of `all` (rows of `length`). */
+    const columns = (all: number[], length: number, from: number, to: number) => Array.from({ length: codebooks }, (_, k) => all.slice(k * length + from, k * length + to)).flat();
+    const step = (input: number[], length: number, cache: Record<string, ort.Tensor>, useCache: boolean) =>
+      decoder.run({
+        input_ids: int64(input, [codebooks, length]),
+        encoder_hidden_states: encoded!,
+        encoder_attention_mask: mask,
+        use_cache_branch: new ort.Tensor("bool", [useCache], [1]),
+        ...cache,
+      });
+    const all = tokens(6);
+    const first = await step(columns(all, 6, 0, 5), 5, emptyCache, false);
+    expect(first.logits!.dims).toEqual([codebooks, 5, codebookSize]);
+    expect(first["present.0.decoder.key"]!.dims).toEqual([1, 2, 5, 16]);
+    const cache = Object.fromEntries(cacheInputs.map((m) => [m.name, first[m.name.replace("past_key_values", "present")]!]));
+    const second = await step(columns(all, 6, 5, 6), 1, cache, true);
+    expect(second.logits!.dims).toEqual([codebooks, 1, codebookSize]);
+    expect(second["present.1.decoder.value"]!.dims).toEqual([1, 2, 6, 16]);
+    const full = await step(all, 6, emptyCache, false);
+    const fullLogits = full.logits!.data as Float32Array;
+    const incremental = second.logits!.data as Float32Array;
+    for (let k = 0; k < codebooks; k++)
+      for (let v = 0; v < codebookSize; v += 5) expect(incremental[k * codebookSize + v]).toBeCloseTo(fullLogits[(k * 6 + 5) * codebookSize + v]!, 3);
+
+    const encodec = await ort.InferenceSession.create(join(dir, "encodec_decode.onnx"));
+    const frames = 7;
+    const codes = int64(
+      Array.from({ length: codebooks * frames }, (_, i) => (i * 13) % codebookSize),
+      [1, 1, codebooks, frames],
+    );
+    const { audio_values: audio } = await encodec.run({ audio_codes: codes });
+    expect(audio!.dims).toEqual([1, 1, frames * 640]);
+    const samples = audio!.data as Float32Array;
+    expect(samples.every((x) => x > -1 && x < 1)).toBe(true);
+    expect(rms(samples)).toBeGreaterThan(0.05);
   });
 
   it("kokoro: waveform length grows with tokens and shrinks with speed, and is audible", async () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AutoTokenizer, env, pipeline, StyleTextToSpeech2Model, Tensor } from "@huggingface/transformers";
+import { AutoTokenizer, env, MusicgenForConditionalGeneration, pipeline, StyleTextToSpeech2Model, Tensor } from "@huggingface/transformers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeAllOnnxFixtures } from "../../src/fixtures/onnx/index.js";
 
@@ -100,6 +100,27 @@ describe("transformers.js on the tiny ONNX fixtures", () => {
     expect(hello.samples.length).toBe(hello.ids.length * 1200);
     expect(rms(hello.samples)).toBeGreaterThan(0.05);
     expect((await speak("həlˈoʊ wˈɜːld", 2)).samples.length).toBe((hello.ids.length * 1200) / 2);
+    await model.dispose();
+  });
+
+  it("MusicgenForConditionalGeneration: frames + codebooks - 1 new tokens make frames x 640 samples at 32 kHz, with and without guidance; greedy is repeatable", async () => {
+    const dir = join(root, "tiny-musicgen");
+    const tokenizer = await AutoTokenizer.from_pretrained("tiny-musicgen");
+    const model = await MusicgenForConditionalGeneration.from_pretrained("tiny-musicgen", { dtype: "fp32" });
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+    expect(config.audio_encoder.sampling_rate).toBe(32000);
+    const inputs = tokenizer("calm lo-fi piano beat", { truncation: true });
+    const generate = async (options: Record<string, unknown>) =>
+      (await (model as unknown as { generate(o: Record<string, unknown>): Promise<Tensor> }).generate({ ...inputs, ...options })) as Tensor;
+    const frames = 25;
+    // The export's own generation config: sampling with classifier-free guidance (a doubled batch).
+    const sampled = await generate({ max_new_tokens: frames + config.decoder.num_codebooks - 1 });
+    expect(sampled.dims).toEqual([1, 1, frames * 640]);
+    expect(rms(sampled.data as Float32Array)).toBeGreaterThan(0.05);
+    const greedy = () => generate({ max_new_tokens: frames + config.decoder.num_codebooks - 1, do_sample: false, guidance_scale: 1 });
+    const first = await greedy();
+    expect(first.dims).toEqual([1, 1, frames * 640]);
+    expect((await greedy()).data).toEqual(first.data);
     await model.dispose();
   });
 });

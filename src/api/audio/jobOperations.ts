@@ -7,7 +7,7 @@ const audioFiles = Object.fromEntries([...new Set(SPEECH_FORMATS.map((format) =>
 
 export const audioJobsApi = defineApiGroup({
   tag: "Audio",
-  description: "Long speech as durable jobs: quote, queue, poll with retrieve, then complete to delete the media.",
+  description: "Long speech and music as durable jobs: quote, queue, poll with retrieve, then complete to delete the media.",
   schemas,
   operations: [
     {
@@ -16,7 +16,8 @@ export const audioJobsApi = defineApiGroup({
       operationId: "quoteAudio",
       summary: "Price an audio job",
       description:
-        "Speech models are priced per character: `character_count` is required for a priced one (an unpriced one quotes 0). `duration_seconds` applies to music models (none on this node yet) and is a 400 on a speech model.",
+        "Speech models are priced per character: `character_count` is required for a priced one (an unpriced one quotes 0), and `duration_seconds` is a 400 on them. " +
+        "Music models are priced for `duration_seconds` (default: the model's `default_duration`); outside the model's durations it is a 400, and `character_count` is a 400 on them.",
       access: "paid",
       body: { content: { "application/json": schemas.QuoteAudioRequest } },
       responses: { 200: { description: "The price in USD", content: { "application/json": schemas.QuoteAudioResponse } } },
@@ -26,11 +27,13 @@ export const audioJobsApi = defineApiGroup({
       method: "post",
       path: "/audio/queue",
       operationId: "queueAudio",
-      summary: "Queue long speech",
+      summary: "Queue long speech or a music clip",
       description:
         `A local text-to-speech model reads \`prompt\` (up to ${schemas.AUDIO_JOB_MAX_CHARACTERS} characters) sentence by sentence into one file, with \`voice\` (a cloned voice too), ` +
-        "`language_code` and `speed`. The whole price is charged when the job is queued (cost headers) and refunded once if it fails; the job survives restarts. " +
-        `The music fields (${schemas.MUSIC_ONLY_FIELDS.join(", ")}) are a 400 naming each on a speech model. Hearth extension: \`response_format\` (default: the model's).`,
+        `\`language_code\` and \`speed\`; the music fields (${schemas.MUSIC_ONLY_FIELDS.join(", ")}) are a 400 naming each on a speech model. ` +
+        "A local text-to-music model plays `prompt` (up to its `prompt_character_limit`) for `duration_seconds` (default: its `default_duration`); `loop` makes the end run on into the start " +
+        `where the model reports \`supports_loop\`; \`force_instrumental\` always holds (no vocals); \`lyrics_prompt\`, \`lyrics_optimizer: true\` and the speech fields (${schemas.SPEECH_ONLY_FIELDS.join(", ")}) are a 400 naming each. ` +
+        "The whole price is charged when the job is queued (cost headers) and refunded once if it fails; the job survives restarts. Hearth extension: `response_format` (default: the model's `default_format`).",
       access: "paid",
       body: { content: { "application/json": schemas.QueueAudioRequest } },
       responses: { 200: { description: "The job's queue id", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": schemas.QueueAudioResponse } } },

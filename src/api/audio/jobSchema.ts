@@ -4,8 +4,9 @@ import { VideoStatusResponse } from "../video/schema.js";
 
 /**
  * Audio jobs: the reference's Quote/Queue/Retrieve/CompleteAudioRequest. On this node a job is
- * long speech: a text-to-speech model reads a text longer than /audio/speech takes, sentence by
- * sentence, into one file that survives restarts until it is completed.
+ * either long speech (a text-to-speech model reads a text longer than /audio/speech takes,
+ * sentence by sentence) or music (a text-to-music model plays `prompt` for `duration_seconds`),
+ * into one file that survives restarts until it is completed.
  */
 
 /** The most characters one job reads (Unicode code points): about two and a half hours of speech. */
@@ -14,13 +15,16 @@ export const AUDIO_JOB_MAX_CHARACTERS = 100_000;
 /** Fields of the reference's music models: refused with a 400 naming each when the model is a speech model. */
 export const MUSIC_ONLY_FIELDS = ["lyrics_prompt", "duration_seconds", "force_instrumental", "lyrics_optimizer", "loop"] as const;
 
+/** Fields of speech (and voice-enabled music) models: refused with a 400 naming each on this node's music models, which have no voices. */
+export const SPEECH_ONLY_FIELDS = ["voice", "language_code", "speed"] as const;
+
 /** The reference's duration hint: a positive integer or a numeric string. */
 const DurationSeconds = z.union([z.number().int().positive(), z.string().regex(/^\d+$/, "a whole number of seconds")]);
 
 export const QuoteAudioRequest = z.looseObject({
   model: z.string().min(1),
   duration_seconds: DurationSeconds.optional(),
-  /** Required for models priced per character (every speech model). */
+  /** Required for speech models priced per character; a music model is priced by duration_seconds (default: the model's). */
   character_count: z.number().int().positive().optional(),
 });
 export type QuoteAudioRequest = z.infer<typeof QuoteAudioRequest>;
@@ -29,7 +33,7 @@ export const QuoteAudioResponse = z.object({ quote: z.number() });
 
 export const QueueAudioRequest = z.looseObject({
   model: z.string().min(1),
-  /** For a speech model: the text to read. */
+  /** For a speech model: the text to read; for a music model: what the music should be like (its prompt_character_limit applies). */
   prompt: z
     .string()
     .min(1)

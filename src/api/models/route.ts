@@ -203,6 +203,7 @@ export function toModelRecord(
     record.model_spec.maxCompletionTokens = entry.maxCompletionTokens ?? contextSize;
   }
   if (entry.type === "tts") Object.assign(record.model_spec, speechSpec(entry, voices), { voice_aliases: voiceAliases });
+  if (entry.type === "music") Object.assign(record.model_spec, musicSpec(entry));
   if (entry.type === "asr") {
     Object.assign(record.model_spec, {
       supportsTimestamps: true,
@@ -243,6 +244,28 @@ function speechSpec(entry: ModelEntry, voices: readonly string[]): Partial<Model
     min_speed: 0.25,
     max_speed: 4,
     default_speed: 1,
+  };
+}
+
+/**
+ * What a music model offers, in the reference's field names: instrumental clips (no lyrics, so
+ * force_instrumental always holds), loops when a crossfade is configured, its durations and formats.
+ */
+function musicSpec(entry: ModelEntry): Partial<ModelRecord["model_spec"]> {
+  const music = entry.music;
+  return {
+    supports_lyrics: false,
+    lyrics_required: false,
+    supports_force_instrumental: true,
+    supports_loop: music.loopCrossfadeSeconds > 0,
+    ...(music.durationOptions ? { duration_options: music.durationOptions } : {}),
+    min_duration: music.minDurationSeconds,
+    max_duration: music.maxDurationSeconds,
+    default_duration: music.defaultDurationSeconds,
+    supported_formats: music.supportedFormats,
+    default_format: music.defaultFormat,
+    prompt_character_limit: music.promptCharacterLimit,
+    min_prompt_length: 1,
   };
 }
 

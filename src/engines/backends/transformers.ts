@@ -1,23 +1,24 @@
 import { join } from "node:path";
-import { EmbeddingSettings, OnnxSettings, UpscaleSettings, VisionSettings } from "../../config/backendSettings.js";
+import { EmbeddingSettings, MusicSettings, OnnxSettings, UpscaleSettings, VisionSettings } from "../../config/backendSettings.js";
 import { alwaysServable, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 import { inputLimit, readJson } from "../transformers/modelConfig.js";
 
 /**
  * transformers.js ONNX models: embedding encoders, vision-language chat models (type "text":
- * Idefics3 / SmolVLM exports, pictures and video frames in chat), super-resolution (upscale) and
- * background-removal models. transformers.js is imported when the first of its models loads, not
+ * Idefics3 / SmolVLM exports, pictures and video frames in chat), super-resolution (upscale),
+ * background-removal and text-to-music (MusicGen exports) models. transformers.js is imported when the first of its models loads, not
  * at start (about 165 MiB of memory and a second of start-up a chat-only node never needs).
  */
 export const transformersBackend: BackendDescriptor = {
-  serves: ["embedding", "text", "upscale", "background-removal"],
-  settings: { embedding: EmbeddingSettings, onnx: OnnxSettings, vision: VisionSettings, upscale: UpscaleSettings },
+  serves: ["embedding", "text", "upscale", "background-removal", "music"],
+  settings: { embedding: EmbeddingSettings, onnx: OnnxSettings, vision: VisionSettings, upscale: UpscaleSettings, music: MusicSettings },
   entryProblems: needsFile('a transformers model needs its model directory in "file"'),
   servable: alwaysServable,
   load: async (entry, options) => {
     if (entry.type === "text") return (await import("../transformers/TransformersVisionChatEngine.js")).TransformersVisionChatEngine.load(entry, options.gpu);
     if (entry.type === "upscale") return (await import("../transformers/UpscaleEngine.js")).TransformersUpscaleEngine.load(entry, options.gpu);
+    if (entry.type === "music") return (await import("../transformers/MusicEngine.js")).TransformersMusicEngine.load(entry, options.gpu);
     if (entry.type === "background-removal") return (await import("../transformers/BackgroundRemovalEngine.js")).TransformersBackgroundRemovalEngine.load(entry, options.gpu);
     return (await import("../transformers/TransformersEmbeddingEngine.js")).TransformersEmbeddingEngine.load(entry, options.gpu);
   },
