@@ -17,7 +17,7 @@ export const CheckedModelsConfig = ModelsConfig.superRefine((config, ctx) => {
       ctx.addIssue({
         code: "custom",
         path: ["models", index, "backend"],
-        message: `the ${model.backend} backend serves ${backend.serves.join(" and ")} models, not ${model.type}`,
+        message: `the ${model.backend} backend serves ${listInWords(backend.serves)} models, not ${model.type}`,
       });
     if (model.voiceCloning && !("voiceCloning" in backend.settings))
       ctx.addIssue({ code: "custom", path: ["models", index, "voiceCloning"], message: "voice cloning runs on Kokoro-style models (backend kokoro)" });
@@ -47,4 +47,9 @@ export function loadModelsConfig(configPath: string, dataDir: string, env: NodeJ
 function resolveModelPath(file: string, base: string, dataDir: string): string {
   const expanded = file.replaceAll("{dataDir}", dataDir);
   return isAbsolute(expanded) ? expanded : resolve(base, expanded);
+}
+
+/** "a", "a and b", "a, b and c". */
+function listInWords(items: readonly string[]): string {
+  return items.length < 3 ? items.join(" and ") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
 }

@@ -18,7 +18,7 @@ const issues = (models: unknown[]) => {
 describe("media entries in models.config.json", () => {
   it("checks that the backend serves the type, and the pricing shape of the type", () => {
     expect(issues([{ id: "a", type: "text", backend: "onnx-diffusion", file: "/x" }])).toEqual([
-      "models.0.backend: the onnx-diffusion backend serves image and video models, not text",
+      "models.0.backend: the onnx-diffusion backend serves image, inpaint and video models, not text",
     ]);
     expect(issues([{ id: "a", type: "image", backend: "onnx-diffusion" }])).toEqual(['models.0.file: a onnx-diffusion model needs its model directory in "file"']);
     expect(issues([{ id: "a", type: "image", backend: "onnx-diffusion", file: "/x", pricing: { input: { usd: 1, diem: 1 } } }])[0]).toMatch(/image models are priced per image/);
