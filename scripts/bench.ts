@@ -47,6 +47,7 @@ async function main(options: BenchOptions): Promise<void> {
       promptTokens: options.promptTokens,
       scenarios: options.scenarios,
       flashAttention: options.flashAttention,
+      uvThreads: options.uvThreads,
       json: options.json,
       log,
     });

@@ -34,6 +34,8 @@ export interface BenchOptions {
   flashAttention?: "on" | "off";
   /** --vs-llama-server scenarios to run (default: all). */
   scenarios?: string[];
+  /** --vs-llama-server: the Hearth server's libuv pool size (UV_THREADPOOL_SIZE; unset: the environment's, else libuv's 4). */
+  uvThreads?: number;
   /** Time to first token of an image question on the tiny vision demo model (its own scenario). */
   vision: boolean;
 }
@@ -85,6 +87,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     )
     .option("--prompt-tokens <n>", "prompt length of the --vs-llama-server prefill scenario", positiveInt, 2000)
     .addOption(new Option("--flash-attention <mode>", "--vs-llama-server: flash attention on or off for both (default: each server's own, auto)").choices(["on", "off"]))
+    .option(
+      "--uv-threads <n>",
+      "--vs-llama-server: start the Hearth server with UV_THREADPOOL_SIZE=n (1: every llama.cpp decode starts from the same thread, the setting docs/bench.md measures for a chat-only CPU node; default: the environment's, else libuv's 4)",
+      positiveInt,
+    )
     .option("--scenarios <list>", "--vs-llama-server scenarios to run: c1, c4, c16-s4, prefill, c16-s16 (default: all)", (value: string) => value.split(",").map((v) => v.trim()))
     .option(
       "--vision",

@@ -24,6 +24,8 @@ export interface ServerSettings {
   contextSize: number;
   /** Flash attention for both; unset: each server's default ("auto" for both). */
   flashAttention?: "on" | "off";
+  /** Hearth's libuv pool size (UV_THREADPOOL_SIZE), which node-llama-cpp's decodes run on. */
+  uvThreads?: number;
 }
 
 export interface RunningServer {
@@ -84,7 +86,10 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
       "--log-level",
       "warn",
     ],
-    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, NO_COLOR: "1", ...(settings.uvThreads ? { UV_THREADPOOL_SIZE: String(settings.uvThreads) } : {}) },
+    },
   );
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/api/v1`, key: secret, model: "bench" };
   await waitUntilServing(child, `${endpoint.baseUrl}/models`, "Hearth", { authorization: `Bearer ${secret}` });

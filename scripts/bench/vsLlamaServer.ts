@@ -8,6 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
+import { libuvPoolSize } from "../../src/engines/llama/threadsForBatch.js";
 import { httpTarget } from "./http.js";
 import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
@@ -24,6 +25,8 @@ export interface VersusOptions {
   contextSize: number;
   promptTokens: number;
   flashAttention?: "on" | "off";
+  /** The Hearth server's libuv pool size (UV_THREADPOOL_SIZE); unset: inherited. */
+  uvThreads?: number;
   /** Run only these scenarios (default: all). */
   scenarios?: string[];
   json?: string;
@@ -91,6 +94,8 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const threads = contextThreads(options.threads);
   log(`llama-server: ${build.server} (llama.cpp ${build.release}, ${build.commit.slice(0, 12)}, ${build.gpu})`);
   log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);
+  const uvThreads = options.uvThreads ?? libuvPoolSize();
+  log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (UV_THREADPOOL_SIZE${options.uvThreads ? ` from --uv-threads` : ""})`);
 
   const { maxTokens } = options;
   // The long prompts are cut to length with the model's own tokenizer (vocabulary only, no weights).
@@ -162,7 +167,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
   for (const { sequences, contextSize } of shapes) {
-    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention };
+    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention, uvThreads };
     const servers = await startBoth(build, settings, log);
     try {
       for (const server of servers) {
@@ -216,6 +221,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       llamaServer: build,
       model: options.model,
       threads,
+      hearthUvThreads: uvThreads,
       maxTokens,
       scenarios: results.map(({ scenario, rounds }) => ({
         name: scenario.name,

@@ -13,7 +13,8 @@ export const LlamaSettings = z.strictObject({
   threads: z.number().int().min(0).default(0),
   /**
    * Threads for a decode of one token (a lone stream): "auto" uses one fewer than `threads` when
-   * they take every core (Node's own threads then never stall llama.cpp's), else `threads`.
+   * they take every core and libuv's pool has more than one thread (decodes then start from
+   * changing threads), else `threads`. See threadsForBatch.ts.
    */
   singleTokenThreads: z.union([z.literal("auto"), z.number().int().min(1)]).default("auto"),
   batchSize: z.number().int().min(1).optional(),

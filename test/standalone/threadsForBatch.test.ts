@@ -1,17 +1,29 @@
 import { expect, it } from "vitest";
-import { threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
+import { libuvPoolSize, threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
 
 it("leaves one core to Node for a lone token when llama.cpp's threads take every core, and uses them all otherwise", () => {
-  const onTwoCores = threadsForBatch("auto", 2);
+  const onTwoCores = threadsForBatch("auto", 2, 4);
   expect(onTwoCores({ batchSize: 1, threads: 2 })).toBe(1);
   expect(onTwoCores({ batchSize: 2, threads: 2 })).toBe(2);
   expect(onTwoCores({ batchSize: 512, threads: 2 })).toBe(2);
   expect(onTwoCores({ batchSize: 1, threads: 1 })).toBe(1);
-  const onSixteen = threadsForBatch("auto", 16);
+  const onSixteen = threadsForBatch("auto", 16, 4);
   expect(onSixteen({ batchSize: 1, threads: 16 })).toBe(15);
   expect(onSixteen({ batchSize: 1, threads: 8 })).toBe(8);
   // A configured count, never above the context's.
   expect(threadsForBatch(3, 16)({ batchSize: 1, threads: 8 })).toBe(3);
   expect(threadsForBatch(12, 16)({ batchSize: 1, threads: 8 })).toBe(8);
   expect(threadsForBatch(3, 16)({ batchSize: 4, threads: 8 })).toBe(8);
+});
+
+it("uses every thread for a lone token when libuv's pool has one thread (every decode starts from the same thread)", () => {
+  const onePool = threadsForBatch("auto", 2, 1);
+  expect(onePool({ batchSize: 1, threads: 2 })).toBe(2);
+  expect(onePool({ batchSize: 8, threads: 2 })).toBe(2);
+  // A configured count still wins.
+  expect(threadsForBatch(1, 2, 1)({ batchSize: 1, threads: 2 })).toBe(1);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "1" })).toBe(1);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "16" })).toBe(16);
+  expect(libuvPoolSize({})).toBe(4);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "zero" })).toBe(4);
 });

@@ -1,18 +1,29 @@
 import { availableParallelism } from "node:os";
 
 /**
- * How many CPU threads decode one batch. A batch of one token (a lone stream's next token) is
- * memory-bound, and when llama.cpp has a thread on every core, Node's own threads (the event
- * loop, V8's helpers) preempt one of them now and then and every barrier of the graph waits for
- * it: on the 2-core machine a lone token took 32.5 ms (median) on 2 threads and 26.3 ms on 1,
- * while 2 tokens took 60 ms on 2 threads and 82 ms on 1 (docs/bench.md). So "auto" leaves one
- * core to Node for single-token batches when the context's threads take every core, and uses
- * them all for anything larger.
+ * libuv's thread pool size, which node-llama-cpp's decodes run on: UV_THREADPOOL_SIZE as the
+ * process started with (libuv reads it once, when the pool starts), else libuv's default of 4.
  */
-export function threadsForBatch(singleTokenThreads: number | "auto", cores = availableParallelism()) {
+export function libuvPoolSize(env: NodeJS.ProcessEnv = process.env): number {
+  const size = Number(env.UV_THREADPOOL_SIZE);
+  return Number.isInteger(size) && size >= 1 ? size : 4;
+}
+
+/**
+ * How many CPU threads decode one batch. A batch of one token (a lone stream's next token) is
+ * memory-bound, and every barrier of its graph waits for the slowest thread. node-llama-cpp starts
+ * each decode from whichever libuv pool thread is free, so with the default pool of 4 a lone
+ * stream's decodes hop from thread to thread, and on a machine where llama.cpp's threads take
+ * every core a two-thread single-token decode lost to a one-thread one (32.5 against 26.3 ms on
+ * the 2-core machine). With a pool of one thread (UV_THREADPOOL_SIZE=1) every decode starts from
+ * the same thread and all the threads win again (docs/bench.md). So "auto" uses every thread for
+ * a lone token when the pool has one thread or the threads leave a core free, and one fewer
+ * otherwise; batches of more than one token always use them all.
+ */
+export function threadsForBatch(singleTokenThreads: number | "auto", cores = availableParallelism(), poolSize = libuvPoolSize()) {
   return ({ batchSize, threads }: { batchSize: number; threads: number }): number => {
     if (batchSize !== 1) return threads;
     if (singleTokenThreads !== "auto") return Math.min(threads, singleTokenThreads);
-    return threads > 1 && threads >= cores ? threads - 1 : threads;
+    return threads > 1 && threads >= cores && poolSize > 1 ? threads - 1 : threads;
   };
 }
