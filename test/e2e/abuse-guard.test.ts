@@ -50,7 +50,9 @@ function pipelined(port: number, path: string, keys: string[]): Promise<Head[]> 
 const madeUpKey = () => `hth_${randomBytes(24).toString("base64url")}`;
 
 describe("abuse guard", () => {
-  it("counts made-up keys against the client address, blocks it, and keeps its state bounded over 12,000 requests (more made-up keys than ABUSE_MAX_SUBJECTS)", { timeout: 120_000 }, async () => {
+  it("counts made-up keys against the client address, blocks it, and keeps its state bounded over 12,000 requests (more made-up keys than ABUSE_MAX_SUBJECTS)", {
+    timeout: 120_000,
+  }, async () => {
     server = await startTestServer({ models: [] });
     const port = Number(new URL(server.url).port);
     // More made-up keys than the guard would ever track per key: the state must stay one address.

@@ -7,7 +7,7 @@ import { getJob } from "../../src/store/jobs.js";
 import { listUsage } from "../../src/store/usage.js";
 import { fileDurationSeconds } from "../helpers/audio.js";
 import { post, startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
-import { retrieveUntilDone } from "../helpers/video.js";
+import { jobRowOnceStatus, retrieveUntilDone } from "../helpers/video.js";
 
 // $0.01 per thousand characters.
 const PRICED = { pricing: { per_thousand_characters: { usd: 0.01, diem: 0.02 } } };
@@ -131,11 +131,7 @@ describe("audio jobs across restarts", () => {
     await second.stop();
 
     const third = await startTestServer({ dataDir, models: [tinyChatEntry()] });
-    let failed = getJob(third.db, doomed)!;
-    for (let i = 0; i < 200 && failed.status !== "FAILED"; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      failed = getJob(third.db, doomed)!;
-    }
+    const failed = await jobRowOnceStatus(third.db, doomed, "FAILED");
     expect(failed.status).toBe("FAILED");
     expect(failed.refundedAt).not.toBeNull();
     expect(getBalances(third.db, accountId).USD).toBe(1_000_000 - price);

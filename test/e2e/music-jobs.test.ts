@@ -9,7 +9,7 @@ import { listUsage } from "../../src/store/usage.js";
 import { fileDurationSeconds } from "../helpers/audio.js";
 import { tinyMusicgenEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
-import { retrieveUntilDone } from "../helpers/video.js";
+import { jobRowOnceStatus, retrieveUntilDone } from "../helpers/video.js";
 
 // $0.001 per second of music.
 const PRICED = { pricing: { per_second: { usd: 0.001, diem: 0.001 } } };
@@ -169,11 +169,7 @@ describe("music jobs across restarts", () => {
     await second.stop();
 
     const third = await startTestServer({ dataDir, models: [tinyChatEntry()] });
-    let failed = getJob(third.db, doomed)!;
-    for (let i = 0; i < 200 && failed.status !== "FAILED"; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      failed = getJob(third.db, doomed)!;
-    }
+    const failed = await jobRowOnceStatus(third.db, doomed, "FAILED");
     expect(failed.status).toBe("FAILED");
     expect(failed.refundedAt).not.toBeNull();
     expect(getBalances(third.db, accountId).USD).toBe(1_000_000 - 2_000);

@@ -1,3 +1,6 @@
+import { getJob, type JobRow } from "../../src/store/jobs.js";
+import type { Db } from "../../src/store/Store.js";
+
 /**
  * Polls POST /video/retrieve (or /audio/retrieve) until the job completes; records the states it
  * passed through. The finished media is whatever answer is not JSON (`video` names it either way).
@@ -23,4 +26,14 @@ export async function retrieveUntilDone(
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 50));
   }
   throw new Error(`the job did not complete in time (states: ${states.join(" -> ")})`);
+}
+
+/** Reads a job's row until it has `status` (or 10 s pass) and returns the last row read: a restarted node fails a job whose model is gone. */
+export async function jobRowOnceStatus(db: Db, id: string, status: JobRow["status"]): Promise<JobRow> {
+  let row = getJob(db, id)!;
+  for (let i = 0; i < 200 && row.status !== status; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    row = getJob(db, id)!;
+  }
+  return row;
 }
