@@ -1,10 +1,10 @@
 import express, { Router, type NextFunction, type Request, type Response } from "express";
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { PACKAGE_ROOT } from "../config/packageRoot.js";
 
 /** The prebuilt console (committed; `npm run build:console` rebuilds it). */
-export const CONSOLE_DIST = join(dirname(fileURLToPath(import.meta.url)), "dist");
+export const CONSOLE_DIST = join(PACKAGE_ROOT, "src", "console", "dist");
 
 const MISSING_PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hearth</title></head>
 <body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto; line-height: 1.5">

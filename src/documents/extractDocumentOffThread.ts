@@ -3,8 +3,9 @@ import type { DocumentHints } from "./detectDocumentType.js";
 import type { DocumentTask, DocumentTaskResult } from "./documentWorker.js";
 import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import type { ExtractedDocument } from "./extractDocument.js";
+import { siblingModule } from "../engines/worker/siblingModule.js";
 
-const WORKER = new URL("./documentWorker.ts", import.meta.url);
+const WORKER = siblingModule(import.meta.url, "documentWorker");
 
 /**
  * extractDocument in a worker thread: parsing a large PDF or spreadsheet never holds the event

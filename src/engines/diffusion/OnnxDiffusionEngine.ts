@@ -4,8 +4,9 @@ import type { ImageEngine, ImageGenerateOptions, ImageGenerateResult, VideoEngin
 import { TaskAbortedError, WorkerPool } from "../worker/WorkerPool.js";
 import type { DiffusionEvent, DiffusionImageResult, DiffusionTask, DiffusionWorkerData } from "./diffusionWorker.js";
 import type { PipelineInfo } from "./StableDiffusionPipeline.js";
+import { siblingModule } from "../worker/siblingModule.js";
 
-const WORKER = new URL("./diffusionWorker.ts", import.meta.url);
+const WORKER = siblingModule(import.meta.url, "diffusionWorker");
 
 export { TaskAbortedError };
 

@@ -6,11 +6,12 @@ import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import type { EmbeddingTask, EmbeddingWorkerData, EmbeddingWorkerResult } from "./embeddingWorker.js";
 import { inputLimit, poolingOf } from "./modelConfig.js";
+import { siblingModule } from "../worker/siblingModule.js";
 
 /** Characters tokenized in one go: a few milliseconds of work. */
 const COUNT_CHUNK_CHARS = 4096;
 
-const WORKER = new URL("./embeddingWorker.ts", import.meta.url);
+const WORKER = siblingModule(import.meta.url, "embeddingWorker");
 
 /**
  * ONNX encoder models (BERT, E5, BGE... in the transformers.js / Optimum layout) through
