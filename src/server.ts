@@ -104,6 +104,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   });
   for (const { id, reason } of models.skipped) logger.info({ model: id, reason }, "model not served");
   const wallet = createWalletServices({ db, config, credits, logger, now });
+  await wallet.topUps.loadSettlers();
   // Jobs are charged when queued and refunded if they fail, so no hold outlives a request:
   // releasing orphaned holds above never touches a job, and recovery only requeues or fails rows.
   const jobs = new JobQueue(db, credits, {

@@ -1,5 +1,7 @@
-import sharp from "sharp";
+import { loadOnFirstUse } from "../loadOnFirstUse.js";
 
+/** sharp (libvips and its thread pool) loads with the first picture, not at start. */
+const loadSharp = loadOnFirstUse(async () => (await import("sharp")).default);
 /**
  * Image encoding (sharp, i.e. libvips: runs on libuv's thread pool, never on the event loop).
  * Generated pixels arrive as interleaved 8-bit RGB.
@@ -20,6 +22,7 @@ export interface EncodeImageOptions {
 }
 
 export async function encodeImage(rgb: Uint8Array, width: number, height: number, format: ImageFormat, options: EncodeImageOptions = {}): Promise<Buffer> {
+  const sharp = await loadSharp();
   let image = sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: options.channels ?? 3 } });
   if (options.blur) image = image.blur(Math.max(8, Math.round(Math.max(width, height) / 16)));
   if (options.description) image = image.withExif({ IFD0: { ImageDescription: options.description, Software: "Hearth" } });
@@ -35,6 +38,7 @@ export async function encodeImage(rgb: Uint8Array, width: number, height: number
 
 /** Decodes any image sharp reads to interleaved RGB. */
 export async function decodeImage(bytes: Buffer): Promise<{ rgb: Uint8Array; width: number; height: number; format: string }> {
+  const sharp = await loadSharp();
   const image = sharp(bytes);
   const { format } = await image.metadata();
   const { data, info } = await image.removeAlpha().raw().toBuffer({ resolveWithObject: true });
@@ -53,6 +57,7 @@ export async function resizeRgb(
   toHeight: number,
   fit: "fill" | "cover" = "fill",
 ): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+  const sharp = await loadSharp();
   const { data, info } = await sharp(Buffer.from(rgb.buffer, rgb.byteOffset, rgb.byteLength), { raw: { width, height, channels: 3 } })
     .resize(toWidth, toHeight, { fit, kernel: "lanczos3" })
     .raw()
@@ -77,6 +82,7 @@ export class ImageTooLargeError extends Error {
  * errors (not an image, truncated data) are thrown as they are.
  */
 export async function decodeInputImage(bytes: Buffer, maxPixels: number): Promise<{ rgb: Uint8Array; width: number; height: number; format: string }> {
+  const sharp = await loadSharp();
   const image = sharp(bytes, { limitInputPixels: false });
   const { width = 0, height = 0, pageHeight, format } = await image.metadata();
   const frameHeight = pageHeight ?? height;
@@ -92,6 +98,7 @@ export async function rawToRgb(
   height: number,
   channels: 1 | 3 | 4,
 ): Promise<{ rgb: Uint8Array; width: number; height: number }> {
+  const sharp = await loadSharp();
   const input = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const { data: out, info } = await sharp(input, { raw: { width, height, channels } }).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
   return { rgb: new Uint8Array(out.buffer, out.byteOffset, out.byteLength), width: info.width, height: info.height };
@@ -107,10 +114,19 @@ export async function decodeMask(
   toHeight: number,
   fit: "fill" | "cover",
 ): Promise<{ mask: Uint8Array; sourceWidth: number; sourceHeight: number }> {
+  const sharp = await loadSharp();
   const image = sharp(bytes);
   const { width = 0, height = 0, hasAlpha } = await image.metadata();
   // A PNG mask with alpha: transparent means repaint (the standard's convention); otherwise white means repaint.
   const grey = hasAlpha ? image.ensureAlpha().extractChannel(3).negate() : image.greyscale().toColourspace("b-w");
   const { data } = await grey.resize(toWidth, toHeight, { fit, kernel: "nearest" }).raw().toBuffer({ resolveWithObject: true });
   return { mask: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), sourceWidth: width, sourceHeight: height };
+}
+
+/** RGBA pixels (a cut-out with its transparency) to PNG. */
+export async function encodeRgbaPng(rgba: Uint8Array, width: number, height: number): Promise<Buffer> {
+  const sharp = await loadSharp();
+  return sharp(Buffer.from(rgba.buffer, rgba.byteOffset, rgba.byteLength), { raw: { width, height, channels: 4 } })
+    .png()
+    .toBuffer();
 }

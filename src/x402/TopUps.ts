@@ -27,11 +27,10 @@ import type { X402TopUpResponse } from "../api/x402/schema.js";
 import { decodeJsonHeader, encodeJsonHeader } from "./encoding.js";
 import { normalizeNetwork } from "./networks.js";
 import type { PaymentLimits, VerifiedPayment } from "./payments/types.js";
-import { verifyEvmPayment } from "./payments/verifyEvmPayment.js";
-import { verifySolanaPayment } from "./payments/verifySolanaPayment.js";
-import { EvmSettler } from "./settlement/EvmSettler.js";
+import type { EvmSettler } from "./settlement/EvmSettler.js";
 import { SettlementError } from "./settlement/SettlementError.js";
-import { SolanaSettler } from "./settlement/SolanaSettler.js";
+import type { SolanaSettler } from "./settlement/SolanaSettler.js";
+import { loadOnFirstUse } from "../loadOnFirstUse.js";
 
 export interface TopUpResponse {
   body: X402TopUpResponse;
@@ -56,8 +55,9 @@ const invalid = (reason: string, message: string) => new X402Error(400, "X402_IN
  * the credit, so an authorization credits once however often, and however concurrently, it is sent.
  */
 export class TopUps {
-  private readonly evm: EvmSettler | undefined;
-  private readonly solana: SolanaSettler | undefined;
+  // The rails' modules load viem or @solana/kit: only when a payment or a pending settlement needs them.
+  private readonly evm: (() => Promise<EvmSettler>) | undefined;
+  private readonly solana: (() => Promise<SolanaSettler>) | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
   private working: Promise<void> | undefined;
@@ -70,8 +70,17 @@ export class TopUps {
     private readonly now: () => number,
   ) {
     const settles = config.settlement === "onchain" || config.settlement === "deferred";
-    this.evm = settles && config.base ? new EvmSettler(config.base) : undefined;
-    this.solana = settles && config.solana ? new SolanaSettler(config.solana) : undefined;
+    const { base, solana } = config;
+    this.evm = settles && base ? loadOnFirstUse(async () => new (await import("./settlement/EvmSettler.js")).EvmSettler(base)) : undefined;
+    this.solana = settles && solana ? loadOnFirstUse(async () => new (await import("./settlement/SolanaSettler.js")).SolanaSettler(solana)) : undefined;
+  }
+
+  /**
+   * Loads the settlers of the configured rails now (nothing when no transfer is ever submitted):
+   * a wrong key then stops the start, as it would if they loaded with the module.
+   */
+  async loadSettlers(): Promise<void> {
+    await Promise.all([this.evm?.(), this.solana?.()]);
   }
 
   get enabled(): boolean {
@@ -141,7 +150,8 @@ export class TopUps {
       }
     }
     const now = this.now();
-    return rail.kind === "evm" ? verifyEvmPayment(json.payload, rail.rail, this.limits, now) : verifySolanaPayment(json.payload, rail.rail, this.limits, now);
+    if (rail.kind === "evm") return (await import("./payments/verifyEvmPayment.js")).verifyEvmPayment(json.payload, rail.rail, this.limits, now);
+    return (await import("./payments/verifySolanaPayment.js")).verifySolanaPayment(json.payload, rail.rail, this.limits, now);
   }
 
   private railFor(network: string | undefined): { kind: "evm"; rail: EvmRail } | { kind: "solana"; rail: SolanaRail } | undefined {
@@ -229,22 +239,22 @@ export class TopUps {
 
   private async simulate(settle: VerifiedPayment["settle"]): Promise<void> {
     try {
-      if (settle.kind === "evm") await this.evm!.simulate(settle.authorization, settle.signature);
-      else await this.solana!.simulate(settle.transaction);
+      if (settle.kind === "evm") await (await this.evm!()).simulate(settle.authorization, settle.signature);
+      else await (await this.solana!()).simulate(settle.transaction);
     } catch (error) {
       if (!(error instanceof SettlementError)) throw error;
       throw settlementFailure(error.reason, error.message);
     }
   }
 
-  private submit(settle: VerifiedPayment["settle"]): Promise<string> {
-    if (settle.kind === "evm") return this.evm!.submit(settle.authorization, settle.signature);
-    return this.solana!.submit(settle.transaction);
+  private async submit(settle: VerifiedPayment["settle"]): Promise<string> {
+    if (settle.kind === "evm") return (await this.evm!()).submit(settle.authorization, settle.signature);
+    return (await this.solana!()).submit(settle.transaction);
   }
 
   private async confirm(settle: VerifiedPayment["settle"], tx: string): Promise<void> {
-    if (settle.kind === "evm") await this.evm!.confirm(tx as `0x${string}`, settle.authorization);
-    else await this.solana!.confirm(tx);
+    if (settle.kind === "evm") await (await this.evm!()).confirm(tx as `0x${string}`, settle.authorization);
+    else await (await this.solana!()).confirm(tx);
   }
 
   /** The answer for a payment's current state: 200 once credited, else the settlement error. */
@@ -326,7 +336,12 @@ export class TopUps {
     for (const row of stale) {
       if (this.inFlight.has(row.idempotency_key)) continue;
       const settle = loadSettle(row);
-      const used = settle.kind === "evm" ? await this.evm!.authorizationUsed(settle.authorization).catch(() => undefined) : false;
+      const used =
+        settle.kind === "evm"
+          ? await this.evm!()
+              .then((evm) => evm.authorizationUsed(settle.authorization))
+              .catch(() => undefined)
+          : false;
       if (used === true) this.credit(row.id, "confirmed");
       else if (used === false && now > row.valid_before) this.fail(row, "transfer_dropped: the transfer was never submitted before its authorization expired");
     }
@@ -335,7 +350,8 @@ export class TopUps {
       if (this.inFlight.has(row.idempotency_key) || !row.tx_hash) continue;
       const settle = loadSettle(row);
       try {
-        const state = settle.kind === "evm" ? await this.evm!.receiptState(row.tx_hash as `0x${string}`, settle.authorization) : await this.solana!.status(row.tx_hash);
+        const state =
+          settle.kind === "evm" ? await (await this.evm!()).receiptState(row.tx_hash as `0x${string}`, settle.authorization) : await (await this.solana!()).status(row.tx_hash);
         if (state.state === "confirmed") {
           if (row.credited === 1) this.update(row.id, { settlement: "confirmed" });
           else this.credit(row.id, "confirmed");

@@ -1,4 +1,4 @@
-import { getAddress, isAddress } from "viem";
+import { keccak_256 } from "@noble/hashes/sha3.js";
 import { base58 } from "@scure/base";
 import type { WalletFamily } from "../store/wallets.js";
 
@@ -67,7 +67,7 @@ export function messageChainId(caip2: string): string {
  */
 export function normalizeAddress(family: WalletFamily, address: unknown): string | undefined {
   if (typeof address !== "string") return undefined;
-  if (family === "evm") return isAddress(address, { strict: false }) ? address.toLowerCase() : undefined;
+  if (family === "evm") return isEvmAddress(address) ? address.toLowerCase() : undefined;
   return isSolanaAddress(address) ? address : undefined;
 }
 
@@ -87,4 +87,31 @@ export function normalizeAnyAddress(address: string): { family: WalletFamily; ad
   return solana ? { family: "solana", address: solana } : undefined;
 }
 
-export const checksumAddress = (address: string) => getAddress(address);
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * An EVM address: 0x and 40 hex digits. `strict` also holds a mixed-case address to its EIP-55
+ * checksum (all lower case carries none and passes), as wallets and viem's isAddress do.
+ */
+export function isEvmAddress(address: string, options: { strict?: boolean } = {}): boolean {
+  if (!EVM_ADDRESS.test(address)) return false;
+  if (!options.strict || address.toLowerCase() === address) return true;
+  return checksumAddress(address) === address;
+}
+
+/**
+ * The EIP-55 spelling of an EVM address: each hex letter upper case where the keccak-256 of the
+ * lower-case hex has a nibble of 8 or more. Computed here rather than with viem, which a node
+ * without wallet payments never loads (see loadOnFirstUse).
+ */
+export function checksumAddress(address: string): string {
+  if (!EVM_ADDRESS.test(address)) throw new Error(`not an EVM address: ${address}`);
+  const hex = address.slice(2).toLowerCase();
+  const hash = keccak_256(new TextEncoder().encode(hex));
+  let out = "0x";
+  for (let i = 0; i < 40; i++) {
+    const nibble = i % 2 === 0 ? hash[i >> 1]! >> 4 : hash[i >> 1]! & 0x0f;
+    out += nibble >= 8 ? hex[i]!.toUpperCase() : hex[i]!;
+  }
+  return out;
+}

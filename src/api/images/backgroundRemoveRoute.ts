@@ -1,5 +1,4 @@
 import express, { Router } from "express";
-import sharp from "sharp";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { backgroundRemovalCost } from "../../billing/pricing.js";
@@ -8,6 +7,7 @@ import { NotFoundError } from "../../errors.js";
 import { metered } from "../../http/meteredRequest.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import { BackgroundRemoveImageRequest } from "./backgroundRemoveSchema.js";
+import { encodeRgbaPng } from "../../media/image.js";
 import { readImageInput, readImageRequest } from "./imageInput.js";
 
 export type BackgroundRemoveRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
@@ -37,9 +37,7 @@ export function backgroundRemoveRouter(deps: BackgroundRemoveRouterDeps): Router
       const { engine } = paid.hold(await deps.models.acquire(entry.id, "background"));
       paid.serve(entry, engine.router);
       const cut = await engine.removeBackground({ ...picture, signal: paid.signal });
-      const png = await sharp(Buffer.from(cut.rgba.buffer, cut.rgba.byteOffset, cut.rgba.byteLength), { raw: { width: cut.width, height: cut.height, channels: 4 } })
-        .png()
-        .toBuffer();
+      const png = await encodeRgbaPng(cut.rgba, cut.width, cut.height);
       const cost = meter.settle(backgroundRemovalCost(entry, 1));
       res.set(costHeaders(cost));
       res.type("image/png").send(png);

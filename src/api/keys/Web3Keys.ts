@@ -1,11 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { getAddress, isAddress, recoverMessageAddress } from "viem";
 import type { Credits } from "../../billing/credits.js";
 import type { Web3KeysConfig } from "../../config/walletConfig.js";
 import { ApiError, AuthenticationError, InvalidRequestError, PermissionDeniedError } from "../../errors.js";
 import { findWallet, ensureWalletAccount } from "../../store/wallets.js";
 import type { Db } from "../../store/Store.js";
+import { checksumAddress, isEvmAddress } from "../../x402/networks.js";
 import type { NonceStore } from "../../x402/siwx/NonceStore.js";
+import { loadViem } from "../../x402/walletLibraries.js";
 import type { CreateApiKeyRequest, CreateApiKeyResponse } from "./schema.js";
 
 /** What a token carries: a single-use nonce and when it stops being accepted. */
@@ -45,16 +46,17 @@ export class Web3Keys {
   async createKey(request: CreateApiKeyRequest & { address: string; signature: string; token: string }): Promise<CreateApiKeyResponse> {
     this.requireEnabled();
     const { address, signature, token, ...keyRequest } = request;
-    if (!isAddress(address, { strict: false })) throw InvalidRequestError.forField(["address"], "an EVM address: 0x and 40 hex digits");
+    if (!isEvmAddress(address)) throw InvalidRequestError.forField(["address"], "an EVM address: 0x and 40 hex digits");
     const payload = this.readToken(token);
+    const { recoverMessageAddress } = await loadViem();
     let signer: string;
     try {
       signer = await recoverMessageAddress({ message: token, signature: signature as `0x${string}` });
     } catch {
       throw InvalidRequestError.forField(["signature"], "not a signature this node can read: sign the token's text with personal_sign (EIP-191)");
     }
-    const wallet = getAddress(address);
-    if (getAddress(signer) !== wallet) throw new AuthenticationError(`The signature is not ${wallet}'s signature of this token`);
+    const wallet = checksumAddress(address);
+    if (checksumAddress(signer) !== wallet) throw new AuthenticationError(`The signature is not ${wallet}'s signature of this token`);
     // Only after the signature checked out: nobody can burn another wallet's token with a forged request.
     if (!this.options.nonces.consume(`web3-key:${payload.nonce}`, payload.exp)) throw new AuthenticationError("This token was already used: get a new one");
     if (keyRequest.apiKeyType === "ADMIN" && !this.options.policy.allowAdminKeys) {
@@ -67,7 +69,7 @@ export class Web3Keys {
   private admittedAccount(wallet: string): string {
     const { policy, db, credits } = this.options;
     const existing = findWallet(db, wallet);
-    if (policy.allow === "allowlist" && !policy.allowlist.some((listed) => getAddress(listed) === wallet)) {
+    if (policy.allow === "allowlist" && !policy.allowlist.some((listed) => checksumAddress(listed) === wallet)) {
       throw new PermissionDeniedError(`${wallet} is not on this node's list of wallets that may make API keys`);
     }
     if (policy.allow === "credit") {

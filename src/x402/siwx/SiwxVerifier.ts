@@ -1,11 +1,10 @@
-import { ed25519 } from "@noble/curves/ed25519.js";
 import { base58, base64 } from "@scure/base";
-import { getAddress, isAddress, recoverMessageAddress } from "viem";
 import type { WalletFamily } from "../../store/wallets.js";
 import { decodeJsonHeader } from "../encoding.js";
-import { chainIdFromMessage, messageChainId, normalizeAddress, normalizeSiwxChainId, familyOf } from "../networks.js";
+import { chainIdFromMessage, checksumAddress, familyOf, isEvmAddress, messageChainId, normalizeAddress, normalizeSiwxChainId } from "../networks.js";
 import type { PublicOrigins } from "../PublicOrigins.js";
 import type { NonceStore } from "./NonceStore.js";
+import { loadEd25519, loadViem } from "../walletLibraries.js";
 import { formatSiwxMessage, parseSiwxMessage, SiwxMessageError, type SiwxMessage } from "./SiwxMessage.js";
 
 /** Why a sign-in was refused (reported to the client, which signed it and may know better). */
@@ -104,7 +103,7 @@ export class SiwxVerifier {
     }
 
     const address = normalizeAddress(family, message.address);
-    if (!address || (family === "evm" && !isAddress(message.address))) throw new SiwxError("malformed_message", "the signed address is not a valid address");
+    if (!address || (family === "evm" && !isEvmAddress(message.address, { strict: true }))) throw new SiwxError("malformed_message", "the signed address is not a valid address");
     if (normalizeAddress(family, payload.address) !== address) throw new SiwxError("address_mismatch", "address does not match the signed address");
 
     if (message.version !== "1") throw new SiwxError("unsupported_version", "Version must be 1");
@@ -132,7 +131,7 @@ export class SiwxVerifier {
     if (message.notBefore !== undefined && parseTime(message.notBefore, "Not Before") > now + skewMs)
       throw new SiwxError("not_yet_valid", "the sign-in is not valid yet (Not Before)");
 
-    const valid = family === "evm" ? await verifyEvm(text, payload.signature, address) : verifySolana(text, payload.signature, message.address);
+    const valid = family === "evm" ? await verifyEvm(text, payload.signature, address) : await verifySolana(text, payload.signature, message.address);
     if (!valid) throw new SiwxError("invalid_signature", "the signature does not match the message and address");
 
     // Only now, with the signature proven, may the nonce be spent.
@@ -160,8 +159,8 @@ function rebuildMessage(p: Record<string, unknown>): string {
   }
   let displayed = address;
   if (family === "evm") {
-    if (!isAddress(address, { strict: false })) throw new SiwxError("malformed_message", "the address is not a valid EVM address");
-    displayed = getAddress(address);
+    if (!isEvmAddress(address)) throw new SiwxError("malformed_message", "the address is not a valid EVM address");
+    displayed = checksumAddress(address);
   }
   const resources = Array.isArray(p.resources) && p.resources.every((r) => typeof r === "string") ? (p.resources as string[]) : undefined;
   return formatSiwxMessage({
@@ -185,6 +184,7 @@ async function verifyEvm(message: string, signature: unknown, address: string): 
   // 65 bytes r||s||v: an externally owned account. Contract wallets need an RPC call (not offline).
   if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) return false;
   try {
+    const { recoverMessageAddress } = await loadViem();
     const signer = await recoverMessageAddress({ message, signature: signature as `0x${string}` });
     return signer.toLowerCase() === address;
   } catch {
@@ -192,10 +192,11 @@ async function verifyEvm(message: string, signature: unknown, address: string): 
   }
 }
 
-function verifySolana(message: string, signature: unknown, address: string): boolean {
+async function verifySolana(message: string, signature: unknown, address: string): Promise<boolean> {
   if (typeof signature !== "string") return false;
   const bytes = decodeSignature(signature);
   if (!bytes) return false;
+  const ed25519 = await loadEd25519();
   try {
     const publicKey = base58.decode(address);
     if (publicKey.length !== 32 || ed25519.Point.fromBytes(publicKey).isSmallOrder()) return false;

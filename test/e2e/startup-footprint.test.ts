@@ -1,0 +1,50 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { expect, it } from "vitest";
+import { exited, hearth, hearthServe } from "../helpers/cli.js";
+import { tinyChatPath } from "../helpers/testServer.js";
+
+/**
+ * What a chat-only node carries in memory. The CLI runs the compiled copy of src/ (dist/), not
+ * tsx, and the wallet libraries (viem, @solana/kit, the curves) and sharp load with their first
+ * use: together about 110 MB of resident memory a node serving only a GGUF never needs. A static
+ * import of one of them anywhere on the start path fails this test.
+ */
+it("a started chat node that has answered a chat request has loaded neither tsx, the wallet libraries nor sharp", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "hearth-footprint-"));
+  const registry = join(dir, "models.config.json");
+  writeFileSync(
+    registry,
+    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 512, sequences: 1, threads: 1 } }] }),
+  );
+  const packagesFile = join(dir, "packages.txt");
+  const recorder = pathToFileURL(join(import.meta.dirname, "..", "helpers", "recordPackages.mjs")).href;
+  const dataDir = join(dir, "data");
+  const { stdout } = await hearth(["keys", "create", "--name", "footprint", "--usd", "1", "--data-dir", dataDir]);
+  const key = stdout.trim().split("\n").at(-1)!;
+  const server = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry], {
+    NODE_OPTIONS: `--import=${recorder}`,
+    HEARTH_RECORD_PACKAGES: packagesFile,
+  });
+  try {
+    const response = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+    });
+    expect(response.status).toBe(200);
+  } finally {
+    server.child.kill("SIGTERM");
+    await exited(server.child);
+  }
+  expect(existsSync(packagesFile)).toBe(true);
+  const loaded = new Set(readFileSync(packagesFile, "utf8").trim().split("\n"));
+  // The recorder saw the engine and the web stack: it works, so what it did not see was not loaded.
+  expect(loaded).toContain("node-llama-cpp");
+  expect(loaded).toContain("express");
+  for (const absent of ["tsx", "viem", "@solana/kit", "@solana-program/token", "@noble/curves", "sharp", "@huggingface/transformers", "onnxruntime-node"]) {
+    expect(loaded, absent).not.toContain(absent);
+  }
+});
