@@ -62,8 +62,10 @@ export class AbuseGuard {
           "x-ratelimit-type": keyBlock !== undefined ? "api_key" : "user",
         });
       }
-      res.once("finish", () => {
-        if (res.statusCode >= 200 && res.statusCode < 300) return;
+      // Counted when the status is sent, not on "finish": a client that has read a failure must
+      // find it counted when its next request arrives ("finish" can come after that read).
+      onStatusSent(res, (status) => {
+        if (status >= 200 && status < 300) return;
         if (isKnown()) this.recordFailure(`key:${keyHash}`, keyHash);
         else this.recordFailure(address, null);
       });
@@ -88,6 +90,16 @@ export class AbuseGuard {
 /** The guard of an app made by createApp (tests read its state size). */
 export function abuseGuardOf(app: Express): AbuseGuard {
   return app.locals.abuseGuard as AbuseGuard;
+}
+
+/** Calls `listener` with the status once, as the response head is written (explicitly or by the first write or end). */
+function onStatusSent(res: Response, listener: (status: number) => void): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: Response, ...args: Parameters<Response["writeHead"]>) {
+    res.writeHead = writeHead;
+    listener(typeof args[0] === "number" ? args[0] : res.statusCode);
+    return writeHead.apply(this, args);
+  } as Response["writeHead"];
 }
 
 /** A key is identified by a hash of what was sent (valid or not), never by the secret itself. */
