@@ -72,7 +72,9 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   const child = spawn(
     process.execPath,
     [
-      ...(process.env.HEARTH_BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.HEARTH_BENCH_CPU_PROF] : []),
+      ...(process.env.HEARTH_BENCH_CPU_PROF
+        ? ["--cpu-prof", "--cpu-prof-interval", process.env.HEARTH_BENCH_CPU_PROF_INTERVAL ?? "1000", "--cpu-prof-dir", process.env.HEARTH_BENCH_CPU_PROF]
+        : []),
       join(PACKAGE_ROOT, "bin", "hearth.js"),
       "serve",
       "--host",

@@ -135,4 +135,28 @@ describe("StepBarrier: generating sequences take their steps together", () => {
     expect(deadlineMs).toBeGreaterThanOrEqual(4);
     expect(deadlineMs).toBeLessThan(40);
   });
+
+  it("dispatches a lone sequence's decode within its own microtasks, ahead of its output; several wait for a macrotask", async () => {
+    const barrier = new StepBarrier();
+    const order: string[] = [];
+    // What the stream does with a token: its write is flushed on process.nextTick (Node's http cork).
+    const queueOutputAndDecode = () => {
+      process.nextTick(() => order.push("output"));
+      barrier.dispatchSchedule(() => order.push("decode"));
+    };
+    // In a microtask, as when a generation loop resumes: microtasks run before the nextTick queue.
+    barrier.join();
+    await Promise.resolve().then(queueOutputAndDecode);
+    await macrotask();
+    expect(order).toEqual(["decode", "output"]);
+
+    order.length = 0;
+    barrier.join();
+    await Promise.resolve().then(queueOutputAndDecode);
+    await new Promise<void>((resolve) => process.nextTick(resolve));
+    // Two generating: the tokens the barrier releases together must all be queued before the dispatch.
+    expect(order).toEqual(["output"]);
+    await macrotask();
+    expect(order).toEqual(["output", "decode"]);
+  });
 });

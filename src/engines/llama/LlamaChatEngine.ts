@@ -71,9 +71,8 @@ export class LlamaChatEngine implements ChatEngine {
   readonly router: string;
   readonly features: ChatFeatures;
   private readonly describer: TokenDescriber;
-  private readonly barrier = new StepBarrier();
-
   private constructor(
+    private readonly barrier: StepBarrier,
     private readonly modelId: string,
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
@@ -123,15 +122,20 @@ export class LlamaChatEngine implements ChatEngine {
     const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers });
     try {
       const decodeBatches = new DecodeBatches();
+      const barrier = new StepBarrier();
       const context = await model.createContext({
         ...chatContextOptions(settings),
-        batching: { itemPrioritizationStrategy: decodeBatches.strategy, threadsForBatch: threadsForBatch(settings.singleTokenThreads) },
+        batching: {
+          itemPrioritizationStrategy: decodeBatches.strategy,
+          threadsForBatch: threadsForBatch(settings.singleTokenThreads),
+          dispatchSchedule: barrier.dispatchSchedule,
+        },
       });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(options.modelId, model, context, chatWrapper, syntax, pool, decodeBatches, llama.gpu);
+      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, syntax, pool, decodeBatches, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;

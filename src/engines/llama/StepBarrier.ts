@@ -72,6 +72,17 @@ export class StepBarrier {
     this.options = { ...DEFAULT_STEP_BARRIER, ...options };
   }
 
+  /**
+   * node-llama-cpp's decode dispatch. A lone generating sequence is decoded within the same turn
+   * of the event loop that queued its token, before that token's output (its SSE write) runs;
+   * with several, the dispatch waits for a later macrotask, as node-llama-cpp's own "nextCycle"
+   * does, so that the tokens the barrier released together ride in one batch.
+   */
+  readonly dispatchSchedule = (dispatch: () => void): void => {
+    if (this.members <= 1) queueMicrotask(dispatch);
+    else setImmediate(dispatch);
+  };
+
   /** A sequence got its first token and now generates one token per step. */
   join(): void {
     this.members++;
