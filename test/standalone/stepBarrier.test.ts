@@ -136,7 +136,7 @@ describe("StepBarrier: generating sequences take their steps together", () => {
     expect(deadlineMs).toBeLessThan(40);
   });
 
-  it("dispatches a lone sequence's decode within its own microtasks, ahead of its output; several wait for a macrotask", async () => {
+  it("dispatches a lone generating sequence's decode within its own microtasks, ahead of its output; none or several wait for a macrotask", async () => {
     const barrier = new StepBarrier();
     const order: string[] = [];
     // What the stream does with a token: its write is flushed on process.nextTick (Node's http cork).
@@ -144,7 +144,15 @@ describe("StepBarrier: generating sequences take their steps together", () => {
       process.nextTick(() => order.push("output"));
       barrier.dispatchSchedule(() => order.push("decode"));
     };
+    // Nothing generating yet (prompts only): prompts queued in the same turn wait for each other.
+    await Promise.resolve().then(queueOutputAndDecode);
+    await new Promise<void>((resolve) => process.nextTick(resolve));
+    expect(order).toEqual(["output"]);
+    await macrotask();
+    expect(order).toEqual(["output", "decode"]);
+
     // In a microtask, as when a generation loop resumes: microtasks run before the nextTick queue.
+    order.length = 0;
     barrier.join();
     await Promise.resolve().then(queueOutputAndDecode);
     await macrotask();

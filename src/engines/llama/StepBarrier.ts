@@ -74,12 +74,14 @@ export class StepBarrier {
 
   /**
    * node-llama-cpp's decode dispatch. A lone generating sequence is decoded within the same turn
-   * of the event loop that queued its token, before that token's output (its SSE write) runs;
-   * with several, the dispatch waits for a later macrotask, as node-llama-cpp's own "nextCycle"
-   * does, so that the tokens the barrier released together ride in one batch.
+   * of the event loop that queued its token, before that token's output (its SSE write) runs,
+   * which would otherwise sit between two decodes. In every other case the dispatch waits for a
+   * later macrotask, as node-llama-cpp's own "nextCycle" does: with several generating, so that
+   * the tokens the barrier released together ride in one batch; with none, so that prompts
+   * queued in the same turn are decoded together.
    */
   readonly dispatchSchedule = (dispatch: () => void): void => {
-    if (this.members <= 1) queueMicrotask(dispatch);
+    if (this.members === 1) queueMicrotask(dispatch);
     else setImmediate(dispatch);
   };
 
