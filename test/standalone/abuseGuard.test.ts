@@ -52,3 +52,41 @@ describe("AbuseGuard state", () => {
     expect(guard.size()).toEqual({ failures: 1, blocked: 0 });
   });
 });
+
+describe("AbuseGuard timing", () => {
+  it("counts a failure as its status is sent, before the client can read it (not when the response finishes)", async () => {
+    const timed = new AbuseGuard({ now: () => now, isKnownKey: () => false });
+    // The guard's state right after each response's status went out, read synchronously.
+    const seen: { failures: number; blocked: number }[] = [];
+    const timedApp = express();
+    timedApp.use(timed.middleware());
+    timedApp.get("/fail", (_req, res) => {
+      res.status(401).end();
+      seen.push(timed.size());
+    });
+    timedApp.get("/stream", (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: {}\n\n");
+      seen.push(timed.size());
+      res.end();
+    });
+    timedApp.use((error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(error instanceof RateLimitError ? 429 : 500).end();
+    });
+    const listening = timedApp.listen(0, "127.0.0.1");
+    await new Promise<void>((resolve) => listening.once("listening", () => resolve()));
+    const base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    try {
+      expect((await fetch(`${base}/fail`)).status).toBe(401);
+      expect(seen.at(-1)).toEqual({ failures: 1, blocked: 0 });
+      expect((await fetch(`${base}/stream`)).status).toBe(200);
+      expect(seen.at(-1)).toEqual({ failures: 1, blocked: 0 });
+      for (let i = 0; i < 20; i++) expect((await fetch(`${base}/fail`)).status).toBe(401);
+      // The 21st failure blocked the address as it was sent, so the very next request is refused.
+      expect(seen.at(-1)).toEqual({ failures: 0, blocked: 1 });
+      expect((await fetch(`${base}/fail`)).status).toBe(429);
+    } finally {
+      await new Promise<void>((resolve) => listening.close(() => resolve()));
+    }
+  });
+});
