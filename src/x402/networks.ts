@@ -82,7 +82,7 @@ export function isSolanaAddress(address: string): boolean {
 
 /** A wallet address in a path: EVM or Solana, normalised; undefined when it is neither. */
 export function normalizeAnyAddress(address: string): { family: WalletFamily; address: string } | undefined {
-  if (/^0x[0-9a-fA-F]{40}$/.test(address)) return { family: "evm", address: address.toLowerCase() };
+  if (isEvmAddress(address)) return { family: "evm", address: address.toLowerCase() };
   const solana = normalizeAddress("solana", address);
   return solana ? { family: "solana", address: solana } : undefined;
 }
