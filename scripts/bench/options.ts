@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { resolve } from "node:path";
 import { GENERATED_MODELS, type GeneratedModelName } from "./models.js";
+import { ROUNDS_FOR_VERDICT } from "./verdict.js";
 
 /** The three ways the same workload is run; their ratios separate HTTP cost from engine cost. */
 export const MODES = ["llama", "engine", "http"] as const;
@@ -82,7 +83,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       "--vs-llama-server",
       "compare Hearth with llama.cpp's llama-server (built once from node-llama-cpp's bundled llama.cpp source into ~/.cache/hearth/llama.cpp), " +
         "both as servers on the same GGUF with the same threads and sequences: 1 stream, 4 on 4 sequences, 16 on 4 and on 16, a long prompt; " +
-        "defaults: --generate qwen-0.5b-q8 --rounds 3 --max-tokens 64",
+        `defaults: --generate qwen-0.5b-q8 --rounds ${ROUNDS_FOR_VERDICT} (the fewest for a verdict at 90%) --max-tokens 64`,
       false,
     )
     .option("--prompt-tokens <n>", "prompt length of the --vs-llama-server prefill scenario", positiveInt, 2000)
@@ -107,7 +108,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     if (flags.url) program.error("--vs-llama-server starts both servers itself; it takes no --url");
     const given = (name: string) => program.getOptionValueSource(name) === "cli";
     if (!given("generate")) flags.generate = "qwen-0.5b-q8";
-    if (!given("rounds")) flags.rounds = 3;
+    if (!given("rounds")) flags.rounds = ROUNDS_FOR_VERDICT;
     if (!given("maxTokens")) flags.maxTokens = 64;
   }
   if (flags.url && !flags.model) program.error("--model is required with --url");

@@ -14,6 +14,7 @@ import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js"
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
 import { startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
+import { type MedianInterval, medianInterval, VERDICT_COVERAGE, verdictOf } from "./verdict.js";
 import { buildLongPromptRequests, buildRequests, runConcurrent, type BenchRequest } from "./workload.js";
 
 export interface VersusOptions {
@@ -223,14 +224,19 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       threads,
       hearthUvThreads: uvThreads,
       maxTokens,
-      scenarios: results.map(({ scenario, rounds }) => ({
-        name: scenario.name,
-        label: scenario.label,
-        figure: scenario.figure.label,
-        goal: scenario.goal,
-        medianRatio: median(rounds.map((r) => r.ratio)),
-        rounds,
-      })),
+      scenarios: results.map(({ scenario, rounds }) => {
+        const interval = medianInterval(rounds.map((r) => r.ratio));
+        return {
+          name: scenario.name,
+          label: scenario.label,
+          figure: scenario.figure.label,
+          goal: scenario.goal,
+          medianRatio: median(rounds.map((r) => r.ratio)),
+          medianRatioInterval: interval,
+          verdict: verdictOf(interval, scenario.goal),
+          rounds,
+        };
+      }),
       memory,
     };
     writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
@@ -274,16 +280,19 @@ function roundLine(scenario: Scenario, round: Round): string {
   return `${scenario.name} round ${round.round} (load ${round.loadBefore.toFixed(2)}, ${round.first} first): ${part("Hearth", round.hearth)} / ${part("llama-server", round.llamaServer)} = ${round.ratio.toFixed(2)}`;
 }
 
+const intervalText = (interval: MedianInterval) => `${interval.low.toFixed(2)}–${interval.high.toFixed(2)} (${Math.round(interval.coverage * 100)}%)`;
+
 function summaryTable(results: readonly { scenario: Scenario; rounds: Round[] }[]): string {
   const lines = [
-    "| scenario | figure | Hearth (median) | llama-server (median) | ratio per round | median ratio | goal | TTFT med ms H / L | load per round |",
-    "|---|---|--:|--:|---|--:|--:|--:|---|",
+    `| scenario | figure | Hearth (median) | llama-server (median) | ratio per round | median ratio | interval (coverage) | goal | verdict (${VERDICT_COVERAGE * 100}%) | TTFT med ms H / L | load per round |`,
+    "|---|---|--:|--:|---|--:|--:|--:|---|--:|---|",
   ];
   for (const { scenario, rounds } of results) {
     const ratios = rounds.map((r) => r.ratio);
+    const interval = medianInterval(ratios);
     lines.push(
       `| ${scenario.label} | ${scenario.figure.label} | ${fixed(median(rounds.map((r) => r.hearth.figure)))} | ${fixed(median(rounds.map((r) => r.llamaServer.figure)))} | ` +
-        `${ratios.map((r) => r.toFixed(2)).join(", ")} | **${median(ratios).toFixed(2)}** | ${scenario.goal} | ` +
+        `${ratios.map((r) => r.toFixed(2)).join(", ")} | **${median(ratios).toFixed(2)}** | ${intervalText(interval)} | ${scenario.goal} | ${verdictOf(interval, scenario.goal)} | ` +
         `${fixed(median(rounds.map((r) => r.hearth.metrics.ttftMs.median)), 0)} / ${fixed(median(rounds.map((r) => r.llamaServer.metrics.ttftMs.median)), 0)} | ` +
         `${rounds.map((r) => r.loadBefore.toFixed(1)).join(", ")} |`,
     );
