@@ -57,4 +57,28 @@ describe("generated GGUF models", () => {
     expect(shown).toBe("Hello there, ");
     await model.dispose();
   });
+
+  it("a loaded model keeps its vocabulary in JavaScript but not the BPE merges or token types (the install-time patch)", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    await writeChatModel(path, TINY_CHAT);
+    const file = await readGgufFileInfo(path);
+    expect(file.metadata.tokenizer.ggml.merges?.length).toBeGreaterThan(0);
+    const vocabularySize = file.metadata.tokenizer.ggml.tokens.length;
+    expect(file.metadata.tokenizer.ggml.token_type).toHaveLength(vocabularySize);
+
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: path });
+    try {
+      const tokenizer = model.fileInfo.metadata.tokenizer;
+      expect(tokenizer.ggml.tokens).toHaveLength(vocabularySize);
+      expect(tokenizer.chat_template).toBe(file.metadata.tokenizer.chat_template);
+      expect(tokenizer.ggml.merges).toBeUndefined();
+      expect(tokenizer.ggml.token_type).toBeUndefined();
+      // llama.cpp read them from the file: merged tokens, special tokens as such.
+      expect(model.tokenize("the weather").length).toBeLessThan("the weather".length);
+      expect(model.tokens.eos).toBe(file.metadata.tokenizer.ggml.eos_token_id);
+    } finally {
+      await model.dispose();
+    }
+  });
 });
