@@ -9,8 +9,8 @@ export const BENCH_MODELS_DIR = join(PACKAGE_ROOT, "data", "bench-models");
 /** The random-weight models `--generate` can write; speed does not depend on weight values. */
 export const GENERATED_MODELS = {
   tiny: { file: "tiny-chat.gguf", shape: TINY_CHAT },
-  "qwen-0.5b-q8": { file: "qwen2.5-0.5b-shape-q8_0.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "Q8_0" } },
-  "qwen-0.5b-f16": { file: "qwen2.5-0.5b-shape-f16.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "F16" } },
+  "qwen-0.5b-q8": { file: "qwen2.5-0.5b-shape-v2-q8_0.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "Q8_0" } },
+  "qwen-0.5b-f16": { file: "qwen2.5-0.5b-shape-v2-f16.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "F16" } },
 } as const satisfies Record<string, { file: string; shape: ChatModelShape }>;
 export type GeneratedModelName = keyof typeof GENERATED_MODELS;
 

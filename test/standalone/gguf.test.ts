@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, LlamaLogLevel, readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
+import { QWEN25_HEADER_SHAPE, TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { toHalf } from "../../src/fixtures/gguf/GgufWriter.js";
 import { StreamingDetokenizer } from "../../src/engines/llama/StreamingDetokenizer.js";
 
@@ -77,6 +77,25 @@ describe("generated GGUF models", () => {
       // llama.cpp read them from the file: merged tokens, special tokens as such.
       expect(model.tokenize("the weather").length).toBeLessThan("the weather".length);
       expect(model.tokens.eos).toBe(file.metadata.tokenizer.ggml.eos_token_id);
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  it("the Qwen2.5-shaped vocabulary comes with a real one's count of merges, which llama.cpp applies", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "qwen-header.gguf");
+    await writeChatModel(path, QWEN25_HEADER_SHAPE);
+    const file = await readGgufFileInfo(path, { readTensorInfo: false });
+    const { tokens, merges } = file.metadata.tokenizer.ggml;
+    expect(tokens).toHaveLength(151_936);
+    // Qwen2.5's own tokenizer has 151,387.
+    expect(merges!.length).toBeGreaterThan(150_000);
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: path, vocabOnly: true });
+    try {
+      // " wzq" is a padding token three merges away from its bytes: " w", " wz", " wzq". (Qwen2.5's
+      // pre-tokenizer splits digits off, so only the fillers spelled in letters come out whole.)
+      expect(model.tokenize(" wzq")).toEqual([tokens.indexOf("\u0120wzq")]);
     } finally {
       await model.dispose();
     }
