@@ -37,6 +37,8 @@ interface Slot {
   loadedAt: number | null;
   lastUsedAt: number | null;
   memory: MemoryEstimate | null;
+  /** The estimate, under way or made (once per process). */
+  estimating?: Promise<void>;
   idleTimer: NodeJS.Timeout | undefined;
 }
 
@@ -129,14 +131,21 @@ export class ModelLifecycle {
   estimate(): Promise<void> {
     // Once per process: a model whose files cannot be estimated is not re-read on every admin
     // request (its load fills the estimate in, or says what is wrong).
-    this.estimating ??= Promise.all(
-      [...new Set(this.slots.values())].map(async (slot) => {
-        slot.memory ??= await estimateMemory(slot.entries[0]!, this.options.gpu).catch(() => null);
-      }),
-    ).then(() => undefined);
+    this.estimating ??= Promise.all([...new Set(this.slots.values())].map((slot) => this.estimateSlot(slot))).then(() => undefined);
     return this.estimating;
   }
   private estimating: Promise<void> | undefined;
+
+  /** The slot's estimate, made once (a failure leaves it null: the load says what is wrong with the files). */
+  private estimateSlot(slot: Slot): Promise<void> {
+    if (slot.memory) return Promise.resolve();
+    slot.estimating ??= estimateMemory(slot.entries[0]!, this.options.gpu)
+      .then((memory) => {
+        slot.memory ??= memory;
+      })
+      .catch(() => undefined);
+    return slot.estimating;
+  }
 
   status(): { models: ModelStatus[]; budget: MemoryBudgetStatus } {
     const models = this.registry.list().map((entry) => this.statusOf(entry));
@@ -182,13 +191,14 @@ export class ModelLifecycle {
     return () => this.listeners.delete(listener);
   }
 
-  /** Loads a model now (an admin's warm-up); a failed model is retried at once. */
+  /** Loads a model now (an admin's warm-up); a failed model is retried at once. The status it returns has the estimate. */
   async load(id: string): Promise<ModelStatus> {
     this.registry.get(id);
     const slot = this.slots.get(id)!;
     this.hold(slot);
     try {
       await this.ensureLoaded(slot, id, true);
+      await this.estimateSlot(slot);
     } finally {
       this.letGo(slot);
     }
@@ -216,6 +226,8 @@ export class ModelLifecycle {
     this.disposed = true;
     const slots = [...new Set(this.slots.values())];
     await Promise.all(slots.map((slot) => slot.loading?.catch(() => undefined)));
+    // An estimate made in the background runs llama.cpp on the shared backend: let it finish first.
+    await Promise.all(slots.map((slot) => slot.estimating));
     await Promise.all(slots.map((slot) => this.unloadSlot(slot, "unloaded")));
     this.listeners.clear();
   }
@@ -238,6 +250,7 @@ export class ModelLifecycle {
     if (slot.inFlight === 0) {
       this.wakeRoomWaiters();
       this.scheduleIdleUnload(slot);
+      if (slot.state === "loaded") void this.estimateSlot(slot);
     }
   }
 
@@ -271,13 +284,14 @@ export class ModelLifecycle {
     try {
       await slot.unloading;
       const budgeted = this.options.ramBudgetBytes != null || this.options.vramBudgetBytes != null;
-      try {
+      // The estimate decides evictions, so a budgeted load waits for it. Without a budget it is only
+      // reported (status, metrics) and is made once the model is idle (estimateWhenIdle): for GGUF,
+      // node-llama-cpp simulates the load in llama.cpp, about 0.4 s on a 0.5B model that the first
+      // request would wait for, on the libuv thread the decodes run on.
+      if (budgeted) {
         slot.memory ??= await estimateMemory(entry, this.options.gpu);
-      } catch (error) {
-        // Without a budget the load itself says best what is wrong with the files.
-        if (budgeted) throw error;
+        await this.makeRoom(slot);
       }
-      if (budgeted) await this.makeRoom(slot);
       if (slot.shared) {
         const shared = await slot.shared.load(entry, { gpu: this.options.gpu });
         for (const e of slot.entries) slot.engines.set(e.id, slot.shared.view(shared, e));

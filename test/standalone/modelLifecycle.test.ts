@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 import { estimateMemory } from "../../src/models/estimateMemory.js";
 import { ModelLifecycle, type ModelLifecycleOptions } from "../../src/models/ModelLifecycle.js";
@@ -99,6 +99,27 @@ describe("memory budget", () => {
     expect(evicted()).toEqual(["b"]);
     expect(stateOf(models, "a")).toBe("loaded");
     leaseA.release();
+  });
+});
+
+describe("memory estimate", () => {
+  it("without a budget, a load does not wait for the estimate: it is made once the model is idle", async () => {
+    const models = start([kokoro("a"), kokoro("b")], { keepAliveSeconds: -1 });
+    const lease = await models.acquire("a", "speech");
+    expect(stateOf(models, "a")).toBe("loaded");
+    expect(models.statusOf("a").memory).toBeNull();
+    lease.release();
+    await vi.waitFor(() => expect(models.statusOf("a").memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 }));
+    // A warm-up by hand answers with the estimate.
+    expect((await models.load("b")).memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 });
+  });
+
+  it("with a budget, the estimate is made before the load (evictions depend on it)", async () => {
+    const models = start([kokoro("a")], { ramBudgetBytes: modelBytes * 4 });
+    const lease = await models.acquire("a", "speech");
+    expect(models.statusOf("a").memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 });
+    expect(models.budget().ram.usedBytes).toBe(modelBytes);
+    lease.release();
   });
 });
 
