@@ -37,7 +37,7 @@ import type {
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
 import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
-import { chatContextOptions, getSharedLlama } from "./getSharedLlama.js";
+import { chatContextOptions, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 import { DecodeBatches } from "./decodeBatches.js";
@@ -119,12 +119,14 @@ export class LlamaChatEngine implements ChatEngine {
   static async load(options: LlamaChatEngineOptions): Promise<LlamaChatEngine> {
     const llama = await getSharedLlama(options.gpu);
     const { settings } = options;
-    const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers });
+    const ignoreMemorySafetyChecks = skipsMemorySafetyChecks(llama);
+    const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers, ignoreMemorySafetyChecks });
     try {
       const decodeBatches = new DecodeBatches();
       const barrier = new StepBarrier();
       const context = await model.createContext({
         ...chatContextOptions(settings),
+        ignoreMemorySafetyChecks,
         batching: {
           itemPrioritizationStrategy: decodeBatches.strategy,
           threadsForBatch: threadsForBatch(settings.singleTokenThreads),

@@ -2,7 +2,7 @@ import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { normalize } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
-import { contextThreads, getSharedLlama } from "./getSharedLlama.js";
+import { contextThreads, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 
 /**
@@ -35,7 +35,8 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
       throw new Error(`embedding.pooling is read from the GGUF (<arch>.pooling_type) for llama models; remove the "${entry.embedding.pooling}" setting`);
     }
     const llama = await getSharedLlama(gpu);
-    const model = await llama.loadModel({ modelPath: entry.file!, gpuLayers: entry.llama.gpuLayers });
+    const ignoreMemorySafetyChecks = skipsMemorySafetyChecks(llama);
+    const model = await llama.loadModel({ modelPath: entry.file!, gpuLayers: entry.llama.gpuLayers, ignoreMemorySafetyChecks });
     try {
       // node-llama-cpp needs the context longer than the input: the training context holds inputs one token shorter.
       const maxInputTokens = entry.embedding.maxInputTokens ?? Math.min(model.trainContextSize, 8192) - 1;
@@ -47,6 +48,7 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
             contextSize: maxInputTokens + 1,
             batchSize: maxInputTokens + 1,
             threads: contextThreads(entry.embedding.threads),
+            ignoreMemorySafetyChecks,
           }),
         );
       }

@@ -24,6 +24,18 @@ export function contextThreads(configured: number): number {
   return configured > 0 ? configured : Math.max(1, availableParallelism());
 }
 
+/**
+ * Whether node-llama-cpp checks that a model and its contexts fit in memory before creating them.
+ * On the CPU it does not: the check simulates the load in llama.cpp (the whole vocabulary built
+ * once more per simulation: three extra on a chat model's first request, about 1.3 s and 45 MB of
+ * RAM that glibc keeps, on the Qwen2.5-0.5B shape), RAM is paged by the operating system, and a
+ * node that must not overcommit sets Hearth's memory budget, which keeps its own estimate. With a
+ * GPU the check stays: VRAM is not paged, and it is how `gpuLayers: "auto"` is resolved.
+ */
+export function skipsMemorySafetyChecks(llama: Llama): boolean {
+  return llama.gpu === false;
+}
+
 /** A chat context's options from the registry's llama settings (the server and the bench build it alike). */
 export function chatContextOptions(settings: LlamaSettings) {
   return {
