@@ -5,7 +5,7 @@ import type OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
 import { PDFDocument } from "pdf-lib";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { encodeVideo } from "../../src/media/ffmpeg.js";
 import { inspectModel } from "../../src/models/inspectModel.js";
@@ -154,8 +154,8 @@ describe("an image question", () => {
     const imageTokens = one.usage!.prompt_tokens - plain.usage!.prompt_tokens;
     expect(imageTokens).toBeGreaterThanOrEqual(5 * 16);
     expect(Math.abs(two.usage!.prompt_tokens - one.usage!.prompt_tokens - imageTokens)).toBeLessThanOrEqual(2);
-    // Loaded like every model: leased while answering, released after, its memory estimated (once idle), on the CPU provider.
-    await vi.waitFor(() => expect(server.models.statusOf("tiny-vision").memory).not.toBeNull());
+    // Loaded like every model: leased while answering, released after, its memory estimated (when asked), on the CPU provider.
+    await server.models.estimate();
     const status = server.models.statusOf("tiny-vision");
     expect(status).toMatchObject({ state: "loaded", inFlight: 0, executionProvider: { providers: ["cpu"] } });
     expect(status.memory!.ramBytes).toBeGreaterThan(0);

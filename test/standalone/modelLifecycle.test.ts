@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ModelEntry, ModelsConfig } from "../../src/config/modelRegistry.js";
 import { estimateMemory } from "../../src/models/estimateMemory.js";
 import { ModelLifecycle, type ModelLifecycleOptions } from "../../src/models/ModelLifecycle.js";
@@ -103,15 +103,17 @@ describe("memory budget", () => {
 });
 
 describe("memory estimate", () => {
-  it("without a budget, a load does not wait for the estimate: it is made once the model is idle", async () => {
+  it("without a budget, nothing is estimated until asked (the admin listing)", async () => {
     const models = start([kokoro("a"), kokoro("b")], { keepAliveSeconds: -1 });
-    const lease = await models.acquire("a", "speech");
+    await use(models, "a");
+    expect((await models.load("b")).memory).toBeNull();
+    await sleep(50);
     expect(stateOf(models, "a")).toBe("loaded");
     expect(models.statusOf("a").memory).toBeNull();
-    lease.release();
-    await vi.waitFor(() => expect(models.statusOf("a").memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 }));
-    // A warm-up by hand answers with the estimate.
-    expect((await models.load("b")).memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 });
+    expect(models.budget().ram.usedBytes).toBe(0);
+    await models.estimate();
+    expect(models.statusOf("a").memory).toEqual({ ramBytes: modelBytes, vramBytes: 0 });
+    expect(models.budget().ram.usedBytes).toBe(2 * modelBytes);
   });
 
   it("with a budget, the estimate is made before the load (evictions depend on it)", async () => {
