@@ -31,6 +31,8 @@ export interface ServerSettings {
 export interface RunningServer {
   name: "Hearth" | "llama-server";
   endpoint: HttpEndpoint;
+  /** From spawning the process to its first successful answer (Hearth: GET /models, the model not loaded yet; llama-server: /health, after loading). */
+  startedInMs: number;
   /** Resident memory of the server process now, in bytes (Linux /proc). */
   rssBytes(): number | null;
   /** Hearth only: how its engine batched decode steps so far (GET /admin/models, `decode`). */
@@ -69,6 +71,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   db.close();
 
   const port = await freePort();
+  const spawnedAt = performance.now();
   const child = spawn(
     process.execPath,
     [
@@ -98,6 +101,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   return {
     name: "Hearth",
     endpoint,
+    startedInMs: performance.now() - spawnedAt,
     rssBytes: () => rssOf(child.pid),
     decodeStats: async () => {
       const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
@@ -114,6 +118,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
 export async function startLlamaServer(binary: string, settings: ServerSettings): Promise<RunningServer> {
   const port = await freePort();
   const threads = String(settings.threads);
+  const spawnedAt = performance.now();
   const child = spawn(
     binary,
     [
@@ -139,7 +144,7 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
   );
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/v1`, model: "bench" };
   await waitUntilServing(child, `http://127.0.0.1:${port}/health`, "llama-server");
-  return { name: "llama-server", endpoint, rssBytes: () => rssOf(child.pid), stop: () => stopProcess(child) };
+  return { name: "llama-server", endpoint, startedInMs: performance.now() - spawnedAt, rssBytes: () => rssOf(child.pid), stop: () => stopProcess(child) };
 }
 
 function freePort(): Promise<number> {
@@ -168,7 +173,8 @@ async function waitUntilServing(child: ChildProcess, url: string, name: string, 
       } catch {
         // Not listening yet.
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Often enough that the start time it measures is not rounded up by much.
+      await new Promise((resolve) => setTimeout(resolve, 25));
     }
     throw new Error(`${name} did not serve ${url} within ${START_TIMEOUT_MS / 1000} s:\n${stderr}`);
   };

@@ -67,6 +67,14 @@ interface MemoryReading {
   afterScenarios: RssPair;
 }
 
+/** Start to answering (spawn to first 200), then the first request's time to first token, per server. */
+interface ColdStart {
+  sequences: number;
+  contextSize: number;
+  hearth: { startMs: number; firstTtftMs: number };
+  llamaServer: { startMs: number; firstTtftMs: number };
+}
+
 const rssRatio = (pair: RssPair) => (pair.hearthRssBytes && pair.llamaServerRssBytes ? pair.hearthRssBytes / pair.llamaServerRssBytes : Number.NaN);
 
 interface Round {
@@ -184,6 +192,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
 
   const results: { scenario: Scenario; rounds: Round[] }[] = [];
   const memory: MemoryReading[] = [];
+  const coldStarts: ColdStart[] = [];
   let requestNumber = 0;
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
@@ -191,6 +200,16 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
     const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention, uvThreads };
     const servers = await startBoth(build, settings, log);
     try {
+      // What a user waits for after starting a server: until it answers, then the first request's
+      // first token (Hearth loads the model on that request; llama-server loaded it before answering).
+      // One server at a time, so neither's first request competes with the other's.
+      const coldStart: ColdStart["hearth"][] = [];
+      for (const server of servers) {
+        const [request] = buildRequests(1, 4, 2_000_000 + requestNumber++);
+        const { traces } = await runConcurrent(httpTarget(server.endpoint).run, [request!], 1);
+        const trace = traces[0]!;
+        coldStart.push({ startMs: server.startedInMs, firstTtftMs: (trace.outputTimes[0] ?? trace.endedAt) - trace.startedAt });
+      }
       for (const server of servers) {
         const warmup = buildRequests(sequences, 4, 1_000_000);
         await runConcurrent(httpTarget(server.endpoint).run, warmup, warmup.length);
@@ -216,6 +235,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       }
       // After the runs the KV cache and buffers are at their working size (and llama-server's prompt cache has grown).
       memory.push({ sequences, contextSize, afterWarmup, afterScenarios: { hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() } });
+      coldStarts.push({ sequences, contextSize, hearth: coldStart[0]!, llamaServer: coldStart[1]! });
       // How Hearth's engine batched its decode steps over these scenarios (one batch per step is the goal).
       const decode = await servers[0].decodeStats?.();
       if (decode) log(`Hearth decode batches (${settings.sequences} sequences): ${JSON.stringify(decode)}`);
@@ -238,6 +258,11 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         `RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens, ${when}: Hearth ${mib(pair.hearthRssBytes)} MiB, llama-server ${mib(pair.llamaServerRssBytes)} MiB (${fixed(ratio, 2)}x; goal <= ${MEMORY_GOAL}: ${ratio <= MEMORY_GOAL ? "met" : "not met"})`,
       );
     }
+  }
+  for (const c of coldStarts) {
+    const line = (name: string, t: ColdStart["hearth"]) =>
+      `${name} answers ${fixed(t.startMs, 0)} ms after its start, first token of the first request ${fixed(t.firstTtftMs, 0)} ms later (${fixed(t.startMs + t.firstTtftMs, 0)} ms in all)`;
+    log(`Cold start, ${c.sequences} sequences x ${c.contextSize} tokens: ${line("Hearth", c.hearth)}; ${line("llama-server", c.llamaServer)}`);
   }
   if (options.json) {
     const report = {
@@ -267,6 +292,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         ratioAfterWarmup: rssRatio(m.afterWarmup),
         ratioAfterScenarios: rssRatio(m.afterScenarios),
       })),
+      coldStarts,
     };
     writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
     log(`wrote ${options.json}`);
