@@ -22,7 +22,7 @@ afterEach(() => {
 it.each([
   [false, "simulates the model and its context"],
   [true, "simulates nothing (the install-time patch)"],
-] as const)("node-llama-cpp loading a model and a context, ignoreMemorySafetyChecks %s, %s", async (ignoreMemorySafetyChecks) => {
+] as const)("node-llama-cpp loading a model and a context, ignoreMemorySafetyChecks %s, %s", async (ignoreMemorySafetyChecks, _outcome) => {
   const count = simulations();
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
   const model = await llama.loadModel({ modelPath: tinyChatPath(), ignoreMemorySafetyChecks });
