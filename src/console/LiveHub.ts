@@ -94,6 +94,9 @@ export class LiveHub {
       this.clients.add(ws);
       ws.send(JSON.stringify(this.snapshot()));
       this.startPolling();
+      // The models page shows each model's memory: an operator watching asks for the estimates
+      // (made once per process; a node without a memory budget makes them only when asked).
+      void this.options.models.estimate().then(() => this.push());
     });
     ws.on("close", () => {
       clearTimeout(timeout);
