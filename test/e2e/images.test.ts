@@ -238,7 +238,7 @@ describe("POST /image/generate", () => {
     const ask = () => post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 5 });
     expect((await ask()).status).toBe(200); // the chat model is loaded before the clock starts
     let imageDone = false;
-    const long = generate({ width: 768, height: 768, steps: 16, cfg_scale: 7, seed: 9 }).then((res) => {
+    const long = generate({ width: 1024, height: 1024, steps: 30, cfg_scale: 7, seed: 9 }).then((res) => {
       imageDone = true;
       return res;
     });
