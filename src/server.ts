@@ -147,6 +147,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const url = `http://${host}:${port}`;
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.host, config.metricsPort);
   jobs.start();
+  // In the background: a first request finds llama.cpp's binding loaded (a request that comes
+  // sooner waits for the same promise).
+  const preparing = models.prepareBackends();
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -168,6 +171,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       await stopJobs;
       await metricsServer?.close();
       await wallet.topUps.stop();
+      await preparing;
       await models.dispose();
       db.close();
     })());

@@ -78,6 +78,11 @@ export interface BackendDescriptor {
   readonly shared?: SharedEngineLoader<unknown>;
   /** Memory a model will need once loaded, without loading it. */
   estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
+  /**
+   * Work every first load of its models would start with that needs no model (loading a native
+   * library): a serving node does it once, in the background, after it starts listening.
+   */
+  prepare?(options: EngineFactoryOptions): Promise<void>;
   /** Text backends: the chat features of a model without loading it. */
   probeChatFeatures?(entry: ModelEntry): Promise<ProbedChatFeatures>;
   /** Text backends: how image and video parts reach the model (absent: they are refused). */

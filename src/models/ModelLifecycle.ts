@@ -127,6 +127,15 @@ export class ModelLifecycle {
     return slot?.state === "loaded" ? slot.engines.get(id) : undefined;
   }
 
+  /**
+   * Prepares each backend of the registry's models (BackendDescriptor.prepare) so that first loads
+   * need not; a failure is left for the load to report. Resolves when all are done.
+   */
+  prepareBackends(): Promise<void> {
+    const backends = new Set(this.registry.list().map((entry) => backendOf(entry)));
+    return Promise.all([...backends].map((backend) => backend.prepare?.({ gpu: this.options.gpu }).catch(() => undefined))).then(() => undefined);
+  }
+
   /** Fills in the memory estimate of every model not estimated yet (reads GGUF headers and directory sizes). */
   estimate(): Promise<void> {
     // Once per process: a model whose files cannot be estimated is not re-read on every admin

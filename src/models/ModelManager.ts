@@ -74,6 +74,11 @@ export class ModelManager {
     return this.lifecycle.loadedEngine(id);
   }
 
+  /** Does ahead what every first load of a backend's models would (see ModelLifecycle.prepareBackends). */
+  prepareBackends(): Promise<void> {
+    return this.lifecycle.prepareBackends();
+  }
+
   /** Fills in the memory estimate of every model not estimated yet. */
   estimate(): Promise<void> {
     return this.lifecycle.estimate();

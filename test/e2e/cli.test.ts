@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -120,6 +120,25 @@ describe("the hearth CLI", () => {
       const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
       const status = (await res.json()) as { data: { id: string; state: string }[] };
       expect(status.data.find((m) => m.id === "tiny-chat")?.state).toBe("loaded");
+    } finally {
+      child.kill("SIGTERM");
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
+  it.runIf(process.platform === "linux")("serve loads llama.cpp's binding in the background after it starts, before any request, and no model", async () => {
+    const dataDir = tempDir();
+    const registry = writeRegistry(dataDir);
+    const created = await hearth(["keys", "create", "--name", "ops", "--admin", "--data-dir", dataDir]);
+    const secret = created.stdout.trim().split("\n").at(-1)!;
+    const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
+    try {
+      // node-llama-cpp's JavaScript is imported with the server; its native library only by getLlama.
+      const mapsLlama = () => readFileSync(`/proc/${child.pid}/maps`, "utf8").includes("libllama");
+      await expect.poll(mapsLlama, { timeout: 30_000, interval: 100 }).toBe(true);
+      const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
+      const status = (await res.json()) as { data: { id: string; state: string }[] };
+      expect(status.data.find((m) => m.id === "tiny-chat")?.state).toBe("unloaded");
     } finally {
       child.kill("SIGTERM");
       expect(await exited(child)).toBe(0);

@@ -12,6 +12,11 @@ export const llamaBackend: BackendDescriptor = {
     const { LlamaChatEngine } = await import("../llama/LlamaChatEngine.js");
     return LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu });
   },
+  // Loading llama.cpp's binding (and its CPU, CUDA or Vulkan backend) takes about 0.6 s, which the
+  // first request to a GGUF model would otherwise wait for.
+  prepare: async ({ gpu }) => {
+    await (await import("../llama/getSharedLlama.js")).getSharedLlama(gpu);
+  },
   estimateMemory: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).estimateGgufMemory(entry, gpu),
   // Read from the GGUF's chat template; what Hearth renders itself (JSON schema grammars, logprobs) always works.
   probeChatFeatures: async (entry) => ({ ...(await (await import("../llama/probeChatFeatures.js")).probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
