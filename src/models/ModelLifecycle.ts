@@ -139,7 +139,7 @@ export class ModelLifecycle {
   /** Fills in the memory estimate of every model not estimated yet (reads GGUF headers and directory sizes). */
   estimate(): Promise<void> {
     // Once per process: a model whose files cannot be estimated is not re-read on every admin
-    // request (its load fills the estimate in, or says what is wrong).
+    // request (its load says what is wrong; under a budget the load estimates it again).
     this.estimating ??= Promise.all([...new Set(this.slots.values())].map((slot) => this.estimateSlot(slot))).then(() => undefined);
     return this.estimating;
   }
