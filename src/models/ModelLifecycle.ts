@@ -37,8 +37,6 @@ interface Slot {
   loadedAt: number | null;
   lastUsedAt: number | null;
   memory: MemoryEstimate | null;
-  /** The estimate, under way or made (once per process). */
-  estimating?: Promise<void>;
   idleTimer: NodeJS.Timeout | undefined;
 }
 
@@ -140,21 +138,14 @@ export class ModelLifecycle {
   estimate(): Promise<void> {
     // Once per process: a model whose files cannot be estimated is not re-read on every admin
     // request (its load says what is wrong; under a budget the load estimates it again).
-    this.estimating ??= Promise.all([...new Set(this.slots.values())].map((slot) => this.estimateSlot(slot))).then(() => undefined);
+    this.estimating ??= Promise.all(
+      [...new Set(this.slots.values())].map(async (slot) => {
+        slot.memory ??= await estimateMemory(slot.entries[0]!, this.options.gpu).catch(() => null);
+      }),
+    ).then(() => undefined);
     return this.estimating;
   }
   private estimating: Promise<void> | undefined;
-
-  /** The slot's estimate, made once (a failure leaves it null: the load says what is wrong with the files). */
-  private estimateSlot(slot: Slot): Promise<void> {
-    if (slot.memory) return Promise.resolve();
-    slot.estimating ??= estimateMemory(slot.entries[0]!, this.options.gpu)
-      .then((memory) => {
-        slot.memory ??= memory;
-      })
-      .catch(() => undefined);
-    return slot.estimating;
-  }
 
   status(): { models: ModelStatus[]; budget: MemoryBudgetStatus } {
     const models = this.registry.list().map((entry) => this.statusOf(entry));
@@ -235,7 +226,7 @@ export class ModelLifecycle {
     const slots = [...new Set(this.slots.values())];
     await Promise.all(slots.map((slot) => slot.loading?.catch(() => undefined)));
     // An estimate under way runs llama.cpp on the shared backend: let it finish first.
-    await Promise.all(slots.map((slot) => slot.estimating));
+    await this.estimating;
     await Promise.all(slots.map((slot) => this.unloadSlot(slot, "unloaded")));
     this.listeners.clear();
   }
