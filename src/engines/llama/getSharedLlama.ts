@@ -26,11 +26,12 @@ export function contextThreads(configured: number): number {
 
 /**
  * Whether node-llama-cpp checks that a model and its contexts fit in memory before creating them.
- * On the CPU it does not: each check simulates a load in llama.cpp, the whole vocabulary built once
- * more (three on a chat model's first request: about 0.5 s of its time to first token on the
- * Qwen2.5-0.5B shape, and what they allocate glibc keeps resident), RAM is paged by the operating
- * system, and a node that must not overcommit sets Hearth's memory budget, which keeps its own
- * estimate. With a GPU the check stays: VRAM is not paged, and it is how `gpuLayers: "auto"` is resolved.
+ * On the CPU it does not: the checks simulate the load in llama.cpp, the whole vocabulary built once
+ * more per simulated model (two, and a simulated context, on a chat model's first request: about
+ * 0.5 s of its time to first token on the Qwen2.5-0.5B shape, and what they allocate glibc keeps
+ * resident), RAM is paged by the operating system, and a node that must not overcommit sets
+ * Hearth's memory budget, which keeps its own estimate. With a GPU the checks stay: VRAM is not
+ * paged, and they are how `gpuLayers: "auto"` is resolved.
  */
 export function skipsMemorySafetyChecks(llama: Llama): boolean {
   return llama.gpu === false;
