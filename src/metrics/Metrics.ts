@@ -178,10 +178,12 @@ export class Metrics {
 
   /** Times one chat generation; call its methods from the engine callbacks. */
   chatTimer(model: string): ChatTimer {
+    // Observed once per generated piece: the labelled series is looked up once per generation.
+    const interTokenLatency = this.interTokenLatency.labels({ model });
     return new ChatTimer(model, {
       queueWait: (s) => this.queueWait.observe({ model }, s),
       firstToken: (s) => this.timeToFirstToken.observe({ model }, s),
-      interToken: (s) => this.interTokenLatency.observe({ model }, s),
+      interToken: (s) => interTokenLatency.observe(s),
       finished: (result, generationSeconds) => {
         this.promptTokens.inc({ model }, result.promptTokens);
         this.completionTokens.inc({ model }, result.completionTokens);
