@@ -44,6 +44,7 @@ import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier } from "./StepBarrier.js";
+import { templateDefaultSystemPrompt } from "./templateDefaultSystem.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
 /** Characters tokenized in one slice while measuring long text (a few milliseconds). */
@@ -77,6 +78,8 @@ export class LlamaChatEngine implements ChatEngine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly chatWrapper: ChatWrapper,
+    /** What the model's template writes when a conversation has no system message and the wrapper does not (templateDefaultSystem.ts). */
+    private readonly defaultSystemPrompt: string | null,
     private readonly syntax: ChatSyntax,
     private readonly pool: SequencePool,
     private readonly decodeBatches: DecodeBatches,
@@ -135,13 +138,24 @@ export class LlamaChatEngine implements ChatEngine {
       });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
+      const defaultSystemPrompt = templateDefaultSystemPrompt(chatWrapper, templateOf(model), model.tokenizer);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, syntax, pool, decodeBatches, llama.gpu);
+      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, defaultSystemPrompt, syntax, pool, decodeBatches, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;
     }
+  }
+
+  /** node-llama-cpp's name for the chat wrapper rendering this model's prompts ("JinjaTemplate" when the template renders them itself). */
+  get chatWrapperName(): string {
+    return this.chatWrapper.wrapperName;
+  }
+
+  /** The GGUF's own Jinja chat template, if it has one. */
+  get templateSource(): string | undefined {
+    return templateOf(this.model);
   }
 
   get contextSize(): number {
@@ -155,6 +169,7 @@ export class LlamaChatEngine implements ChatEngine {
   /** Renders the conversation with the model's template (and the callable functions) and tokenizes it. */
   renderPrompt(messages: readonly ChatMessage[], functions?: readonly FunctionDefinition[], endWithModelTurn = true) {
     const chatHistory: ChatHistoryItem[] = toChatHistory(messages);
+    if (this.defaultSystemPrompt !== null && chatHistory[0]?.type !== "system") chatHistory.unshift({ type: "system", text: this.defaultSystemPrompt });
     if (endWithModelTurn) chatHistory.push({ type: "model", response: [] });
     const state = this.chatWrapper.generateContextState({ chatHistory, availableFunctions: toAvailableFunctions(functions) });
     const tokens = state.contextText.tokenize(this.model.tokenizer);
@@ -530,4 +545,9 @@ function parseJsonOr(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+function templateOf(model: LlamaModel): string | undefined {
+  const template = model.fileInfo.metadata.tokenizer?.chat_template;
+  return typeof template === "string" ? template : undefined;
 }
