@@ -193,6 +193,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const results: { scenario: Scenario; rounds: Round[] }[] = [];
   const memory: MemoryReading[] = [];
   const coldStarts: ColdStart[] = [];
+  const parity: ({ sequences: number; contextSize: number } & Parity)[] = [];
   let requestNumber = 0;
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
@@ -216,6 +217,9 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       }
       // Light use: the model loaded and a few short requests served (what an idle node holds).
       const afterWarmup = { hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() };
+      const sameRequest = await compareOutputs(servers);
+      parity.push({ sequences, contextSize, ...sameRequest });
+      log(`Same request on both (${sequences} sequences): ${parityText(sameRequest)}`);
       for (const scenario of scenarios.filter((s) => s.sequences === sequences && s.contextSize === contextSize)) {
         const rounds: Round[] = [];
         for (let round = 1; round <= options.rounds; round++) {
@@ -293,6 +297,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         ratioAfterScenarios: rssRatio(m.afterScenarios),
       })),
       coldStarts,
+      parity,
     };
     writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
     log(`wrote ${options.json}`);
@@ -314,6 +319,52 @@ async function startBoth(build: LlamaServerBuild, settings: ServerSettings, log:
     throw error;
   }
 }
+
+/** One greedy request without a system message, answered whole by each server. */
+interface Parity {
+  promptTokens: { hearth: number; llamaServer: number };
+  completionTokens: { hearth: number; llamaServer: number };
+  sameText: boolean;
+  /** How many leading characters the two answers share (greedy decoding from the same prompt). */
+  agreeingChars: number;
+  textChars: { hearth: number; llamaServer: number };
+}
+
+/**
+ * Whether the two compare like for like: the same messages must become the same prompt (both render
+ * the GGUF's template; a conversation without a system message is where renderers differ most).
+ * The greedy answers are compared too, but need not agree to the end: a random-weight model's
+ * logits are nearly tied, and the smallest difference in how the two set up llama.cpp's flash
+ * attention flips a pick (on this model they agreed to the end with flash attention off, 2026-11-26).
+ */
+async function compareOutputs(servers: readonly [RunningServer, RunningServer]): Promise<Parity> {
+  const answers = await Promise.all(
+    servers.map(async ({ endpoint }) => {
+      const response = await fetch(`${endpoint.baseUrl}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(endpoint.key ? { authorization: `Bearer ${endpoint.key}` } : {}) },
+        body: JSON.stringify({ model: endpoint.model, messages: [{ role: "user", content: "Which way is north?" }], max_tokens: 24, temperature: 0, top_p: 1 }),
+      });
+      if (!response.ok) throw new Error(`parity request: HTTP ${response.status}: ${await response.text()}`);
+      const body = (await response.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
+      return { text: body.choices[0]!.message.content, usage: body.usage };
+    }),
+  );
+  const [hearth, llamaServer] = answers as [(typeof answers)[number], (typeof answers)[number]];
+  let agreeingChars = 0;
+  while (agreeingChars < Math.min(hearth.text.length, llamaServer.text.length) && hearth.text[agreeingChars] === llamaServer.text[agreeingChars]) agreeingChars++;
+  return {
+    promptTokens: { hearth: hearth.usage.prompt_tokens, llamaServer: llamaServer.usage.prompt_tokens },
+    completionTokens: { hearth: hearth.usage.completion_tokens, llamaServer: llamaServer.usage.completion_tokens },
+    sameText: hearth.text === llamaServer.text,
+    agreeingChars,
+    textChars: { hearth: hearth.text.length, llamaServer: llamaServer.text.length },
+  };
+}
+
+const parityText = (p: Parity) =>
+  `prompt tokens ${p.promptTokens.hearth} / ${p.promptTokens.llamaServer} (Hearth / llama-server), ${p.completionTokens.hearth} / ${p.completionTokens.llamaServer} greedy tokens, ` +
+  (p.sameText ? "identical text" : `texts agree for their first ${p.agreeingChars} of ${p.textChars.hearth} / ${p.textChars.llamaServer} characters`);
 
 async function runRound(server: RunningServer, scenario: Scenario, requests: BenchRequest[]): Promise<RoundResult> {
   const { traces, durationMs } = await runConcurrent(httpTarget(server.endpoint).run, requests, scenario.concurrency);
