@@ -21,6 +21,23 @@ export interface HttpEndpoint {
   model: string;
 }
 
+/**
+ * fetch, once more when the pooled keep-alive connection it picked was closed by the server before
+ * any response (undici: "other side closed"). A server closes an idle connection on its own clock
+ * (cpp-httplib, llama-server's HTTP library, after 5 idle seconds by default) and the client can pick
+ * it in that instant (a full run failed so once, 2026-11-26); the request
+ * was not answered, so sending it again on a fresh connection runs it once.
+ */
+async function fetchRetryingStaleConnection(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause;
+    if (cause?.code !== "UND_ERR_SOCKET") throw error;
+    return fetch(url, init);
+  }
+}
+
 /** Streaming chat completions over plain fetch, with the SSE parsed here (one event per `data:` line). */
 export function httpTarget(endpoint: HttpEndpoint): Target {
   const url = `${endpoint.baseUrl.replace(/\/+$/, "")}/chat/completions`;
@@ -38,7 +55,7 @@ export function httpTarget(endpoint: HttpEndpoint): Target {
       top_p: SAMPLING.topP,
     });
     const startedAt = performance.now();
-    const response = await fetch(url, { method: "POST", headers, body });
+    const response = await fetchRetryingStaleConnection(url, { method: "POST", headers, body });
     if (!response.ok || !response.body) throw new Error(`POST ${url}: HTTP ${response.status}: ${await response.text()}`);
 
     const outputTimes: number[] = [];
