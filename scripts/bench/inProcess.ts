@@ -1,7 +1,7 @@
 import { resolveChatWrapper, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type { LlamaSettings } from "../../src/config/backendSettings.js";
 import { chatContextOptions, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
-import { LlamaChatEngine, toChatHistory } from "../../src/engines/llama/LlamaChatEngine.js";
+import { LlamaChatEngine, promptHistory, promptRenderingFor } from "../../src/engines/llama/LlamaChatEngine.js";
 import type { RequestTrace } from "./metrics.js";
 import { SAMPLING, type BenchRequest, type RunRequest } from "./workload.js";
 
@@ -125,8 +125,8 @@ class SequenceQueue {
 /** The prompt tokens LlamaChatEngine.renderPrompt produces for the same messages (no tools). */
 function promptRenderer(model: LlamaModel): (request: BenchRequest) => Token[] {
   const chatWrapper = resolveChatWrapper(model);
-  return (request) =>
-    chatWrapper.generateContextState({ chatHistory: [...toChatHistory(request.messages), { type: "model", response: [] }] }).contextText.tokenize(model.tokenizer);
+  const rendering = promptRenderingFor(chatWrapper, model);
+  return (request) => chatWrapper.generateContextState({ chatHistory: promptHistory(request.messages, rendering) }).contextText.tokenize(model.tokenizer);
 }
 
 function describeContext(context: LlamaContext): ContextInfo {

@@ -11,7 +11,7 @@ import type { ChatMessage, FunctionDefinition } from "../../src/engines/types.js
 import { DEMO_FIXTURES } from "../../src/fixtures/demoModels.js";
 import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { CHATML_PLAIN_TEMPLATE, CHATML_THINKING_TEMPLATE, CHATML_TOOLS_TEMPLATE } from "../../src/fixtures/gguf/chatTemplates.js";
-import { templateDefaultSystemPrompt } from "../../src/engines/llama/templateDefaultSystem.js";
+import { templateDefaultSystemPrompt } from "../../src/engines/llama/templateFidelity.js";
 import { fixturesDir } from "../helpers/testServer.js";
 
 /**
@@ -53,6 +53,16 @@ const conversations: { name: string; messages: ChatMessage[] }[] = [
     ],
   },
   {
+    name: "a tool call and its result",
+    messages: [
+      { role: "user", content: "What is the weather in Paris?" },
+      // The thought of the calling turn: these templates do not show it.
+      { role: "assistant", content: null, reasoning: "The user wants the weather.", toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+      // As Python's json.dumps writes it.
+      { role: "tool", content: '{"sky": "clear", "temperature": 21}', toolCallId: "call_1" },
+    ],
+  },
+  {
     name: "two turns without a system message",
     messages: [
       { role: "user", content: "Hello." },
@@ -86,7 +96,13 @@ async function load(name: ChatModelName): Promise<LlamaChatEngine> {
 function referencePrompt(engine: LlamaChatEngine, messages: ChatMessage[], withTools: boolean): string {
   const template = new Template(engine.templateSource!);
   return template.render({
-    messages: messages.map((m) => ({ role: m.role, content: m.content })),
+    messages: messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.role === "assistant" && m.toolCalls?.length
+        ? { tool_calls: m.toolCalls.map((call) => ({ type: "function", id: call.id, function: { name: call.name, arguments: JSON.parse(call.arguments) } })) }
+        : {}),
+    })),
     ...(withTools ? { tools: referenceTools } : {}),
     add_generation_prompt: true,
     bos_token: "",
@@ -110,6 +126,27 @@ describe.each(CHAT_MODELS)("%s: the prompt is the model's own template's", (name
       });
     }
   }
+});
+
+describe("a tool result in compact JSON", () => {
+  const messages: ChatMessage[] = [
+    { role: "user", content: "What is the weather in Paris?" },
+    { role: "assistant", content: null, reasoning: null, toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' }] },
+    { role: "tool", content: '{"sky":"clear","temperature":21}', toolCallId: "call_1" },
+  ];
+
+  it("reaches a Qwen model as the client sent it", async () => {
+    const engine = await load("tiny-qwen");
+    expect(engine.renderPrompt(messages, functions).text).toBe(referencePrompt(engine, messages, true));
+  });
+
+  it("reaches the other models re-spaced as Python's json.dumps writes it (node-llama-cpp's wrappers print parsed results)", async () => {
+    for (const name of ["tiny-chat", "tiny-reasoning", "tiny-coder"] as const) {
+      const engine = await load(name);
+      const respaced = messages.map((m) => (m.role === "tool" ? { ...m, content: '{"sky": "clear", "temperature": 21}' } : m));
+      expect(engine.renderPrompt(messages, functions).text).toBe(referencePrompt(engine, respaced, true));
+    }
+  });
 });
 
 describe("the default system message read off a template", () => {

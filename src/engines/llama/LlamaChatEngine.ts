@@ -44,7 +44,7 @@ import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier } from "./StepBarrier.js";
-import { templateDefaultSystemPrompt } from "./templateDefaultSystem.js";
+import { templateDefaultSystemPrompt, toolResultsAsText } from "./templateFidelity.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
 /** Characters tokenized in one slice while measuring long text (a few milliseconds). */
@@ -67,6 +67,36 @@ export interface LlamaChatEngineOptions {
  * token loop (ChoiceGeneration), so streaming, stop handling, log probabilities, thought
  * blocks, JSON grammars and tool calls share one path.
  */
+/** Where Hearth departs from the resolved chat wrapper to render as the model's template does (templateFidelity.ts). */
+export interface PromptRendering {
+  /** Added when a conversation does not start with a system message. */
+  defaultSystemPrompt: string | null;
+  /** Tool messages' content as sent, not parsed from JSON. */
+  toolResultsAsText: boolean;
+}
+
+export function promptRenderingFor(chatWrapper: ChatWrapper, model: LlamaModel): PromptRendering {
+  return { defaultSystemPrompt: templateDefaultSystemPrompt(chatWrapper, templateOf(model), model.tokenizer), toolResultsAsText: toolResultsAsText(chatWrapper) };
+}
+
+/**
+ * The chat history the wrapper renders for a request: its messages, the template's default system
+ * message where it has one and the conversation none, and an open model turn to generate in unless
+ * the model's turn goes on after tool results already.
+ */
+export function promptHistory(messages: readonly ChatMessage[], rendering: PromptRendering, endWithModelTurn = true): ChatHistoryItem[] {
+  const history = toChatHistory(messages, { toolResultsAsText: rendering.toolResultsAsText });
+  if (rendering.defaultSystemPrompt !== null && history[0]?.type !== "system") history.unshift({ type: "system", text: rendering.defaultSystemPrompt });
+  if (!endWithModelTurn) return history;
+  const last = history.at(-1);
+  if (last?.type === "model" && continuesAfterToolResults(last)) {
+    // The turn goes on after its tool results; node-llama-cpp would now show its thought as the
+    // last one, which the templates Hearth is tested against do not (and Hearth dropped before).
+    last.response = last.response.filter((item) => typeof item === "string" || item.type !== "segment" || item.segmentType !== "thought");
+  } else history.push({ type: "model", response: [] });
+  return history;
+}
+
 export class LlamaChatEngine implements ChatEngine {
   readonly kind = "chat" as const;
   readonly router: string;
@@ -78,8 +108,7 @@ export class LlamaChatEngine implements ChatEngine {
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
     private readonly chatWrapper: ChatWrapper,
-    /** What the model's template writes when a conversation has no system message and the wrapper does not (templateDefaultSystem.ts). */
-    private readonly defaultSystemPrompt: string | null,
+    private readonly rendering: PromptRendering,
     private readonly syntax: ChatSyntax,
     private readonly pool: SequencePool,
     private readonly decodeBatches: DecodeBatches,
@@ -138,10 +167,10 @@ export class LlamaChatEngine implements ChatEngine {
       });
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
-      const defaultSystemPrompt = templateDefaultSystemPrompt(chatWrapper, templateOf(model), model.tokenizer);
+      const rendering = promptRenderingFor(chatWrapper, model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, defaultSystemPrompt, syntax, pool, decodeBatches, llama.gpu);
+      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, rendering, syntax, pool, decodeBatches, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;
@@ -168,9 +197,7 @@ export class LlamaChatEngine implements ChatEngine {
 
   /** Renders the conversation with the model's template (and the callable functions) and tokenizes it. */
   renderPrompt(messages: readonly ChatMessage[], functions?: readonly FunctionDefinition[], endWithModelTurn = true) {
-    const chatHistory: ChatHistoryItem[] = toChatHistory(messages);
-    if (this.defaultSystemPrompt !== null && chatHistory[0]?.type !== "system") chatHistory.unshift({ type: "system", text: this.defaultSystemPrompt });
-    if (endWithModelTurn) chatHistory.push({ type: "model", response: [] });
+    const chatHistory = promptHistory(messages, this.rendering, endWithModelTurn);
     const state = this.chatWrapper.generateContextState({ chatHistory, availableFunctions: toAvailableFunctions(functions) });
     const tokens = state.contextText.tokenize(this.model.tokenizer);
     const stopStrings: string[] = [];
@@ -504,7 +531,7 @@ function toAvailableFunctions(functions?: readonly FunctionDefinition[]): ChatMo
 }
 
 /** The standard's messages as node-llama-cpp chat history; tool results attach to the call they answer. */
-export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
+function toChatHistory(messages: readonly ChatMessage[], options: { toolResultsAsText: boolean }): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const callsById = new Map<string, ChatModelFunctionCall>();
   for (const message of messages) {
@@ -530,13 +557,24 @@ export function toChatHistory(messages: readonly ChatMessage[]): ChatHistoryItem
       }
       case "tool": {
         const call = callsById.get(message.toolCallId);
-        if (call) call.result = parseJsonOr(message.content);
+        if (call) call.result = options.toolResultsAsText ? message.content : parseJsonOr(message.content);
         else history.push({ type: "user", text: message.content });
         break;
       }
     }
   }
   return history;
+}
+
+/**
+ * Whether a model turn ends with its tool calls (and their results): the turn then goes on after
+ * the results (node-llama-cpp renders a call's result inside the model's response and opens the
+ * next assistant segment itself), so no new turn is added. Before, Hearth added one, and the model
+ * saw an empty assistant message before its own.
+ */
+function continuesAfterToolResults(turn: ChatModelResponse): boolean {
+  const final = turn.response.at(-1);
+  return typeof final === "object" && final.type === "functionCall";
 }
 
 function parseJsonOr(text: string): unknown {

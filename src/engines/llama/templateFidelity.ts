@@ -1,4 +1,8 @@
-import { type ChatHistoryItem, type ChatWrapper, JinjaTemplateChatWrapper, type Tokenizer } from "node-llama-cpp";
+import { type ChatHistoryItem, type ChatWrapper, JinjaTemplateChatWrapper, QwenChatWrapper, type Tokenizer } from "node-llama-cpp";
+
+// Where the chat wrapper node-llama-cpp resolves for a model renders a request differently from the
+// model's own template, and what Hearth does about it. test/standalone/templateFidelity.test.ts
+// renders conversations both ways.
 
 /**
  * The system message a GGUF's Jinja template writes when a conversation starts without one,
@@ -40,4 +44,21 @@ export function templateDefaultSystemPrompt(wrapper: ChatWrapper, template: stri
     // A template node-llama-cpp's Jinja engine cannot render: keep the wrapper's rendering.
     return null;
   }
+}
+
+/**
+ * Whether a tool message's content goes to the wrapper as the text the client sent (true) or
+ * parsed from JSON (false). Templates give the model that text as it is. node-llama-cpp's
+ * wrappers print a result with `jsonDumps` (Python's `json.dumps` spacing): parsed JSON comes out
+ * re-spaced (`{"sky": "clear"}` for `{"sky":"clear"}`; the same text when the client wrote it that
+ * way, as Python's json.dumps does) and a string comes out quoted. The Qwen wrapper has a switch
+ * that prints a string result as it is (node-llama-cpp's own, which its resolution turns on only
+ * when a template's test rendering needs it; Qwen's templates print results as they are), so Qwen
+ * models get the text. Every other wrapper gets parsed JSON, as before: the Jinja wrapper given a
+ * string renders an earlier thought of the calling turn into the prompt, and the others quote it.
+ */
+export function toolResultsAsText(wrapper: ChatWrapper): boolean {
+  if (!(wrapper instanceof QwenChatWrapper)) return false;
+  (wrapper as unknown as { _flatFunctionResultString: boolean })._flatFunctionResultString = true;
+  return true;
 }
