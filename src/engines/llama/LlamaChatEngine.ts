@@ -567,14 +567,14 @@ function toChatHistory(messages: readonly ChatMessage[], options: { toolResultsA
 }
 
 /**
- * Whether a model turn ends with its tool calls (and their results): the turn then goes on after
+ * Whether a model turn ends with its tool calls and their results: the turn then goes on after
  * the results (node-llama-cpp renders a call's result inside the model's response and opens the
  * next assistant segment itself), so no new turn is added. Before, Hearth added one, and the model
  * saw an empty assistant message before its own.
  */
 function continuesAfterToolResults(turn: ChatModelResponse): boolean {
   const final = turn.response.at(-1);
-  return typeof final === "object" && final.type === "functionCall";
+  return typeof final === "object" && final.type === "functionCall" && final.result !== undefined;
 }
 
 function parseJsonOr(text: string): unknown {
