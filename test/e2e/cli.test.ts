@@ -18,6 +18,19 @@ afterAll(() =>
   }),
 );
 
+/** An admin key made with the CLI, as an operator would (its secret is the output's last line). */
+async function createAdminKey(dataDir: string): Promise<string> {
+  const created = await hearth(["keys", "create", "--name", "ops", "--admin", "--data-dir", dataDir]);
+  return created.stdout.trim().split("\n").at(-1)!;
+}
+
+/** A model's state as GET /admin/models reports it. */
+async function modelState(baseUrl: string, secret: string, id: string): Promise<string | undefined> {
+  const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
+  const status = (await res.json()) as { data: { id: string; state: string }[] };
+  return status.data.find((m) => m.id === id)?.state;
+}
+
 /** A registry with the pre-generated tiny model, so the tests do not regenerate it. */
 function writeRegistry(dir: string, extra: Record<string, unknown> = {}) {
   const path = join(dir, "models.config.json");
@@ -108,8 +121,7 @@ describe("the hearth CLI", () => {
   it("serve --preload loads the named models at start-up and reports one it cannot load", async () => {
     const dataDir = tempDir();
     const registry = writeRegistry(dataDir);
-    const created = await hearth(["keys", "create", "--name", "ops", "--admin", "--data-dir", dataDir]);
-    const secret = created.stdout.trim().split("\n").at(-1)!;
+    const secret = await createAdminKey(dataDir);
     const { child, baseUrl, output } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry, "--preload", "tiny-chat,nope"]);
     try {
       await expect.poll(output, { timeout: 30_000 }).toMatch(/Could not load nope: no model "nope"/);
@@ -117,9 +129,7 @@ describe("the hearth CLI", () => {
       expect(output()).toMatch(/Loaded tiny-chat in [\d.]+ s/);
       // Piped output: no progress bar, no colour codes.
       expect(output()).not.toContain("\u001b[");
-      const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
-      const status = (await res.json()) as { data: { id: string; state: string }[] };
-      expect(status.data.find((m) => m.id === "tiny-chat")?.state).toBe("loaded");
+      expect(await modelState(baseUrl, secret, "tiny-chat")).toBe("loaded");
     } finally {
       child.kill("SIGTERM");
       expect(await exited(child)).toBe(0);
@@ -129,16 +139,13 @@ describe("the hearth CLI", () => {
   it.runIf(process.platform === "linux")("serve loads llama.cpp's binding in the background after it starts, before any request, and no model", async () => {
     const dataDir = tempDir();
     const registry = writeRegistry(dataDir);
-    const created = await hearth(["keys", "create", "--name", "ops", "--admin", "--data-dir", dataDir]);
-    const secret = created.stdout.trim().split("\n").at(-1)!;
+    const secret = await createAdminKey(dataDir);
     const { child, baseUrl } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry]);
     try {
       // node-llama-cpp's JavaScript is imported with the server; its native library only by getLlama.
       const mapsLlama = () => readFileSync(`/proc/${child.pid}/maps`, "utf8").includes("libllama");
       await expect.poll(mapsLlama, { timeout: 30_000, interval: 100 }).toBe(true);
-      const res = await fetch(`${baseUrl}/admin/models`, { headers: { authorization: `Bearer ${secret}` } });
-      const status = (await res.json()) as { data: { id: string; state: string }[] };
-      expect(status.data.find((m) => m.id === "tiny-chat")?.state).toBe("unloaded");
+      expect(await modelState(baseUrl, secret, "tiny-chat")).toBe("unloaded");
     } finally {
       child.kill("SIGTERM");
       expect(await exited(child)).toBe(0);

@@ -44,7 +44,7 @@ import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier } from "./StepBarrier.js";
-import { templateDefaultSystemPrompt, toolResultsAsText } from "./templateFidelity.js";
+import { passToolResultsAsText, templateDefaultSystemPrompt } from "./templateFidelity.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
 /** Characters tokenized in one slice while measuring long text (a few milliseconds). */
@@ -60,13 +60,6 @@ export interface LlamaChatEngineOptions {
   gpu?: "auto" | false;
 }
 
-/**
- * Chat on a GGUF model through node-llama-cpp. One context with N sequences serves
- * concurrent requests (and the `n` choices of one request); the prompt is rendered by the
- * chat wrapper resolved once from the model's own template; generation is Hearth's own
- * token loop (ChoiceGeneration), so streaming, stop handling, log probabilities, thought
- * blocks, JSON grammars and tool calls share one path.
- */
 /** Where Hearth departs from the resolved chat wrapper to render as the model's template does (templateFidelity.ts). */
 export interface PromptRendering {
   /** Added when a conversation does not start with a system message. */
@@ -76,7 +69,7 @@ export interface PromptRendering {
 }
 
 export function promptRenderingFor(chatWrapper: ChatWrapper, model: LlamaModel): PromptRendering {
-  return { defaultSystemPrompt: templateDefaultSystemPrompt(chatWrapper, templateOf(model), model.tokenizer), toolResultsAsText: toolResultsAsText(chatWrapper) };
+  return { defaultSystemPrompt: templateDefaultSystemPrompt(chatWrapper, templateOf(model), model.tokenizer), toolResultsAsText: passToolResultsAsText(chatWrapper) };
 }
 
 /**
@@ -97,6 +90,13 @@ export function promptHistory(messages: readonly ChatMessage[], rendering: Promp
   return history;
 }
 
+/**
+ * Chat on a GGUF model through node-llama-cpp. One context with N sequences serves
+ * concurrent requests (and the `n` choices of one request); the prompt is rendered by the
+ * chat wrapper resolved once from the model's own template; generation is Hearth's own
+ * token loop (ChoiceGeneration), so streaming, stop handling, log probabilities, thought
+ * blocks, JSON grammars and tool calls share one path.
+ */
 export class LlamaChatEngine implements ChatEngine {
   readonly kind = "chat" as const;
   readonly router: string;

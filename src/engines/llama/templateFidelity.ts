@@ -47,8 +47,8 @@ export function templateDefaultSystemPrompt(wrapper: ChatWrapper, template: stri
 }
 
 /**
- * Whether a tool message's content goes to the wrapper as the text the client sent (true) or
- * parsed from JSON (false). Templates give the model that text as it is. node-llama-cpp's
+ * Sets the wrapper up to take a tool message's content as the text the client sent where it can,
+ * and says whether it did (true) or needs it parsed from JSON (false). Templates give the model that text as it is. node-llama-cpp's
  * wrappers print a result with `jsonDumps` (Python's `json.dumps` spacing): parsed JSON comes out
  * re-spaced (`{"sky": "clear"}` for `{"sky":"clear"}`; the same text when the client wrote it that
  * way, as Python's json.dumps does) and a string comes out quoted. The Qwen wrapper has a switch
@@ -57,7 +57,7 @@ export function templateDefaultSystemPrompt(wrapper: ChatWrapper, template: stri
  * models get the text. Every other wrapper gets parsed JSON, as before: the Jinja wrapper given a
  * string renders an earlier thought of the calling turn into the prompt, and the others quote it.
  */
-export function toolResultsAsText(wrapper: ChatWrapper): boolean {
+export function passToolResultsAsText(wrapper: ChatWrapper): boolean {
   if (!(wrapper instanceof QwenChatWrapper)) return false;
   (wrapper as unknown as { _flatFunctionResultString: boolean })._flatFunctionResultString = true;
   return true;
