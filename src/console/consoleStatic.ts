@@ -1,6 +1,6 @@
-import express, { Router, type NextFunction, type Request, type Response } from "express";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { Router, type NextFunction, type Request, type Response } from "express";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { extname, join, sep } from "node:path";
 import { PACKAGE_ROOT } from "../config/packageRoot.js";
 
 /** The prebuilt console (committed; `npm run build:console` rebuilds it). */
@@ -17,25 +17,52 @@ Build it with:</p><pre>npm run build:console</pre>
  * Serves the web console at `/`: its files, and index.html for any other browser navigation
  * (GET with Accept: text/html) so client-side routes survive a reload. Nothing under `apiBase`
  * is touched: API paths keep their JSON 404s.
+ *
+ * The files (a few, about 60 KB) are read once, here, and served from memory: file reads run on
+ * libuv's thread pool, which node-llama-cpp's decodes share (one thread on a CPU-only node,
+ * bin/libuvPool.cjs), and the console would otherwise wait behind a long prompt's decode to load.
+ * A console rebuilt while the server runs is served from its next start.
  */
 export function consoleStatic(apiBase: string, dist = CONSOLE_DIST): Router {
   const router = Router();
   const isApi = (req: Request) => req.path === apiBase || req.path.startsWith(`${apiBase}/`);
-  const index = join(dist, "index.html");
-  if (!existsSync(index)) {
+  if (!existsSync(join(dist, "index.html"))) {
     router.get("/", (_req, res) => {
       res.status(200).type("html").send(MISSING_PAGE);
     });
     return router;
   }
-  const files = express.static(dist, { index: "index.html", maxAge: 0, fallthrough: true });
-  router.use((req: Request, res: Response, next: NextFunction) => (isApi(req) ? next() : files(req, res, next)));
+  const files = readConsoleFiles(dist);
+  const index = files.get("/index.html")!;
+  const send = (res: Response, file: { body: Buffer; type: string }) => {
+    res.setHeader("Cache-Control", "public, max-age=0");
+    res.type(file.type).send(file.body);
+  };
   router.get(/.*/, (req: Request, res: Response, next: NextFunction) => {
-    if (isApi(req) || !req.accepts("html") || !(req.get("accept") ?? "").includes("text/html")) {
+    if (isApi(req)) {
       next();
       return;
     }
-    res.sendFile(index);
+    const file = files.get(req.path === "/" ? "/index.html" : req.path);
+    if (file) {
+      send(res, file);
+      return;
+    }
+    if (!req.accepts("html") || !(req.get("accept") ?? "").includes("text/html")) {
+      next();
+      return;
+    }
+    send(res, index);
   });
   return router;
+}
+
+/** Every file under `dist`, by its URL path, with the extension its Content-Type comes from. */
+function readConsoleFiles(dist: string): Map<string, { body: Buffer; type: string }> {
+  const files = new Map<string, { body: Buffer; type: string }>();
+  for (const name of readdirSync(dist, { recursive: true, encoding: "utf8" })) {
+    const path = join(dist, name);
+    if (statSync(path).isFile()) files.set(`/${name.split(sep).join("/")}`, { body: readFileSync(path), type: extname(path) });
+  }
+  return files;
 }

@@ -1,6 +1,8 @@
+import { pbkdf2 } from "node:crypto";
 import { request } from "node:http";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { libuvPoolSize } from "../../src/engines/llama/threadsForBatch.js";
 import { startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;
@@ -19,9 +21,9 @@ interface RawResponse {
   arrivals: number[];
 }
 
-/** A raw HTTP exchange: no client-side decompression, so the bytes are what the server sent. */
+/** A raw HTTP exchange: no client-side decompression, so the bytes are what the server sent. `path` is under the API's base, or a whole URL. */
 function raw(method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<RawResponse> {
-  const url = new URL(`${server.baseUrl}${path}`);
+  const url = new URL(path.startsWith("http") ? path : `${server.baseUrl}${path}`);
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = request(url, { method, headers: { authorization: `Bearer ${server.adminKey}`, ...(body ? { "content-type": "application/json" } : {}), ...headers } }, (res) => {
@@ -37,6 +39,26 @@ function raw(method: string, path: string, headers: Record<string, string>, body
     req.on("error", reject);
     req.end(body ? JSON.stringify(body) : undefined);
   });
+}
+
+/**
+ * Runs `request` while every thread of libuv's pool in this process (the server runs in it) is busy
+ * for a while, as a long prompt's llama.cpp decode holds it; says whether it was done before any
+ * pool thread was free again.
+ */
+async function whilePoolBusy<T>(request: () => Promise<T>): Promise<{ result: T; beforeAnyFreed: boolean }> {
+  const jobs = Array.from(
+    { length: libuvPoolSize() },
+    () => new Promise<void>((resolve, reject) => pbkdf2("p", "s", 1_000_000, 64, "sha512", (error) => (error ? reject(error) : resolve()))),
+  );
+  let freed = false;
+  void Promise.race(jobs).then(() => {
+    freed = true;
+  });
+  const result = await request();
+  const beforeAnyFreed = !freed;
+  await Promise.all(jobs);
+  return { result, beforeAnyFreed };
 }
 
 const decoders = { gzip: gunzipSync, br: brotliDecompressSync } as const;
@@ -64,6 +86,32 @@ describe("response compression", () => {
       expect(list.data.map((m) => m.id)).toContain("tiny-chat-3");
     });
   }
+
+  it("compresses a JSON answer without libuv's thread pool (which llama.cpp's decodes hold): it arrives while every pool thread is busy", async () => {
+    // The registry's first listing reads the model files' stamps (file system: the pool); the ones after do not.
+    await raw("GET", "/models", {});
+    const { result: res, beforeAnyFreed } = await whilePoolBusy(() => raw("GET", "/models", { "accept-encoding": "gzip" }));
+    expect(res.headers["content-encoding"]).toBe("gzip");
+    expect(JSON.parse(gunzipSync(res.body).toString("utf8"))).toHaveProperty("data");
+    // Through zlib's streams the answer would have waited for a pool thread.
+    expect(beforeAnyFreed).toBe(true);
+  });
+
+  it("serves the web console's files, compressed, while every pool thread is busy (from memory: no file reads)", async () => {
+    const { result: page, beforeAnyFreed } = await whilePoolBusy(async () => {
+      // index.html is under the 1 KB threshold: it comes as is.
+      const index = await raw("GET", `${server.url}/`, { accept: "text/html", "accept-encoding": "gzip" });
+      const html = index.body.toString("utf8");
+      const script = await raw("GET", `${server.url}${/src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!}`, { "accept-encoding": "gzip" });
+      return { index, html, script };
+    });
+    expect(beforeAnyFreed).toBe(true);
+    expect(page.index.status).toBe(200);
+    expect(page.html).toContain('<div id="app">');
+    expect(page.script.headers["content-type"]).toMatch(/javascript/);
+    expect(page.script.headers["content-encoding"]).toBe("gzip");
+    expect(gunzipSync(page.script.body).length).toBeGreaterThan(page.script.body.length);
+  });
 
   it("leaves responses below 1 KB and callers that ask for no encoding alone", async () => {
     const small = await raw("GET", "/models/nothing-here", { "accept-encoding": "gzip, br" });
