@@ -10,7 +10,7 @@
 //
 // esbuild's per-file transform is what tsx itself runs, so the output is the same code tests
 // exercise. Source maps are written beside each file (not inline) and cost nothing unless asked
-// for: `node --enable-source-maps bin/hearth.js …` gives stack traces in TypeScript lines.
+// for: `node --enable-source-maps bin/hearth.cjs …` gives stack traces in TypeScript lines.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";

@@ -52,7 +52,7 @@ interface Operation {
 // The node under test
 
 async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUrl: string; metricsUrl: string }> {
-  const child = spawn(process.execPath, [join(ROOT, "bin/hearth.js"), "serve", "--port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--log-level", "fatal"], {
+  const child = spawn(process.execPath, [join(ROOT, "bin/hearth.cjs"), "serve", "--port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--log-level", "fatal"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -1,6 +1,6 @@
 /**
  * The two servers the comparison runs side by side, each as its own process on loopback, the way a
- * user would start them: Hearth (`bin/hearth.js serve`) and llama.cpp's `llama-server`.
+ * user would start them: Hearth (`bin/hearth.cjs serve`) and llama.cpp's `llama-server`.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -78,7 +78,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
       ...(process.env.HEARTH_BENCH_CPU_PROF
         ? ["--cpu-prof", "--cpu-prof-interval", process.env.HEARTH_BENCH_CPU_PROF_INTERVAL ?? "1000", "--cpu-prof-dir", process.env.HEARTH_BENCH_CPU_PROF]
         : []),
-      join(PACKAGE_ROOT, "bin", "hearth.js"),
+      join(PACKAGE_ROOT, "bin", "hearth.cjs"),
       "serve",
       "--host",
       "127.0.0.1",

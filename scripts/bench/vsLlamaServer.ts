@@ -8,7 +8,8 @@
 import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
-import { libuvPoolSize } from "../../src/engines/llama/threadsForBatch.js";
+import { describeLibuvPool } from "../../src/engines/llama/threadsForBatch.js";
+import { chooseLibuvPool, linuxGpuDevices } from "../../bin/libuvPool.cjs";
 import { httpTarget } from "./http.js";
 import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
@@ -123,8 +124,8 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const threads = contextThreads(options.threads);
   log(`llama-server: ${build.server} (llama.cpp ${build.release}, ${build.commit.slice(0, 12)}, ${build.gpu})`);
   log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);
-  const uvThreads = options.uvThreads ?? libuvPoolSize();
-  log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (UV_THREADPOOL_SIZE${options.uvThreads ? ` from --uv-threads` : ""})`);
+  const uvThreads = options.uvThreads ?? startedHearthPool().size;
+  log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (${options.uvThreads ? "UV_THREADPOOL_SIZE from --uv-threads" : startedHearthPool().chosenBy})`);
 
   const { maxTokens } = options;
   // The long prompts are cut to length with the model's own tokenizer (vocabulary only, no weights).
@@ -198,7 +199,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
   for (const { sequences, contextSize } of shapes) {
-    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention, uvThreads };
+    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention, uvThreads: options.uvThreads };
     const servers = await startBoth(build, settings, log);
     try {
       // What a user waits for after starting a server: until it answers, then the first request's
@@ -404,4 +405,10 @@ function summaryTable(results: readonly { scenario: Scenario; rounds: Round[] }[
     );
   }
   return lines.join("\n");
+}
+
+/** The libuv pool `hearth serve` starts with from this environment (bin/hearth.cjs chooses it as the bench starts it). */
+function startedHearthPool(): { size: number; chosenBy: string } {
+  const choice = chooseLibuvPool({ argv: ["serve"], env: process.env, platform: process.platform, gpuDevices: () => linuxGpuDevices() });
+  return choice ? { size: choice.size, chosenBy: `hearth: ${choice.reason}` } : describeLibuvPool(process.env);
 }

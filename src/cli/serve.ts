@@ -3,6 +3,7 @@ import { loadServerConfig } from "../config/serverSettings.js";
 import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
+import { describeLibuvPool } from "../engines/llama/threadsForBatch.js";
 import { chooseLogFormat, createLogger, isPrettyAvailable } from "../logger.js";
 import type { RunningServer } from "../server.js";
 import { out, progressBar } from "./ui.js";
@@ -74,6 +75,9 @@ export function registerServeCommand(program: Command): void {
         "",
       ].join("\n"),
     );
+    const pool = describeLibuvPool();
+    // node-llama-cpp's decodes run on this pool; its size decides one CPU stream's speed (bin/libuvPool.cjs).
+    running.logger.info({ libuvThreads: pool.size, chosenBy: pool.chosenBy }, `libuv thread pool: ${pool.size} (${pool.chosenBy})`);
     await preloadModels(running, config.preload);
     const server = running;
     const shutdown = (signal: string) => {

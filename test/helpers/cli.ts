@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
-export const HEARTH_BIN = join(PACKAGE_ROOT, "bin", "hearth.js");
+export const HEARTH_BIN = join(PACKAGE_ROOT, "bin", "hearth.cjs");
 
 /**
- * Runs the real CLI (bin/hearth.js) to completion. Asynchronous on purpose: a spawnSync
+ * Runs the real CLI (bin/hearth.cjs) to completion. Asynchronous on purpose: a spawnSync
  * would block the test worker's event loop for the whole run and starve vitest's RPC.
  */
 export function hearth(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -24,8 +24,8 @@ export function hearth(args: string[], env: Record<string, string> = {}): Promis
   });
 }
 
-/** Starts `hearth serve` and resolves with its base URL once it prints it. */
-export function hearthServe(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string; output: () => string }> {
+/** Starts `hearth serve` and resolves with its base URL once it prints it (an undefined variable in `env` is left out of its environment). */
+export function hearthServe(args: string[], env: Record<string, string | undefined> = {}): Promise<{ child: ChildProcess; baseUrl: string; output: () => string }> {
   const child = spawn(process.execPath, [HEARTH_BIN, "serve", ...args], { env: { ...process.env, HEARTH_LOG_LEVEL: "warn", ...env } });
   let output = "";
   return new Promise((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { libuvPoolSize, threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
+import { describeLibuvPool, libuvPoolSize, threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
 
 it("leaves one core to Node for a lone token when llama.cpp's threads take every core, and uses them all otherwise", () => {
   const onTwoCores = threadsForBatch("auto", 2, 4);
@@ -25,5 +25,16 @@ it("uses every thread for a lone token when libuv's pool has one thread (every d
   expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "1" })).toBe(1);
   expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "16" })).toBe(16);
   expect(libuvPoolSize({})).toBe(4);
-  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "zero" })).toBe(4);
+  // As libuv reads it: leading digits, none or 0 is one thread, at most 1024.
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "zero" })).toBe(1);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "" })).toBe(1);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "0" })).toBe(1);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "8threads" })).toBe(8);
+  expect(libuvPoolSize({ UV_THREADPOOL_SIZE: "5000" })).toBe(1024);
+});
+
+it("says who chose the pool's size", () => {
+  expect(describeLibuvPool({})).toEqual({ size: 4, chosenBy: "libuv's default" });
+  expect(describeLibuvPool({ UV_THREADPOOL_SIZE: "2" })).toEqual({ size: 2, chosenBy: "UV_THREADPOOL_SIZE" });
+  expect(describeLibuvPool({ UV_THREADPOOL_SIZE: "1", HEARTH_LIBUV_POOL_REASON: "no GPU device" })).toEqual({ size: 1, chosenBy: "hearth: no GPU device" });
 });

@@ -3,10 +3,19 @@ import { availableParallelism } from "node:os";
 /**
  * libuv's thread pool size, which node-llama-cpp's decodes run on: UV_THREADPOOL_SIZE as the
  * process started with (libuv reads it once, when the pool starts), else libuv's default of 4.
+ * Read as libuv reads it: the leading digits, 1 for none or 0, at most 1024.
  */
 export function libuvPoolSize(env: NodeJS.ProcessEnv = process.env): number {
-  const size = Number(env.UV_THREADPOOL_SIZE);
-  return Number.isInteger(size) && size >= 1 ? size : 4;
+  if (env.UV_THREADPOOL_SIZE === undefined) return 4;
+  const size = Number.parseInt(env.UV_THREADPOOL_SIZE, 10);
+  return Math.min(1024, Number.isNaN(size) || size <= 0 ? 1 : size);
+}
+
+/** libuv's pool size and who chose it, for the server's start-up log. */
+export function describeLibuvPool(env: NodeJS.ProcessEnv = process.env): { size: number; chosenBy: string } {
+  const size = libuvPoolSize(env);
+  if (env.HEARTH_LIBUV_POOL_REASON) return { size, chosenBy: `hearth: ${env.HEARTH_LIBUV_POOL_REASON}` };
+  return { size, chosenBy: env.UV_THREADPOOL_SIZE === undefined ? "libuv's default" : "UV_THREADPOOL_SIZE" };
 }
 
 /**

@@ -1,0 +1,10 @@
+/** The size of libuv's thread pool for a `hearth serve` process, or undefined to leave libuv's (see libuvPool.cjs). */
+export function chooseLibuvPool(host: {
+  argv: readonly string[];
+  env: Record<string, string | undefined>;
+  platform: string;
+  gpuDevices: () => string[];
+}): { size: number; reason: string } | undefined;
+
+/** GPU device files on Linux (NVIDIA, DRM render nodes, AMD's kfd); `list` returns a directory's entries, [] for a missing one (default: the file system's). */
+export function linuxGpuDevices(list?: (path: string) => string[]): string[];
