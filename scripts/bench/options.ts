@@ -35,7 +35,7 @@ export interface BenchOptions {
   flashAttention?: "on" | "off";
   /** --vs-llama-server scenarios to run (default: all). */
   scenarios?: string[];
-  /** --vs-llama-server: the Hearth server's libuv pool size (UV_THREADPOOL_SIZE; unset: the environment's, else libuv's 4). */
+  /** --vs-llama-server: the Hearth server's libuv pool size (UV_THREADPOOL_SIZE; unset: what `hearth serve` chooses, bin/libuvPool.cjs). */
   uvThreads?: number;
   /** Time to first token of an image question on the tiny vision demo model (its own scenario). */
   vision: boolean;
@@ -90,7 +90,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .addOption(new Option("--flash-attention <mode>", "--vs-llama-server: flash attention on or off for both (default: each server's own, auto)").choices(["on", "off"]))
     .option(
       "--uv-threads <n>",
-      "--vs-llama-server: start the Hearth server with UV_THREADPOOL_SIZE=n (1: every llama.cpp decode starts from the same thread, the setting docs/bench.md measures for a chat-only CPU node; default: the environment's, else libuv's 4)",
+      "--vs-llama-server: start the Hearth server with UV_THREADPOOL_SIZE=n (default: as `hearth serve` chooses, one thread on a Linux machine without a GPU device, so that every llama.cpp decode starts from the same thread; else the environment's, else libuv's 4)",
       positiveInt,
     )
     .option("--scenarios <list>", "--vs-llama-server scenarios to run: c1, c4, c16-s4, prefill, c16-s16 (default: all)", (value: string) => value.split(",").map((v) => v.trim()))

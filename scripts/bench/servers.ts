@@ -24,7 +24,7 @@ export interface ServerSettings {
   contextSize: number;
   /** Flash attention for both; unset: each server's default ("auto" for both). */
   flashAttention?: "on" | "off";
-  /** Hearth's libuv pool size (UV_THREADPOOL_SIZE), which node-llama-cpp's decodes run on. */
+  /** Hearth's libuv pool size (UV_THREADPOOL_SIZE), which node-llama-cpp's decodes run on; unset: as `hearth serve` chooses it. */
   uvThreads?: number;
 }
 

@@ -27,7 +27,7 @@ export interface VersusOptions {
   contextSize: number;
   promptTokens: number;
   flashAttention?: "on" | "off";
-  /** The Hearth server's libuv pool size (UV_THREADPOOL_SIZE); unset: inherited. */
+  /** The Hearth server's libuv pool size (UV_THREADPOOL_SIZE); unset: as `hearth serve` chooses it (bin/libuvPool.cjs). */
   uvThreads?: number;
   /** Run only these scenarios (default: all). */
   scenarios?: string[];
