@@ -88,7 +88,7 @@ describe("response compression", () => {
   }
 
   it("compresses a JSON answer without libuv's thread pool (which llama.cpp's decodes hold): it arrives while every pool thread is busy", async () => {
-    // The registry's first listing reads the model files' stamps (file system: the pool); the ones after do not.
+    // The first listing of a model file reads its chat template (file system: the pool); the ones after do not.
     await raw("GET", "/models", {});
     const { result: res, beforeAnyFreed } = await whilePoolBusy(() => raw("GET", "/models", { "accept-encoding": "gzip" }));
     expect(res.headers["content-encoding"]).toBe("gzip");
