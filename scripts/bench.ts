@@ -11,6 +11,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { ModelEntry } from "../src/config/modelRegistry.js";
 import { PACKAGE_ROOT } from "../src/config/packageRoot.js";
+import { describeLibuvPool } from "../src/engines/llama/threadsForBatch.js";
 import { httpTarget, startBenchServer } from "./bench/http.js";
 import { loadEngineTarget, loadLlamaTarget, type ContextInfo, type Target } from "./bench/inProcess.js";
 import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js";
@@ -70,6 +71,9 @@ async function main(options: BenchOptions): Promise<void> {
     llama: { contextSize: options.contextSize, threads, sequences: options.sequences, batchSize: options.batchSize },
   });
   log(`model: ${modelFile ? `${modelFile.path} (${(modelFile.bytes / 2 ** 20).toFixed(1)} MiB)` : options.model}`);
+  const pool = describeLibuvPool();
+  // The in-process targets and the bench's own server decode on this process's pool.
+  log(`libuv thread pool of this process: ${pool.size} (${pool.chosenBy})`);
 
   const targets = new Map<Mode, Target>();
   try {
@@ -176,7 +180,7 @@ async function runScenarios(targets: Map<Mode, Target>, options: BenchOptions): 
 
 function environment() {
   const packageVersion = (name: string) => (JSON.parse(readFileSync(join(PACKAGE_ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
-  return { node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, nodeLlamaCpp: packageVersion("node-llama-cpp") };
+  return { node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, nodeLlamaCpp: packageVersion("node-llama-cpp"), libuvPool: describeLibuvPool() };
 }
 
 await main(parseOptions(process.argv.slice(2)));
