@@ -149,7 +149,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   jobs.start();
   // In the background: a first request finds llama.cpp's binding loaded (a request that comes
   // sooner waits for the same promise).
-  const preparing = models.prepareBackends();
+  const preparing = models.prepareBackends().then((notices) => {
+    for (const { message, fields } of notices) logger.warn(fields ?? {}, message);
+  });
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -6,6 +6,13 @@ export interface EngineFactoryOptions {
   gpu: "auto" | false;
 }
 
+/** Something the operator should know about how a backend will run here (the server logs it as a warning). */
+export interface BackendNotice {
+  message: string;
+  /** Structured fields for the log line. */
+  fields?: Record<string, unknown>;
+}
+
 /** What a model needs in memory once loaded, estimated before loading it (the memory budget is checked against it). */
 export interface MemoryEstimate {
   ramBytes: number;
@@ -80,9 +87,10 @@ export interface BackendDescriptor {
   estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
   /**
    * Work every first load of its models would start with that needs no model (loading a native
-   * library): a serving node does it once, in the background, after it starts listening.
+   * library): a serving node does it once, in the background, after it starts listening. Resolves
+   * with what the operator should know about how the backend will run here (logged as warnings).
    */
-  prepare?(options: EngineFactoryOptions): Promise<void>;
+  prepare?(options: EngineFactoryOptions): Promise<BackendNotice[]>;
   /** Text backends: the chat features of a model without loading it. */
   probeChatFeatures?(entry: ModelEntry): Promise<ProbedChatFeatures>;
   /** Text backends: how image and video parts reach the model (absent: they are refused). */

@@ -10,7 +10,7 @@ import { vitsBackend } from "./backends/vits.js";
 import { whisperBackend } from "./backends/whisper.js";
 
 export type { Backend } from "./backendNames.js";
-export type { EngineFactoryOptions, MemoryEstimate, ProbedChatFeatures, SharedEngineLoader, VisionAbility, VisualInput } from "./BackendDescriptor.js";
+export type { BackendNotice, EngineFactoryOptions, MemoryEstimate, ProbedChatFeatures, SharedEngineLoader, VisionAbility, VisualInput } from "./BackendDescriptor.js";
 
 /**
  * Backend name -> its descriptor. A new backend is one descriptor file in backends/ and one

@@ -1,7 +1,7 @@
 import { formatBytes } from "./formatBytes.js";
 import type { ModelEntry } from "../config/modelRegistry.js";
 import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnavailableError } from "../errors.js";
-import { backendOf, type EngineFactoryOptions, type SharedEngineLoader } from "../engines/registry.js";
+import { backendOf, type BackendNotice, type EngineFactoryOptions, type SharedEngineLoader } from "../engines/registry.js";
 import type { Engine, EngineKind, EnginesByKind } from "../engines/types.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
 import type { ModelRegistry } from "./ModelRegistry.js";
@@ -127,11 +127,12 @@ export class ModelLifecycle {
 
   /**
    * Prepares each backend of the registry's models (BackendDescriptor.prepare) so that first loads
-   * need not; a failure is left for the load to report. Resolves when all are done.
+   * need not; a failure is left for the load to report. Resolves when all are done, with what the
+   * backends had to say.
    */
-  prepareBackends(): Promise<void> {
+  prepareBackends(): Promise<BackendNotice[]> {
     const backends = new Set(this.registry.list().map((entry) => backendOf(entry)));
-    return Promise.all([...backends].map((backend) => backend.prepare?.({ gpu: this.options.gpu }).catch(() => undefined))).then(() => undefined);
+    return Promise.all([...backends].map((backend) => backend.prepare?.({ gpu: this.options.gpu }).catch(() => undefined))).then((notices) => notices.flatMap((n) => n ?? []));
   }
 
   /** Fills in the memory estimate of every model not estimated yet (reads GGUF headers and directory sizes). */

@@ -1,5 +1,5 @@
 import type { ModelEntry, ModelsConfig } from "../config/modelRegistry.js";
-import { backendOf, type ProbedChatFeatures, type VisualInput } from "../engines/registry.js";
+import { backendOf, type BackendNotice, type ProbedChatFeatures, type VisualInput } from "../engines/registry.js";
 import type { Engine, EngineKind } from "../engines/types.js";
 import { ModelDescriptions, type FileFeatureCache } from "./ModelDescriptions.js";
 import { ModelLifecycle, type ModelLifecycleOptions } from "./ModelLifecycle.js";
@@ -75,7 +75,7 @@ export class ModelManager {
   }
 
   /** Does ahead what every first load of a backend's models would (see ModelLifecycle.prepareBackends). */
-  prepareBackends(): Promise<void> {
+  prepareBackends(): Promise<BackendNotice[]> {
     return this.lifecycle.prepareBackends();
   }
 

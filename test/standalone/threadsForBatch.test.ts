@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { describeLibuvPool, libuvPoolSize, threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
+import { cpuDecodePoolNotice, describeLibuvPool, libuvPoolSize, threadsForBatch } from "../../src/engines/llama/threadsForBatch.js";
 
 it("leaves one core to Node for a lone token when llama.cpp's threads take every core, and uses them all otherwise", () => {
   const onTwoCores = threadsForBatch("auto", 2, 4);
@@ -37,4 +37,14 @@ it("says who chose the pool's size", () => {
   expect(describeLibuvPool({})).toEqual({ size: 4, chosenBy: "libuv's default" });
   expect(describeLibuvPool({ UV_THREADPOOL_SIZE: "2" })).toEqual({ size: 2, chosenBy: "UV_THREADPOOL_SIZE" });
   expect(describeLibuvPool({ UV_THREADPOOL_SIZE: "1", HEARTH_LIBUV_POOL_REASON: "no GPU device" })).toEqual({ size: 1, chosenBy: "hearth: no GPU device" });
+});
+
+it("warns the operator of llama.cpp on the CPU decoding from libuv's default pool, and only then", () => {
+  const [notice] = cpuDecodePoolNotice(true, {});
+  expect(notice?.message).toMatch(/llama\.cpp runs on the CPU while libuv's thread pool has 4 threads.*UV_THREADPOOL_SIZE=1/);
+  expect(notice?.fields).toEqual({ libuvThreads: 4 });
+  // A GPU, the operator's own size (whatever it is), or a pool of one (hearth serve's choice) say nothing.
+  expect(cpuDecodePoolNotice(false, {})).toEqual([]);
+  expect(cpuDecodePoolNotice(true, { UV_THREADPOOL_SIZE: "4" })).toEqual([]);
+  expect(cpuDecodePoolNotice(true, { UV_THREADPOOL_SIZE: "1", HEARTH_LIBUV_POOL_REASON: "no GPU device" })).toEqual([]);
 });

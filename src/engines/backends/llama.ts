@@ -15,7 +15,9 @@ export const llamaBackend: BackendDescriptor = {
   // Loading llama.cpp's binding (and its CPU, CUDA or Vulkan backend) takes about 0.6 s, which the
   // first request to a GGUF model would otherwise wait for.
   prepare: async ({ gpu }) => {
-    await (await import("../llama/getSharedLlama.js")).getSharedLlama(gpu);
+    const llama = await (await import("../llama/getSharedLlama.js")).getSharedLlama(gpu);
+    const { cpuDecodePoolNotice } = await import("../llama/threadsForBatch.js");
+    return cpuDecodePoolNotice(llama.gpu === false);
   },
   estimateMemory: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).estimateGgufMemory(entry, gpu),
   // Read from the GGUF's chat template; what Hearth renders itself (JSON schema grammars, logprobs) always works.

@@ -1,3 +1,4 @@
+import type { BackendNotice } from "../BackendDescriptor.js";
 import { availableParallelism } from "node:os";
 
 /**
@@ -16,6 +17,24 @@ export function describeLibuvPool(env: NodeJS.ProcessEnv = process.env): { size:
   const size = libuvPoolSize(env);
   if (env.HEARTH_LIBUV_POOL_REASON) return { size, chosenBy: `hearth: ${env.HEARTH_LIBUV_POOL_REASON}` };
   return { size, chosenBy: env.UV_THREADPOOL_SIZE === undefined ? "libuv's default" : "UV_THREADPOOL_SIZE" };
+}
+
+/**
+ * A warning for the operator when llama.cpp runs on the CPU from libuv's default pool of several
+ * threads, which `hearth serve` leaves where a GPU device exists or off Linux (bin/libuvPool.cjs):
+ * one stream then decoded at about 0.6x the speed it reaches with a pool of one thread.
+ * Nothing when the pool has one thread or the operator set its size.
+ */
+export function cpuDecodePoolNotice(onCpu: boolean, env: NodeJS.ProcessEnv = process.env): BackendNotice[] {
+  if (!onCpu || env.UV_THREADPOOL_SIZE !== undefined) return [];
+  const size = libuvPoolSize(env);
+  if (size === 1) return [];
+  return [
+    {
+      message: `llama.cpp runs on the CPU while libuv's thread pool has ${size} threads, so its decodes start from changing threads (about 0.6x the speed of one stream with one thread): on a CPU-only node start Hearth with UV_THREADPOOL_SIZE=1 (docs/operations.md, libuv's thread pool), or set UV_THREADPOOL_SIZE=${size} to keep this pool`,
+      fields: { libuvThreads: size },
+    },
+  ];
 }
 
 /**
