@@ -12,7 +12,7 @@ const { readdirSync } = require("node:fs");
  * often places a decode's new compute thread on the same core as the pool thread that started it,
  * and llama.cpp's spin barriers wait for it until the kernel moves one of them (a scheduler
  * trace in docs/bench.md). One stream decoded at 0.60x llama-server's speed with the pool of 4 on
- * the 2-core machine, and at 0.98x with a pool of one thread. On a GPU the decode is the GPU's
+ * the 2-core machine, and at 0.98-1.00x with a pool of one thread. On a GPU the decode is the GPU's
  * work and the pool's other jobs (loading a second model, file reads, compression) should not
  * wait behind it, so the pool is only shrunk where llama.cpp can only run on the CPU.
  *
