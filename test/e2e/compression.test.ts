@@ -1,8 +1,7 @@
-import { pbkdf2 } from "node:crypto";
 import { request } from "node:http";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { libuvPoolSize } from "../../src/engines/llama/threadsForBatch.js";
+import { whilePoolBusy } from "../helpers/poolBusy.js";
 import { startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;
@@ -39,26 +38,6 @@ function raw(method: string, path: string, headers: Record<string, string>, body
     req.on("error", reject);
     req.end(body ? JSON.stringify(body) : undefined);
   });
-}
-
-/**
- * Runs `request` while every thread of libuv's pool in this process (the server runs in it) is busy
- * for a while, as a long prompt's llama.cpp decode holds it; says whether it was done before any
- * pool thread was free again.
- */
-async function whilePoolBusy<T>(request: () => Promise<T>): Promise<{ result: T; beforeAnyFreed: boolean }> {
-  const jobs = Array.from(
-    { length: libuvPoolSize() },
-    () => new Promise<void>((resolve, reject) => pbkdf2("p", "s", 1_000_000, 64, "sha512", (error) => (error ? reject(error) : resolve()))),
-  );
-  let freed = false;
-  void Promise.race(jobs).then(() => {
-    freed = true;
-  });
-  const result = await request();
-  const beforeAnyFreed = !freed;
-  await Promise.all(jobs);
-  return { result, beforeAnyFreed };
 }
 
 const decoders = { gzip: gunzipSync, br: brotliDecompressSync } as const;

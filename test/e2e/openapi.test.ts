@@ -1,10 +1,13 @@
 import { validate as validateOpenApi } from "@scalar/openapi-parser";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import type { Express } from "express";
+import { request } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_BASE_PATH } from "../../src/app.js";
 import { UNAVAILABLE_IMAGE_OPERATIONS } from "../../src/api/images/schema.js";
 import { tinyEmbeddingEntry, tinyVideoEntry } from "../helpers/mediaModels.js";
+import { whilePoolBusy } from "../helpers/poolBusy.js";
 import { providerDocument } from "../helpers/providerSchema.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 
@@ -488,4 +491,30 @@ describe("/docs", () => {
     expect(bundle.headers.get("content-type")).toMatch(/javascript/);
     expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
   });
+
+  it("serves the Scalar bundle compressed and from memory: it arrives while every libuv pool thread is busy, and revalidates with its ETag", async () => {
+    const url = `${server.url}/docs/scalar.js`;
+    const whole = Buffer.from(await (await fetch(url, { headers: { "accept-encoding": "identity" } })).arrayBuffer());
+    const { result: gzipped, beforeAnyFreed } = await whilePoolBusy(() => fetchRaw(url, { "accept-encoding": "gzip" }));
+    expect(beforeAnyFreed).toBe(true);
+    expect(gzipped.headers["content-encoding"]).toBe("gzip");
+    expect(gunzipSync(gzipped.body).equals(whole)).toBe(true);
+    const etag = String(gzipped.headers.etag);
+    // (fetch() would add Cache-Control: no-cache to a conditional request, which asks for the body again.)
+    expect((await fetchRaw(url, { "if-none-match": etag })).status).toBe(304);
+  });
 });
+
+/** A GET whose body is the bytes the server sent (no decompression on the way). */
+function fetchRaw(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers }, (res) => {
+      const pieces: Buffer[] = [];
+      res.on("data", (piece: Buffer) => pieces.push(piece));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(pieces) }));
+      res.on("error", reject);
+    })
+      .on("error", reject)
+      .end();
+  });
+}
