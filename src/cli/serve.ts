@@ -40,6 +40,9 @@ export function registerServeCommand(program: Command): void {
       `  ${SECRET_ENV.evmSettlerKey}        key of the account that submits Base top-up transfers (onchain/deferred settlement)`,
       `  ${SECRET_ENV.solanaFeePayerKey}   base58 secret key of the Solana fee payer (onchain/deferred settlement)`,
       "The wallet config file's format is in docs/wallets.md (section 'The wallet config file').",
+      "",
+      "UV_THREADPOOL_SIZE sizes libuv's thread pool, which llama.cpp's decodes run on; unset, it is one",
+      "thread on a Linux machine without a GPU device, else libuv's 4 (docs/operations.md, 'libuv's thread pool').",
     ].join("\n"),
   );
   serve.action(async (flags: SettingFlags) => {
