@@ -30,6 +30,10 @@ function onPath(): string | undefined {
 
 function command(input: Buffer | Readable) {
   const source = Buffer.isBuffer(input) ? Readable.from([input]) : input;
+  // fluent-ffmpeg listens for an input stream's errors only while ffmpeg runs. A stream's owner
+  // destroys it with an error to stop ffmpeg (the video job, when frame generation fails): if an
+  // abort came before ffmpeg started, that error had no listener and crashed the process.
+  source.on("error", () => undefined);
   return ffmpeg(source).setFfmpegPath(ffmpegPath());
 }
 

@@ -1,6 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import {
   AUDIO_FORMATS,
@@ -10,6 +11,7 @@ import {
   decodeAudio,
   encodeAudio,
   encodeVideo,
+  encodeVideoStream,
   ffmpegPath,
   probeMedia,
   type AudioFormat,
@@ -67,6 +69,17 @@ describe("ffmpeg (the real binary)", () => {
       configureFfmpeg(real);
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("an input stream destroyed with an error after an abort that came before ffmpeg started raises nothing (the video job stops that way at shutdown)", async () => {
+    const frames = new PassThrough();
+    const abort = new AbortController();
+    abort.abort(new Error("shutting down"));
+    await expect(encodeVideoStream(frames, 64, 64, 8, abort.signal)).rejects.toThrow(/aborted before ffmpeg started/);
+    frames.destroy(new Error("frame generation stopped"));
+    // An error event nobody listens for would surface here as an uncaught exception (vitest fails the run on it).
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(frames.destroyed).toBe(true);
   });
 
   it("rejects input it cannot decode", async () => {
