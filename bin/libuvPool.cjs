@@ -55,6 +55,23 @@ function linuxGpuDevices(list = entriesOf) {
   return [...devices, ...renderNodes];
 }
 
+/**
+ * Sets the pool's size for a process about to run the CLI with `argv`, before the pool starts:
+ * UV_THREADPOOL_SIZE, and why in HEARTH_LIBUV_POOL_REASON for the start-up log (the variable
+ * alone means the operator set it). The entries of the CLI and of the bench call it first.
+ *
+ * @param {readonly string[]} argv the CLI's arguments (without node and the script)
+ */
+function sizeLibuvPool(argv) {
+  const choice = chooseLibuvPool({ argv, env: process.env, platform: process.platform, gpuDevices: () => linuxGpuDevices() });
+  if (choice) {
+    process.env.UV_THREADPOOL_SIZE = String(choice.size);
+    process.env.HEARTH_LIBUV_POOL_REASON = choice.reason;
+  } else {
+    delete process.env.HEARTH_LIBUV_POOL_REASON;
+  }
+}
+
 /** @param {string} path */
 function entriesOf(path) {
   try {
@@ -64,4 +81,4 @@ function entriesOf(path) {
   }
 }
 
-module.exports = { chooseLibuvPool, linuxGpuDevices };
+module.exports = { chooseLibuvPool, linuxGpuDevices, sizeLibuvPool };

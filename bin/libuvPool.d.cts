@@ -6,5 +6,8 @@ export function chooseLibuvPool(host: {
   gpuDevices: () => string[];
 }): { size: number; reason: string } | undefined;
 
+/** Sets UV_THREADPOOL_SIZE (and HEARTH_LIBUV_POOL_REASON) for a process about to run the CLI with `argv`, before its pool starts. */
+export function sizeLibuvPool(argv: readonly string[]): void;
+
 /** GPU device files on Linux (NVIDIA, DRM render nodes, AMD's kfd); `list` returns a directory's entries, [] for a missing one (default: the file system's). */
 export function linuxGpuDevices(list?: (path: string) => string[]): string[];

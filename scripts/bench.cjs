@@ -4,13 +4,7 @@
 // `hearth serve` does (bin/libuvPool.cjs) before anything starts the pool, so that the in-process
 // targets and the server the bench starts in its own process decode as a served Hearth does.
 // Then it runs bench.ts through tsx.
-const { chooseLibuvPool, linuxGpuDevices } = require("../bin/libuvPool.cjs");
-
-const choice = chooseLibuvPool({ argv: ["serve"], env: process.env, platform: process.platform, gpuDevices: () => linuxGpuDevices() });
-if (choice) {
-  process.env.UV_THREADPOOL_SIZE = String(choice.size);
-  process.env.HEARTH_LIBUV_POOL_REASON = choice.reason;
-}
+require("../bin/libuvPool.cjs").sizeLibuvPool(["serve"]);
 
 import("tsx/esm/api")
   .then(({ register }) => {

@@ -9,7 +9,6 @@ import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { describeLibuvPool } from "../../src/engines/llama/threadsForBatch.js";
-import { chooseLibuvPool, linuxGpuDevices } from "../../bin/libuvPool.cjs";
 import { httpTarget } from "./http.js";
 import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
@@ -124,8 +123,11 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   const threads = contextThreads(options.threads);
   log(`llama-server: ${build.server} (llama.cpp ${build.release}, ${build.commit.slice(0, 12)}, ${build.gpu})`);
   log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);
-  const uvThreads = options.uvThreads ?? startedHearthPool().size;
-  log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (${options.uvThreads ? "UV_THREADPOOL_SIZE from --uv-threads" : startedHearthPool().chosenBy})`);
+  // Without --uv-threads the Hearth server inherits this process's pool size, which the bench's
+  // entry (scripts/bench.cjs) chose as `hearth serve` would.
+  const inherited = describeLibuvPool();
+  const uvThreads = options.uvThreads ?? inherited.size;
+  log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (${options.uvThreads ? "UV_THREADPOOL_SIZE from --uv-threads" : inherited.chosenBy})`);
 
   const { maxTokens } = options;
   // The long prompts are cut to length with the model's own tokenizer (vocabulary only, no weights).
@@ -405,10 +407,4 @@ function summaryTable(results: readonly { scenario: Scenario; rounds: Round[] }[
     );
   }
   return lines.join("\n");
-}
-
-/** The libuv pool `hearth serve` starts with from this environment (bin/hearth.cjs chooses it as the bench starts it). */
-function startedHearthPool(): { size: number; chosenBy: string } {
-  const choice = chooseLibuvPool({ argv: ["serve"], env: process.env, platform: process.platform, gpuDevices: () => linuxGpuDevices() });
-  return choice ? { size: choice.size, chosenBy: `hearth: ${choice.reason}` } : describeLibuvPool(process.env);
 }

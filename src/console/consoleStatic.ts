@@ -2,6 +2,7 @@ import { Router, type NextFunction, type Request, type Response } from "express"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, sep } from "node:path";
 import { PACKAGE_ROOT } from "../config/packageRoot.js";
+import { InMemoryFile } from "../http/inMemoryFile.js";
 
 /** The prebuilt console (committed; `npm run build:console` rebuilds it). */
 export const CONSOLE_DIST = join(PACKAGE_ROOT, "src", "console", "dist");
@@ -18,10 +19,9 @@ Build it with:</p><pre>npm run build:console</pre>
  * (GET with Accept: text/html) so client-side routes survive a reload. Nothing under `apiBase`
  * is touched: API paths keep their JSON 404s.
  *
- * The files (a few, about 60 KB) are read once, here, and served from memory: file reads run on
- * libuv's thread pool, which node-llama-cpp's decodes share (one thread on a CPU-only node,
- * bin/libuvPool.cjs), and the console would otherwise wait behind a long prompt's decode to load.
- * A console rebuilt while the server runs is served from its next start.
+ * The files (a few, about 60 KB) are read once, here, and served from memory (InMemoryFile: no
+ * file read behind a long prompt's decode on a CPU-only node). A console rebuilt while the server
+ * runs is served from its next start.
  */
 export function consoleStatic(apiBase: string, dist = CONSOLE_DIST): Router {
   const router = Router();
@@ -34,10 +34,6 @@ export function consoleStatic(apiBase: string, dist = CONSOLE_DIST): Router {
   }
   const files = readConsoleFiles(dist);
   const index = files.get("/index.html")!;
-  const send = (res: Response, file: { body: Buffer; type: string }) => {
-    res.setHeader("Cache-Control", "public, max-age=0");
-    res.type(file.type).send(file.body);
-  };
   router.get(/.*/, (req: Request, res: Response, next: NextFunction) => {
     if (isApi(req)) {
       next();
@@ -45,24 +41,24 @@ export function consoleStatic(apiBase: string, dist = CONSOLE_DIST): Router {
     }
     const file = files.get(req.path === "/" ? "/index.html" : req.path);
     if (file) {
-      send(res, file);
+      file.send(req, res);
       return;
     }
     if (!req.accepts("html") || !(req.get("accept") ?? "").includes("text/html")) {
       next();
       return;
     }
-    send(res, index);
+    index.send(req, res);
   });
   return router;
 }
 
-/** Every file under `dist`, by its URL path, with the extension its Content-Type comes from. */
-function readConsoleFiles(dist: string): Map<string, { body: Buffer; type: string }> {
-  const files = new Map<string, { body: Buffer; type: string }>();
+/** Every file under `dist`, by its URL path (its Content-Type from its extension). */
+function readConsoleFiles(dist: string): Map<string, InMemoryFile> {
+  const files = new Map<string, InMemoryFile>();
   for (const name of readdirSync(dist, { recursive: true, encoding: "utf8" })) {
     const path = join(dist, name);
-    if (statSync(path).isFile()) files.set(`/${name.split(sep).join("/")}`, { body: readFileSync(path), type: extname(path) });
+    if (statSync(path).isFile()) files.set(`/${name.split(sep).join("/")}`, new InMemoryFile(readFileSync(path), extname(path), "public, max-age=0"));
   }
   return files;
 }

@@ -1,10 +1,9 @@
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { brotliCompressSync, constants as zlibConstants, gzipSync } from "node:zlib";
 import { Router } from "express";
 import { PACKAGE_ROOT } from "../../config/packageRoot.js";
+import { InMemoryFile } from "../../http/inMemoryFile.js";
 import { API_GROUPS } from "./apiGroups.js";
 import { buildOpenApiDocument } from "./buildOpenApiDocument.js";
 
@@ -24,10 +23,12 @@ export function openApiDocument(): Record<string, unknown> {
 
 /** GET /api/v1/openapi.json (public). */
 export function openapiRouter(): Router {
-  const document = openApiDocument(); // built now, so a schema that cannot be rendered fails at start-up
+  // Built now, so a schema that cannot be rendered fails at start-up; it never changes, so it is
+  // serialized once (290 KB of JSON) and compressed once per encoding.
+  const document = new InMemoryFile(Buffer.from(JSON.stringify(openApiDocument())), "application/json; charset=utf-8");
   const router = Router();
-  router.get("/openapi.json", (_req, res) => {
-    res.json(document);
+  router.get("/openapi.json", (req, res) => {
+    document.send(req, res);
   });
   return router;
 }
@@ -58,10 +59,8 @@ const DOCS_PAGE = `<!doctype html>
 `;
 
 /**
- * GET /docs: the interactive API reference (Scalar), with its bundle from node_modules (public).
- * The bundle (3.5 MB) is read and compressed on its first request and then served from memory:
- * file reads and compression streams run on libuv's thread pool, which waits behind llama.cpp's
- * decodes on a CPU-only node (bin/libuvPool.cjs), one 64 KB read per decode.
+ * GET /docs: the interactive API reference (Scalar), with its bundle from node_modules (public),
+ * read on its first request (3.5 MB) and then served from memory.
  */
 export function docsRouter(): Router {
   const bundlePath = createRequire(import.meta.url).resolve("@scalar/api-reference/browser/standalone.js");
@@ -71,39 +70,8 @@ export function docsRouter(): Router {
     res.type("html").send(DOCS_PAGE);
   });
   router.get(SCALAR_BUNDLE_PATH, (req, res) => {
-    bundle ??= new InMemoryFile(readFileSync(bundlePath));
-    const encoding = req.acceptsEncodings("br", "gzip");
-    res.setHeader("Content-Type", "text/javascript; charset=utf-8");
-    res.setHeader("Cache-Control", "public, max-age=86400");
-    res.setHeader("ETag", bundle.etag);
-    res.vary("Accept-Encoding");
-    if (req.fresh) {
-      res.status(304).end();
-      return;
-    }
-    const body = encoding === "br" || encoding === "gzip" ? bundle.encoded(encoding) : bundle.body;
-    if (body !== bundle.body) res.setHeader("Content-Encoding", encoding as string);
-    res.setHeader("Content-Length", body.length);
-    res.end(req.method === "HEAD" ? undefined : body);
+    bundle ??= new InMemoryFile(readFileSync(bundlePath), "text/javascript; charset=utf-8", "public, max-age=86400");
+    bundle.send(req, res);
   });
   return router;
-}
-
-/** A file's bytes with its ETag, and its gzip and brotli forms made on first use. */
-class InMemoryFile {
-  readonly etag: string;
-  private readonly encodings = new Map<"br" | "gzip", Buffer>();
-
-  constructor(readonly body: Buffer) {
-    this.etag = `"${createHash("sha1").update(body).digest("base64url")}"`;
-  }
-
-  encoded(encoding: "br" | "gzip"): Buffer {
-    let encoded = this.encodings.get(encoding);
-    if (!encoded) {
-      encoded = encoding === "br" ? brotliCompressSync(this.body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } }) : gzipSync(this.body);
-      this.encodings.set(encoding, encoded);
-    }
-    return encoded;
-  }
 }
