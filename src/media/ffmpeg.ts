@@ -64,6 +64,12 @@ function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffe
     const onAbort = () => cmd.kill("SIGKILL");
     signal?.addEventListener("abort", onAbort, { once: true });
     cmd
+      // fluent-ffmpeg starts ffmpeg asynchronously, and killing before that does nothing: an abort
+      // that came in between left ffmpeg waiting on its input for ever (a video job stopped at
+      // shutdown held the shutdown). Such an ffmpeg is killed as it starts.
+      .on("start", () => {
+        if (signal?.aborted) cmd.kill("SIGKILL");
+      })
       .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
         signal?.removeEventListener("abort", onAbort);
         reject(new FfmpegError(error.message, stderr ?? ""));

@@ -82,6 +82,15 @@ describe("ffmpeg (the real binary)", () => {
     expect(frames.destroyed).toBe(true);
   });
 
+  it("an abort that comes after the call but before ffmpeg has started still stops it (nothing waits for ever on the input)", async () => {
+    const frames = new PassThrough();
+    const abort = new AbortController();
+    const encoding = encodeVideoStream(frames, 64, 64, 8, abort.signal);
+    abort.abort(new Error("shutting down"));
+    frames.destroy(new Error("frame generation stopped"));
+    await expect(encoding).rejects.toThrow(/killed|Input stream error/);
+  }, 20_000);
+
   it("rejects input it cannot decode", async () => {
     await expect(decodeAudio(Buffer.from("this is not audio at all"), 16000)).rejects.toThrow();
   });
