@@ -8,7 +8,7 @@
 import { spawnSync, type SpawnSyncOptions } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { cpus, homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 
@@ -106,6 +106,28 @@ export function ensureLlamaServer(options: { gpu?: LlamaServerGpu; log?: (line: 
   }
   log(`built in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min: ${build.server}`);
   return build;
+}
+
+/**
+ * A llama-server the user built (`--llama-server <path>`): its own flags, its own backends (a CUDA
+ * build whose kernels match the machine's toolkit, say). What it is comes from the binary itself:
+ * the commit from `--version`, the device from `--list-devices`.
+ */
+export function describeLlamaServer(server: string): LlamaServerBuild {
+  if (!existsSync(server)) throw new Error(`--llama-server: no such file: ${server}`);
+  const answer = (flag: string) => {
+    const result = spawnSync(server, [flag], { encoding: "utf8", timeout: 60_000 });
+    if (result.error) throw new Error(`${server} ${flag} could not run: ${result.error.message}`);
+    return `${result.stdout}\n${result.stderr}`;
+  };
+  const version = answer("--version");
+  // Upstream prints "version: 7001 (b52edd25)"; node-llama-cpp's bundled source "version: 0.5.0-dev (build 1, commit de3ff81)".
+  const commit = /version: \S+ \((?:build \d+, commit )?([0-9a-f]{7,40})\)/.exec(version)?.[1];
+  const release = /version: (\S+)/.exec(version)?.[1];
+  if (!commit || !release) throw new Error(`${server} --version did not name a version and commit:\n${version}`);
+  const gpu: LlamaServerGpu = /^\s*CUDA\d+:/m.test(answer("--list-devices")) ? "cuda" : "cpu";
+  const directory = dirname(server);
+  return { commit, release, gpu, directory, server, batchedBench: join(directory, "llama-batched-bench") };
 }
 
 function run(command: string, args: string[], options: { capture?: boolean } = {}): string {

@@ -33,6 +33,8 @@ export interface BenchOptions {
   promptTokens: number;
   /** --vs-llama-server: flash attention for both servers (default: each one's own, "auto"). */
   flashAttention?: "on" | "off";
+  /** --vs-llama-server: this llama-server binary instead of the one built from node-llama-cpp's bundled source. */
+  llamaServer?: string;
   /** --vs-llama-server scenarios to run (default: all). */
   scenarios?: string[];
   /** --vs-llama-server: the Hearth server's libuv pool size (UV_THREADPOOL_SIZE; unset: what `hearth serve` chooses, bin/libuvPool.cjs). */
@@ -93,6 +95,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       "--vs-llama-server: start the Hearth server with UV_THREADPOOL_SIZE=n (default: as `hearth serve` chooses, one thread on a Linux machine without a GPU device, so that every llama.cpp decode starts from the same thread; else the environment's, else libuv's 4)",
       positiveInt,
     )
+    .option(
+      "--llama-server <path>",
+      "--vs-llama-server: compare with this llama-server binary (your own build: other flags, or CUDA kernels for your toolkit) instead of building one from node-llama-cpp's bundled source",
+    )
     .option("--scenarios <list>", "--vs-llama-server scenarios to run: c1, c4, c16-s4, prefill, c16-s16 (default: all)", (value: string) => value.split(",").map((v) => v.trim()))
     .option(
       "--vision",
@@ -117,5 +123,12 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (!hasLocalModel && modes.some((mode) => mode !== "http")) {
     program.error("in-process modes with --url need the same model locally: pass --model-file or --generate");
   }
-  return { ...flags, modes, modelFile: flags.modelFile && resolve(flags.modelFile), json: flags.json && resolve(flags.json) };
+  if (flags.llamaServer && !flags.vsLlamaServer) program.error("--llama-server goes with --vs-llama-server");
+  return {
+    ...flags,
+    modes,
+    modelFile: flags.modelFile && resolve(flags.modelFile),
+    json: flags.json && resolve(flags.json),
+    llamaServer: flags.llamaServer && resolve(flags.llamaServer),
+  };
 }

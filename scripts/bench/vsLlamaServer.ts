@@ -10,7 +10,7 @@ import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { describeLibuvPool } from "../../src/engines/llama/threadsForBatch.js";
 import { httpTarget } from "./http.js";
-import { ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
+import { describeLlamaServer, ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
 import { startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
@@ -30,6 +30,8 @@ export interface VersusOptions {
   uvThreads?: number;
   /** Run only these scenarios (default: all). */
   scenarios?: string[];
+  /** This llama-server binary instead of the one built from node-llama-cpp's bundled source. */
+  llamaServer?: string;
   json?: string;
   log: (line: string) => void;
 }
@@ -119,7 +121,7 @@ export function starvationFree(traces: readonly RequestTrace[], sequences: numbe
 
 export async function runVersusLlamaServer(options: VersusOptions): Promise<void> {
   const { log } = options;
-  const build: LlamaServerBuild = ensureLlamaServer({ log });
+  const build: LlamaServerBuild = options.llamaServer ? describeLlamaServer(options.llamaServer) : ensureLlamaServer({ log });
   const threads = contextThreads(options.threads);
   log(`llama-server: ${build.server} (llama.cpp ${build.release}, ${build.commit.slice(0, 12)}, ${build.gpu})`);
   log(`model: ${options.model.path} (${(options.model.bytes / 2 ** 20).toFixed(1)} MiB); ${threads} threads for both; ${options.rounds} rounds alternated`);

@@ -1,0 +1,57 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { describeLlamaServer } from "../../scripts/bench/llamaServerBuild.js";
+
+// `npm run bench -- --vs-llama-server --llama-server <path>` compares against a llama-server the user
+// built. What it is comes from the binary's own answers; these stand-ins answer as llama-server does
+// (its log lines and version on stderr, the device list on stdout).
+const dir = mkdtempSync(join(tmpdir(), "hearth-llama-server-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function standIn(name: string, version: string, devices: string): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    [
+      "#!/bin/sh",
+      'echo "0.00.000.414 I srv  llama_server: initializing ..." >&2',
+      `if [ "$1" = "--version" ]; then printf '%b\\n' ${JSON.stringify(version)} >&2; exit 0; fi`,
+      `if [ "$1" = "--list-devices" ]; then printf '%b\\n' ${JSON.stringify(devices)}; exit 0; fi`,
+      "exit 1",
+      "",
+    ].join("\n"),
+  );
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe("bench: a llama-server given with --llama-server", () => {
+  it("reads the release and commit from --version and finds a CUDA device in --list-devices", () => {
+    const server = standIn(
+      "cuda-server",
+      "version: 0.5.0-dev (build 1, commit de3ff81)\nbuilt with GNU 13.3.0 for Linux x86_64",
+      "Available devices:\n  CUDA0: NVIDIA H100 80GB HBM3 (81079 MiB, 80552 MiB free)",
+    );
+    expect(describeLlamaServer(server)).toEqual({
+      commit: "de3ff81",
+      release: "0.5.0-dev",
+      gpu: "cuda",
+      directory: dir,
+      server,
+      batchedBench: join(dir, "llama-batched-bench"),
+    });
+  });
+
+  it("calls a build with no device listed a CPU build", () => {
+    const server = standIn("cpu-server", "version: 7001 (b52edd25)\nbuilt with GNU 12.2.0 for Linux x86_64", "Available devices:\n  (none)");
+    expect(describeLlamaServer(server)).toMatchObject({ commit: "b52edd25", release: "7001", gpu: "cpu" });
+  });
+
+  it("refuses a binary that does not say what it is, and a path that does not exist", () => {
+    const other = standIn("not-llama", "some other program 1.0", "");
+    expect(() => describeLlamaServer(other)).toThrow(/did not name a version and commit/);
+    expect(() => describeLlamaServer(join(dir, "missing"))).toThrow(/no such file/);
+  });
+});
