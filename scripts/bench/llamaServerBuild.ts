@@ -130,6 +130,18 @@ export function describeLlamaServer(server: string): LlamaServerBuild {
   return { commit, release, gpu, directory, server, batchedBench: join(directory, "llama-batched-bench") };
 }
 
+/**
+ * A comparison of two servers on different devices compares the devices: node-llama-cpp falls back
+ * to the CPU by itself when its GPU binaries do not load (a missing CUDA runtime), and llama-server
+ * offloads whatever its build supports. Returns what to warn about, if anything.
+ */
+export function deviceMismatch(hearthEngine: string | null, llamaServerGpu: LlamaServerGpu): string | undefined {
+  const hearthDevice = hearthEngine === null ? undefined : /^llama\.cpp\/(\w+)$/.exec(hearthEngine)?.[1];
+  if (hearthDevice === undefined) return `Hearth's answer did not name its llama.cpp device (x-service-model-router: ${hearthEngine ?? "missing"})`;
+  if (hearthDevice === llamaServerGpu) return undefined;
+  return `the two servers run on different devices (Hearth: ${hearthDevice}, llama-server: ${llamaServerGpu}): the ratios compare devices, not servers`;
+}
+
 function run(command: string, args: string[], options: { capture?: boolean } = {}): string {
   const result = spawnSync(command, args, { encoding: "utf8", stdio: options.capture ? ["ignore", "pipe", "inherit"] : "inherit" });
   if (result.error) throw new Error(`${command} could not start: ${result.error.message}`);

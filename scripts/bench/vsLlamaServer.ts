@@ -10,7 +10,7 @@ import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { describeLibuvPool } from "../../src/engines/llama/threadsForBatch.js";
 import { httpTarget } from "./http.js";
-import { describeLlamaServer, ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
+import { describeLlamaServer, deviceMismatch, ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
 import { startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
@@ -224,7 +224,9 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       const afterWarmup = { hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() };
       const sameRequest = await compareOutputs(servers);
       parity.push({ sequences, contextSize, ...sameRequest });
-      log(`Same request on both (${sequences} sequences): ${parityText(sameRequest)}`);
+      log(`Same request on both (${sequences} sequences): ${parityText(sameRequest)}; Hearth's engine: ${sameRequest.hearthEngine ?? "not named"}`);
+      const mismatch = deviceMismatch(sameRequest.hearthEngine, build.gpu);
+      if (mismatch) log(`WARNING: ${mismatch}`);
       for (const scenario of scenarios.filter((s) => s.sequences === sequences && s.contextSize === contextSize)) {
         const rounds: Round[] = [];
         for (let round = 1; round <= options.rounds; round++) {
@@ -333,6 +335,8 @@ interface Parity {
   /** How many leading characters the two answers share (greedy decoding from the same prompt). */
   agreeingChars: number;
   textChars: { hearth: number; llamaServer: number };
+  /** Hearth's `x-service-model-router` on that answer: which engine and device served it (`llama.cpp/cuda`). */
+  hearthEngine: string | null;
 }
 
 /**
@@ -352,7 +356,7 @@ async function compareOutputs(servers: readonly [RunningServer, RunningServer]):
       });
       if (!response.ok) throw new Error(`parity request: HTTP ${response.status}: ${await response.text()}`);
       const body = (await response.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
-      return { text: body.choices[0]!.message.content, usage: body.usage };
+      return { text: body.choices[0]!.message.content, usage: body.usage, engine: response.headers.get("x-service-model-router") };
     }),
   );
   const [hearth, llamaServer] = answers as [(typeof answers)[number], (typeof answers)[number]];
@@ -364,6 +368,7 @@ async function compareOutputs(servers: readonly [RunningServer, RunningServer]):
     sameText: hearth.text === llamaServer.text,
     agreeingChars,
     textChars: { hearth: hearth.text.length, llamaServer: llamaServer.text.length },
+    hearthEngine: hearth.engine,
   };
 }
 

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { describeLlamaServer } from "../../scripts/bench/llamaServerBuild.js";
+import { describeLlamaServer, deviceMismatch } from "../../scripts/bench/llamaServerBuild.js";
 
 // `npm run bench -- --vs-llama-server --llama-server <path>` compares against a llama-server the user
 // built. What it is comes from the binary's own answers; these stand-ins answer as llama-server does
@@ -53,5 +53,22 @@ describe("bench: a llama-server given with --llama-server", () => {
     const other = standIn("not-llama", "some other program 1.0", "");
     expect(() => describeLlamaServer(other)).toThrow(/did not name a version and commit/);
     expect(() => describeLlamaServer(join(dir, "missing"))).toThrow(/no such file/);
+  });
+});
+
+describe("bench: both servers on the same device", () => {
+  it("is quiet when Hearth's engine runs where llama-server's build does", () => {
+    expect(deviceMismatch("llama.cpp/cuda", "cuda")).toBeUndefined();
+    expect(deviceMismatch("llama.cpp/cpu", "cpu")).toBeUndefined();
+  });
+
+  it("warns when node-llama-cpp fell back to another device than llama-server's", () => {
+    expect(deviceMismatch("llama.cpp/cpu", "cuda")).toBe("the two servers run on different devices (Hearth: cpu, llama-server: cuda): the ratios compare devices, not servers");
+    expect(deviceMismatch("llama.cpp/vulkan", "cuda")).toMatch(/Hearth: vulkan, llama-server: cuda/);
+  });
+
+  it("warns when Hearth's answer does not name its device", () => {
+    expect(deviceMismatch(null, "cpu")).toMatch(/did not name its llama.cpp device \(x-service-model-router: missing\)/);
+    expect(deviceMismatch("upstream 10.0.0.2", "cpu")).toMatch(/x-service-model-router: upstream 10.0.0.2/);
   });
 });
