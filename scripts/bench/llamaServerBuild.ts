@@ -16,7 +16,8 @@ const NODE_LLAMA_CPP_DIR = join(PACKAGE_ROOT, "node_modules", "node-llama-cpp", 
 const BUNDLE = join(NODE_LLAMA_CPP_DIR, "gitRelease.bundle");
 const TARGETS = ["llama-server", "llama-batched-bench"] as const;
 
-export type LlamaServerGpu = "cpu" | "cuda";
+/** Where llama-server runs: the builds this script makes are "cpu" or "cuda"; a given binary may be any (node-llama-cpp's names). */
+export type LlamaServerGpu = "cpu" | "cuda" | "vulkan" | "metal";
 
 export interface LlamaServerBuild {
   /** The commit of the bundled llama.cpp source (the same one node-llama-cpp's binaries were built from). */
@@ -39,7 +40,7 @@ export function llamaCppCacheDir(): string {
  * CUDA when a toolkit (nvcc) is installed and an NVIDIA GPU answers `nvidia-smi -L`. A toolkit with no
  * GPU (a build container) would spend an hour compiling kernels for a binary that cannot run here.
  */
-export function detectGpu(): LlamaServerGpu {
+export function detectGpu(): "cpu" | "cuda" {
   const quiet: SpawnSyncOptions = { stdio: "ignore", timeout: 10_000 };
   const hasNvcc = spawnSync("nvcc", ["--version"], quiet).status === 0;
   const hasGpu = spawnSync("nvidia-smi", ["-L"], quiet).status === 0;
@@ -54,7 +55,7 @@ function bundleCommit(): string {
 }
 
 /** Returns the cached build for the bundled source, building it first when missing. */
-export function ensureLlamaServer(options: { gpu?: LlamaServerGpu; log?: (line: string) => void } = {}): LlamaServerBuild {
+export function ensureLlamaServer(options: { gpu?: "cpu" | "cuda"; log?: (line: string) => void } = {}): LlamaServerBuild {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   if (!existsSync(BUNDLE)) throw new Error(`node-llama-cpp's llama.cpp source bundle is missing: ${BUNDLE}`);
   const gpu = options.gpu ?? detectGpu();
@@ -125,9 +126,15 @@ export function describeLlamaServer(server: string): LlamaServerBuild {
   const commit = /version: \S+ \((?:build \d+, commit )?([0-9a-f]{7,40})\)/.exec(version)?.[1];
   const release = /version: (\S+)/.exec(version)?.[1];
   if (!commit || !release) throw new Error(`${server} --version did not name a version and commit:\n${version}`);
-  const gpu: LlamaServerGpu = /^\s*CUDA\d+:/m.test(answer("--list-devices")) ? "cuda" : "cpu";
+  const gpu = firstListedDevice(answer("--list-devices"));
   const directory = dirname(server);
   return { commit, release, gpu, directory, server, batchedBench: join(directory, "llama-batched-bench") };
+}
+
+/** The device of `--list-devices`' first entry ("  CUDA0: NVIDIA H100 …", "  Vulkan0: …", "  MTL0: …"); none listed is the CPU. */
+function firstListedDevice(listing: string): LlamaServerGpu {
+  const backend = /^\s*(CUDA|Vulkan|MTL)\d+:/m.exec(listing)?.[1];
+  return backend === "CUDA" ? "cuda" : backend === "Vulkan" ? "vulkan" : backend === "MTL" ? "metal" : "cpu";
 }
 
 /**

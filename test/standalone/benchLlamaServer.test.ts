@@ -49,6 +49,14 @@ describe("bench: a llama-server given with --llama-server", () => {
     expect(describeLlamaServer(server)).toMatchObject({ commit: "b52edd25", release: "7001", gpu: "cpu" });
   });
 
+  it("names a Vulkan or Metal build by its device, so the device check compares like with like", () => {
+    const vulkan = standIn("vulkan-server", "version: 7001 (b52edd25)", "Available devices:\n  Vulkan0: AMD Radeon RX 7900 XTX (24560 MiB, 24000 MiB free)");
+    expect(describeLlamaServer(vulkan).gpu).toBe("vulkan");
+    const metal = standIn("metal-server", "version: 7001 (b52edd25)", "Available devices:\n  MTL0: Apple M2 Max (49152 MiB, 49151 MiB free)");
+    expect(describeLlamaServer(metal).gpu).toBe("metal");
+    expect(deviceMismatch("llama.cpp/vulkan", describeLlamaServer(vulkan).gpu)).toBeUndefined();
+  });
+
   it("refuses a binary that does not say what it is, and a path that does not exist", () => {
     const other = standIn("not-llama", "some other program 1.0", "");
     expect(() => describeLlamaServer(other)).toThrow(/did not name a version and commit/);

@@ -26,9 +26,9 @@ export function describeLibuvPool(env: NodeJS.ProcessEnv = process.env): { size:
  * Nothing when the pool has one thread or the operator set its size.
  */
 export function cpuDecodePoolNotice(onCpu: boolean, env: NodeJS.ProcessEnv = process.env): BackendNotice[] {
+  // Set (by the operator, or by `hearth serve` to one thread): nothing to say.
   if (!onCpu || env.UV_THREADPOOL_SIZE !== undefined) return [];
   const size = libuvPoolSize(env);
-  if (size === 1) return [];
   return [
     {
       message: `llama.cpp runs on the CPU while libuv's thread pool has ${size} threads, so its decodes start from changing threads (about 0.6x the speed of one stream with one thread): on a CPU-only node start Hearth with UV_THREADPOOL_SIZE=1 (docs/operations.md, libuv's thread pool), or set UV_THREADPOOL_SIZE=${size} to keep this pool`,
