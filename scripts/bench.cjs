@@ -12,6 +12,7 @@ import("tsx/esm/api")
     return import("./bench.ts");
   })
   .catch((error) => {
-    process.stderr.write(`${error?.stack ?? error}\n`);
+    // fetch's own message ("fetch failed") says nothing; the socket error is its cause.
+    process.stderr.write(`${error?.stack ?? error}\n${error?.cause ? `cause: ${error.cause.stack ?? error.cause}\n` : ""}`);
     process.exit(1);
   });

@@ -22,23 +22,28 @@ export interface HttpEndpoint {
 }
 
 /**
- * fetch, once more when the pooled keep-alive connection it picked was closed by the server before
+ * fetch, again when the pooled keep-alive connection it picked was closed by the server before
  * any response (undici: "other side closed"). A server closes an idle connection on its own clock
- * (cpp-httplib, llama-server's HTTP library, after 5 idle seconds by default) and the client can pick
- * it in that instant (a full run failed so once, 2026-11-26); the request
- * was not answered, so sending it again on a fresh connection runs it once.
+ * (cpp-httplib, llama-server's HTTP library, after 5 idle seconds, and after a number of requests
+ * per connection) and the client can pick it in that instant (a full run failed so once,
+ * 2026-11-26, and a 200-request run at four streams twice in a row, 2026-11-27: the second
+ * connection picked was as stale as the first); the request was not answered, so sending it again
+ * runs it once.
  */
 async function fetchRetryingStaleConnection(url: string, init: RequestInit): Promise<Response> {
-  try {
-    return await fetch(url, init);
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause;
-    if (cause?.code !== "UND_ERR_SOCKET") throw error;
-    return fetch(url, init);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause;
+      if (cause?.code !== "UND_ERR_SOCKET" || attempt >= STALE_CONNECTION_ATTEMPTS) throw error;
+    }
   }
 }
 
-/** Streaming chat completions over plain fetch, with the SSE parsed here (one event per `data:` line). */
+/** Every connection of a client at 16 streams can be stale at once; a socket error past that is real. */
+const STALE_CONNECTION_ATTEMPTS = 20;
+
 export function httpTarget(endpoint: HttpEndpoint): Target {
   const url = `${endpoint.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
