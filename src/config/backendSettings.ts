@@ -18,6 +18,12 @@ export const LlamaSettings = z.strictObject({
    */
   singleTokenThreads: z.union([z.literal("auto"), z.number().int().min(1)]).default("auto"),
   batchSize: z.number().int().min(1).optional(),
+  /**
+   * Whether the text of one decode step goes to the clients while the next step decodes (true) or
+   * before it starts (false). "auto": overlap when the whole model is on a GPU or the threads leave
+   * a core free. See overlapsOutputWithDecode in StepBarrier.ts.
+   */
+  overlapOutput: z.union([z.literal("auto"), z.boolean()]).default("auto"),
   /** llama.cpp's flash attention: "auto" (llama.cpp's own default) uses it where the backend supports it. */
   flashAttention: z.union([z.boolean(), z.literal("auto")]).default("auto"),
 });

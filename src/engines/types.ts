@@ -335,6 +335,8 @@ export interface DecodeStats {
   fullSteps: number;
   deadlineSteps: number;
   deadlineMs: number;
+  /** Whether a step's text goes to the clients while the next step decodes (llama.overlapOutput). */
+  overlapOutput: boolean;
 }
 
 /** The voice a synthesis uses: one of the model's voices, or a cloned voice's style vector. */

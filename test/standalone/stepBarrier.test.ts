@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StepBarrier } from "../../src/engines/llama/StepBarrier.js";
+import { StepBarrier, overlapsOutputWithDecode } from "../../src/engines/llama/StepBarrier.js";
 
 const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -166,5 +166,69 @@ describe("StepBarrier: generating sequences take their steps together", () => {
     expect(order).toEqual(["output"]);
     await macrotask();
     expect(order).toEqual(["output", "decode"]);
+  });
+
+  it("with overlapOutput, holds a step's output until the next step's decode has been dispatched and started", async () => {
+    const barrier = new StepBarrier({ overlapOutput: true });
+    barrier.join();
+    barrier.join();
+    const order: string[] = [];
+    expect(barrier.holdsOutput()).toBe(true);
+    // Each member: its output waits; it arrives; once released it queues its next token, which
+    // asks node-llama-cpp's dispatch (the decode itself starts in the dispatch's microtasks).
+    const member = async (name: string) => {
+      barrier.afterNextStepStarts(() => order.push(`output ${name}`));
+      await barrier.arrive();
+      barrier.dispatchSchedule(() => {
+        order.push(`dispatch ${name}`);
+        void Promise.resolve().then(() => order.push(`decode started ${name}`));
+      });
+    };
+    await Promise.all([member("a"), member("b")]);
+    for (let i = 0; i < 4; i++) await macrotask();
+    expect(order.slice(0, 4)).toEqual(["dispatch a", "decode started a", "dispatch b", "decode started b"]);
+    expect(order.slice(4).sort()).toEqual(["output a", "output b"]);
+  });
+
+  it("without overlapOutput, or with one member, output is not held", () => {
+    const off = new StepBarrier({ overlapOutput: false });
+    off.join();
+    off.join();
+    expect(off.holdsOutput()).toBe(false);
+    const alone = new StepBarrier({ overlapOutput: true });
+    alone.join();
+    expect(alone.holdsOutput()).toBe(false);
+    alone.join();
+    expect(alone.holdsOutput()).toBe(true);
+    alone.setOverlapOutput(false);
+    expect(alone.holdsOutput()).toBe(false);
+    expect(alone.stats().overlapOutput).toBe(false);
+  });
+
+  it("output held while others generated is released when the last member goes on alone", async () => {
+    const barrier = new StepBarrier({ overlapOutput: true });
+    barrier.join();
+    barrier.join();
+    const order: string[] = [];
+    barrier.afterNextStepStarts(() => order.push("held output"));
+    barrier.leave();
+    // The one left arrives alone: no release, but its held output must still go out.
+    await barrier.arrive();
+    expect(order).toEqual([]);
+    await macrotask();
+    await macrotask();
+    expect(order).toEqual(["held output"]);
+  });
+});
+
+describe("overlapsOutputWithDecode: output overlaps a decode that leaves the JavaScript thread a core", () => {
+  it.each([
+    [{ gpuLayers: 25, totalLayers: 25, threads: 16, cores: 16 }, true, "whole model on the GPU"],
+    [{ gpuLayers: 10, totalLayers: 25, threads: 16, cores: 16 }, false, "part on the GPU, every core decoding the rest"],
+    [{ gpuLayers: 0, totalLayers: 25, threads: 2, cores: 2 }, false, "CPU, every core decoding"],
+    [{ gpuLayers: 0, totalLayers: 25, threads: 1, cores: 2 }, true, "CPU with a core to spare"],
+    [{ gpuLayers: 0, totalLayers: 25, threads: 4, cores: 2 }, false, "more threads than cores"],
+  ])("%o: %s (%s)", (decode, expected) => {
+    expect(overlapsOutputWithDecode(decode)).toBe(expected);
   });
 });

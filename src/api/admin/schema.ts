@@ -51,6 +51,7 @@ export const ModelStatusRecord = z.object({
       fullSteps: z.number().int().describe("generation steps every generating sequence took part in"),
       deadlineSteps: z.number().int().describe("generation steps that went ahead without a sequence that was late"),
       deadlineMs: z.number().describe("how long generating sequences now wait for a late one"),
+      overlapOutput: z.boolean().describe("whether a step's text goes to the clients while the next step decodes (llama.overlapOutput)"),
     })
     .nullable(),
   loadedAt: z.number().nullable(),

@@ -95,6 +95,9 @@ export class ChoiceGeneration {
   private readonly logprobs: TokenLogprob[] | null;
   private readonly dynamicSampler: DynamicTemperatureSampler | null;
   private readonly seed: number;
+  /** Deltas waiting for the next decode to be under way (StepBarrier.holdsOutput). */
+  private readonly heldDeltas: ChatDelta[] = [];
+  private heldRelease: (() => void) | undefined;
 
   constructor(
     private readonly runtime: ChoiceRuntime,
@@ -178,6 +181,7 @@ export class ChoiceGeneration {
       }
     }
     this.flush(finish === "abort");
+    this.releaseHeldDeltas();
     const finishReason: FinishReason = finish === "stop" && this.toolCalls.length > 0 ? "tool_calls" : finish!;
     return {
       index: this.index,
@@ -370,19 +374,19 @@ export class ChoiceGeneration {
     this.toolCalls.push(call);
     this.raw = new StreamingDetokenizer(this.runtime.model, [], true);
     this.callName = "";
-    this.onDelta?.(this.index, { kind: "toolCallStart", index: this.toolCalls.length - 1, id: call.id, name: call.name });
+    this.emit({ kind: "toolCallStart", index: this.toolCalls.length - 1, id: call.id, name: call.name });
   }
 
   private emitArguments(text: string): void {
     if (!text) return;
     this.toolCalls.at(-1)!.arguments += text;
-    this.onDelta?.(this.index, { kind: "toolCallArguments", index: this.toolCalls.length - 1, text });
+    this.emit({ kind: "toolCallArguments", index: this.toolCalls.length - 1, text });
   }
 
   private route(pieces: { content: string; reasoning: string }): void {
     if (pieces.reasoning) {
       this.reasoning += pieces.reasoning;
-      this.onDelta?.(this.index, { kind: "reasoning", text: pieces.reasoning });
+      this.emit({ kind: "reasoning", text: pieces.reasoning });
       // Log probabilities describe the answer; a thought's tokens are not part of it.
       if (!pieces.content) this.pendingLogprobs.length = 0;
     }
@@ -394,7 +398,28 @@ export class ChoiceGeneration {
     this.content += text;
     const logprobs = this.logprobs ? this.pendingLogprobs.splice(0) : undefined;
     if (logprobs) this.logprobs!.push(...logprobs);
-    this.onDelta?.(this.index, { kind: "content", text, logprobs });
+    this.emit({ kind: "content", text, logprobs });
+  }
+
+  /**
+   * Hands a delta to the caller (its SSE write), or holds it until the next decode step is under
+   * way: while several sequences generate, the output of one step then overlaps the decode of the
+   * next instead of delaying it (StepBarrier.holdsOutput). Deltas leave in order either way.
+   */
+  private emit(delta: ChatDelta): void {
+    if (!this.onDelta) return;
+    this.heldDeltas.push(delta);
+    if (!this.runtime.barrier.holdsOutput()) this.releaseHeldDeltas();
+    else if (!this.heldRelease) {
+      this.heldRelease = () => this.releaseHeldDeltas();
+      this.runtime.barrier.afterNextStepStarts(this.heldRelease);
+    }
+  }
+
+  private releaseHeldDeltas(): void {
+    this.heldRelease = undefined;
+    if (this.heldDeltas.length === 0) return;
+    for (const delta of this.heldDeltas.splice(0)) this.onDelta!(this.index, delta);
   }
 
   /** Releases held free text (the turn goes on as a call or JSON). */

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { randomInt } from "node:crypto";
 import {
   isLlamaText,
@@ -43,7 +44,7 @@ import { longestTokenBytes } from "./longestTokenBytes.js";
 import { DecodeBatches } from "./decodeBatches.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
-import { StepBarrier } from "./StepBarrier.js";
+import { StepBarrier, overlapsOutputWithDecode } from "./StepBarrier.js";
 import { passToolResultsAsText, templateDefaultSystemPrompt } from "./templateFidelity.js";
 import { TokenDescriber } from "./TokenDescriber.js";
 
@@ -165,6 +166,11 @@ export class LlamaChatEngine implements ChatEngine {
           dispatchSchedule: barrier.dispatchSchedule,
         },
       });
+      barrier.setOverlapOutput(
+        settings.overlapOutput === "auto"
+          ? overlapsOutputWithDecode({ gpuLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers, threads: context.currentThreads, cores: availableParallelism() })
+          : settings.overlapOutput,
+      );
       // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
       const chatWrapper = resolveChatWrapper(model);
       const rendering = promptRenderingFor(chatWrapper, model);

@@ -30,6 +30,13 @@ export interface StepBarrierOptions {
    */
   engineWaitSteps: number;
   engineMaxWaitMs: number;
+  /**
+   * Whether a step's output (detokenized text on its way to the client) waits until the next
+   * step's decode is under way, so that the two overlap: right where the decode does not need the
+   * core the JavaScript thread runs on (a GPU, or a CPU with cores to spare); where every core runs
+   * a llama.cpp thread, work beside a decode delays it by more than its own time.
+   */
+  overlapOutput: boolean;
 }
 
 export const DEFAULT_STEP_BARRIER: StepBarrierOptions = {
@@ -38,7 +45,19 @@ export const DEFAULT_STEP_BARRIER: StepBarrierOptions = {
   maxDeadlineMs: 25,
   engineWaitSteps: 2,
   engineMaxWaitMs: 2000,
+  overlapOutput: false,
 };
+
+/**
+ * Whether a step's output should overlap the next decode (StepBarrierOptions.overlapOutput): when
+ * the whole model is on a GPU, or llama.cpp's threads leave a core for the JavaScript thread. On
+ * the 2-core machine, with one llama.cpp thread (a tiny model, four streams), overlapping served
+ * 1.2-1.3x the tokens; with both cores decoding it changed nothing measurable (docs/bench.md).
+ */
+export function overlapsOutputWithDecode(decode: { gpuLayers: number; totalLayers: number; threads: number; cores: number }): boolean {
+  const wholeModelOnGpu = decode.gpuLayers > 0 && decode.gpuLayers >= decode.totalLayers;
+  return wholeModelOnGpu || decode.threads < decode.cores;
+}
 
 /** Weight of the newest step in the step-time average. */
 const STEP_AVERAGE_WEIGHT = 0.2;
@@ -50,6 +69,8 @@ export interface StepBarrierStats {
   deadlineSteps: number;
   /** The deadline now in force, in milliseconds. */
   deadlineMs: number;
+  /** Whether a step's output goes to the clients while the next step decodes (overlapsOutputWithDecode). */
+  overlapOutput: boolean;
 }
 
 export class StepBarrier {
@@ -65,6 +86,7 @@ export class StepBarrier {
   private stepMs: number | undefined;
   private fullSteps = 0;
   private deadlineSteps = 0;
+  private afterStepStarts: Array<() => void> = [];
 
   private readonly options: StepBarrierOptions;
 
@@ -84,6 +106,27 @@ export class StepBarrier {
     if (this.members === 1) queueMicrotask(dispatch);
     else setImmediate(dispatch);
   };
+
+  /** Decided once the context exists (overlapsOutputWithDecode). */
+  setOverlapOutput(overlap: boolean): void {
+    this.options.overlapOutput = overlap;
+  }
+
+  /** Whether a member's output waits for the next step's decode to start (afterNextStepStarts). */
+  holdsOutput(): boolean {
+    return this.options.overlapOutput && this.members > 1;
+  }
+
+  /**
+   * Runs `fn` once the next step's decode has been handed to llama.cpp: two macrotasks after the
+   * release, as the release resolves the members (their tokens are queued in its microtasks), the
+   * dispatch runs in the next macrotask (dispatchSchedule), and its microtasks start the decode.
+   * If node-llama-cpp's own loop takes the tokens instead (it was still busy), the decode has
+   * started by then all the same.
+   */
+  afterNextStepStarts(fn: () => void): void {
+    this.afterStepStarts.push(fn);
+  }
 
   /** A sequence got its first token and now generates one token per step. */
   join(): void {
@@ -108,6 +151,8 @@ export class StepBarrier {
     if (this.members <= 1 && this.waiting.length === 0) {
       // Alone, there is no step to share: go on at once, without a trip through the event loop.
       this.fullSteps++;
+      // Output held while others were generating still waits for this step's decode.
+      this.scheduleHeldOutputs();
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -128,7 +173,7 @@ export class StepBarrier {
   }
 
   stats(): StepBarrierStats {
-    return { fullSteps: this.fullSteps, deadlineSteps: this.deadlineSteps, deadlineMs: this.deadlineMs() };
+    return { fullSteps: this.fullSteps, deadlineSteps: this.deadlineSteps, deadlineMs: this.deadlineMs(), overlapOutput: this.options.overlapOutput };
   }
 
   private deadlineMs(): number {
@@ -180,5 +225,17 @@ export class StepBarrier {
     }
     this.lastReleaseAt = now;
     for (const resolve of released) resolve();
+    this.scheduleHeldOutputs();
+  }
+
+  private scheduleHeldOutputs(): void {
+    if (this.afterStepStarts.length === 0) return;
+    const outputs = this.afterStepStarts;
+    this.afterStepStarts = [];
+    setImmediate(() =>
+      setImmediate(() => {
+        for (const output of outputs) output();
+      }),
+    );
   }
 }
