@@ -49,6 +49,7 @@ async function main(options: BenchOptions): Promise<void> {
       scenarios: options.scenarios,
       flashAttention: options.flashAttention,
       uvThreads: options.uvThreads,
+      hearthLlama: options.hearthLlama,
       llamaServer: options.llamaServer,
       json: options.json,
       log,

@@ -39,6 +39,8 @@ export interface BenchOptions {
   scenarios?: string[];
   /** --vs-llama-server: the Hearth server's libuv pool size (UV_THREADPOOL_SIZE; unset: what `hearth serve` chooses, bin/libuvPool.cjs). */
   uvThreads?: number;
+  /** --vs-llama-server: more `llama` settings for Hearth's model entry (an A/B of one setting against the same llama-server). */
+  hearthLlama?: Record<string, unknown>;
   /** Time to first token of an image question on the tiny vision demo model (its own scenario). */
   vision: boolean;
 }
@@ -49,6 +51,16 @@ const positiveInt = (value: string) => {
   return n;
 };
 const nonNegativeInt = (value: string) => (value === "0" ? 0 : positiveInt(value));
+const jsonObject = (value: string): Record<string, unknown> => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError("expected a JSON object");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError("expected a JSON object");
+  return parsed as Record<string, unknown>;
+};
 const intList = (value: string) => value.split(",").map((part) => positiveInt(part.trim()));
 const modeList = (value: string): Mode[] =>
   value.split(",").map((part) => {
@@ -96,6 +108,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       positiveInt,
     )
     .option(
+      "--hearth-llama <json>",
+      `--vs-llama-server: more \`llama\` settings for Hearth's model entry, as a JSON object (docs/models.md), e.g. '{"overlapOutput":false}'`,
+      jsonObject,
+    )
+    .option(
       "--llama-server <path>",
       "--vs-llama-server: compare with this llama-server binary (your own build: other flags, or CUDA kernels for your toolkit) instead of building one from node-llama-cpp's bundled source",
     )
@@ -124,6 +141,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     program.error("in-process modes with --url need the same model locally: pass --model-file or --generate");
   }
   if (flags.llamaServer && !flags.vsLlamaServer) program.error("--llama-server goes with --vs-llama-server");
+  if (flags.hearthLlama && !flags.vsLlamaServer) program.error("--hearth-llama goes with --vs-llama-server");
   return {
     ...flags,
     modes,

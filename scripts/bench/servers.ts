@@ -26,6 +26,8 @@ export interface ServerSettings {
   flashAttention?: "on" | "off";
   /** Hearth's libuv pool size (UV_THREADPOOL_SIZE), which node-llama-cpp's decodes run on; unset: as `hearth serve` chooses it. */
   uvThreads?: number;
+  /** Hearth only: more `llama` settings for its model entry. */
+  hearthLlama?: Record<string, unknown>;
 }
 
 export interface RunningServer {
@@ -37,7 +39,19 @@ export interface RunningServer {
   rssBytes(): number | null;
   /** Hearth only: how its engine batched decode steps so far (GET /admin/models, `decode`). */
   decodeStats?(): Promise<unknown>;
+  /** llama.cpp decode calls so far and how many sequences took part in them, summed (null: not readable). */
+  decodeCounters(): Promise<DecodeCounters | null>;
   stop(): Promise<void>;
+}
+
+/**
+ * What a server's decode loop did, the same count on both: llama_decode calls, and the sequences
+ * (llama-server: busy slots) summed over them. Per generated token, the calls say how often the
+ * loop went round; per call, the sequences say how full each step was.
+ */
+export interface DecodeCounters {
+  decodeCalls: number;
+  sequenceSlots: number;
 }
 
 const START_TIMEOUT_MS = 180_000;
@@ -56,6 +70,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
       threads: settings.threads,
       sequences: settings.sequences,
       ...(settings.flashAttention ? { flashAttention: settings.flashAttention === "on" } : {}),
+      ...settings.hearthLlama,
     },
   };
   writeFileSync(configPath, JSON.stringify({ models: [entry] }, null, 2));
@@ -108,6 +123,14 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
       const body = (await response.json()) as { data: { id: string; decode?: unknown }[] };
       return body.data.find((m) => m.id === "bench")?.decode;
     },
+    decodeCounters: async () => {
+      const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
+      const body = (await response.json()) as { data: { id: string; decode?: { batches: number; sequencesPerBatch: Record<string, number> } }[] };
+      const decode = body.data.find((m) => m.id === "bench")?.decode;
+      if (!decode) return null;
+      const sequenceSlots = Object.entries(decode.sequencesPerBatch).reduce((sum, [sequences, calls]) => sum + Number(sequences) * calls, 0);
+      return { decodeCalls: decode.batches, sequenceSlots };
+    },
     stop: async () => {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });
@@ -139,12 +162,36 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
       String(settings.sequences * settings.contextSize),
       // No GPU offload unless the build has one: the same device as Hearth's node-llama-cpp picks.
       "--no-webui",
+      // GET /metrics: its decode calls and busy slots per call, to set beside Hearth's.
+      "--metrics",
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/v1`, model: "bench" };
   await waitUntilServing(child, `http://127.0.0.1:${port}/health`, "llama-server");
-  return { name: "llama-server", endpoint, startedInMs: performance.now() - spawnedAt, rssBytes: () => rssOf(child.pid), stop: () => stopProcess(child) };
+  return {
+    name: "llama-server",
+    endpoint,
+    startedInMs: performance.now() - spawnedAt,
+    rssBytes: () => rssOf(child.pid),
+    decodeCounters: async () => parseLlamaServerDecodeCounters(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
+    stop: () => stopProcess(child),
+  };
+}
+
+/**
+ * llama-server's Prometheus text: `llamacpp:n_decode_total` counts its llama_decode calls, and the
+ * gauge `llamacpp:n_busy_slots_per_decode` is the average over all of them, so the product is the sum.
+ */
+export function parseLlamaServerDecodeCounters(text: string): DecodeCounters | null {
+  const value = (name: string) => {
+    const match = new RegExp(`^llamacpp:${name} ([0-9.eE+-]+)$`, "m").exec(text);
+    return match ? Number(match[1]) : undefined;
+  };
+  const decodeCalls = value("n_decode_total");
+  const busyPerCall = value("n_busy_slots_per_decode");
+  if (decodeCalls === undefined || busyPerCall === undefined) return null;
+  return { decodeCalls, sequenceSlots: Math.round(busyPerCall * Math.max(decodeCalls, 1)) };
 }
 
 function freePort(): Promise<number> {

@@ -28,6 +28,8 @@ export interface VersusOptions {
   flashAttention?: "on" | "off";
   /** The Hearth server's libuv pool size (UV_THREADPOOL_SIZE); unset: as `hearth serve` chooses it (bin/libuvPool.cjs). */
   uvThreads?: number;
+  /** More `llama` settings for Hearth's model entry. */
+  hearthLlama?: Record<string, unknown>;
   /** Run only these scenarios (default: all). */
   scenarios?: string[];
   /** This llama-server binary instead of the one built from node-llama-cpp's bundled source. */
@@ -95,6 +97,8 @@ interface RoundResult {
   starvationFree?: boolean;
   /** Requests whose completion differs from its max_tokens (the workload assumes none). */
   offTarget: number;
+  /** The server's decode calls in this round, per generated token, and sequences per call (null: not readable). */
+  decode: { calls: number; callsPerToken: number; sequencesPerCall: number } | null;
 }
 
 const median = (values: readonly number[]) => {
@@ -129,6 +133,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   // entry (scripts/bench.cjs) chose as `hearth serve` would.
   const inherited = describeLibuvPool();
   const uvThreads = options.uvThreads ?? inherited.size;
+  if (options.hearthLlama) log(`Hearth's model entry adds llama settings ${JSON.stringify(options.hearthLlama)}`);
   log(`Hearth's libuv pool: ${uvThreads} thread${uvThreads === 1 ? "" : "s"} (${options.uvThreads ? "UV_THREADPOOL_SIZE from --uv-threads" : inherited.chosenBy})`);
 
   const { maxTokens } = options;
@@ -203,7 +208,15 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   // One pair of servers per context shape, started fresh for the scenarios that use it.
   const shapes = [...new Map(scenarios.map((s) => [`${s.sequences}x${s.contextSize}`, { sequences: s.sequences, contextSize: s.contextSize }])).values()];
   for (const { sequences, contextSize } of shapes) {
-    const settings: ServerSettings = { modelFile: options.model.path, threads, sequences, contextSize, flashAttention: options.flashAttention, uvThreads: options.uvThreads };
+    const settings: ServerSettings = {
+      modelFile: options.model.path,
+      threads,
+      sequences,
+      contextSize,
+      flashAttention: options.flashAttention,
+      uvThreads: options.uvThreads,
+      hearthLlama: options.hearthLlama,
+    };
     const servers = await startBoth(build, settings, log);
     try {
       // What a user waits for after starting a server: until it answers, then the first request's
@@ -283,6 +296,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       model: options.model,
       threads,
       hearthUvThreads: uvThreads,
+      hearthLlama: options.hearthLlama ?? {},
       maxTokens,
       scenarios: results.map(({ scenario, rounds }) => {
         const interval = medianInterval(rounds.map((r) => r.ratio));
@@ -377,13 +391,18 @@ const parityText = (p: Parity) =>
   (p.sameText ? "identical text" : `texts agree for their first ${p.agreeingChars} of ${p.textChars.hearth} / ${p.textChars.llamaServer} characters`);
 
 async function runRound(server: RunningServer, scenario: Scenario, requests: BenchRequest[]): Promise<RoundResult> {
+  const before = await server.decodeCounters();
   const { traces, durationMs } = await runConcurrent(httpTarget(server.endpoint).run, requests, scenario.concurrency);
+  const after = await server.decodeCounters();
   const metrics = computeMetrics(traces, durationMs);
+  const generated = traces.reduce((sum, t) => sum + t.completionTokens, 0);
+  const calls = before && after ? after.decodeCalls - before.decodeCalls : 0;
   return {
     figure: scenario.figure.of(metrics, traces),
     metrics,
     starvationFree: scenario.concurrency > scenario.sequences ? starvationFree(traces, scenario.sequences) : undefined,
     offTarget: traces.filter((t, i) => t.completionTokens !== requests[i]!.maxTokens).length,
+    decode: before && after && calls > 0 ? { calls, callsPerToken: calls / Math.max(generated, 1), sequencesPerCall: (after.sequenceSlots - before.sequenceSlots) / calls } : null,
   };
 }
 
@@ -392,7 +411,7 @@ const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toF
 
 function roundLine(scenario: Scenario, round: Round): string {
   const part = (name: string, r: RoundResult) =>
-    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms, ${fixed(r.metrics.meanPromptTokens, 0)} prompt tokens${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""})`;
+    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms, ${fixed(r.metrics.meanPromptTokens, 0)} prompt tokens${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""}${r.decode ? `, ${r.decode.calls} decodes: ${fixed(r.decode.callsPerToken, 2)} per token, ${fixed(r.decode.sequencesPerCall, 2)} sequences each` : ""})`;
   return `${scenario.name} round ${round.round} (load ${round.loadBefore.toFixed(2)}, ${round.first} first): ${part("Hearth", round.hearth)} / ${part("llama-server", round.llamaServer)} = ${round.ratio.toFixed(2)}`;
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeLlamaServer, deviceMismatch } from "../../scripts/bench/llamaServerBuild.js";
+import { parseLlamaServerDecodeCounters } from "../../scripts/bench/servers.js";
 
 // `npm run bench -- --vs-llama-server --llama-server <path>` compares against a llama-server the user
 // built. What it is comes from the binary's own answers; these stand-ins answer as llama-server does
@@ -78,5 +79,30 @@ describe("bench: both servers on the same device", () => {
   it("warns when Hearth's answer does not name its device", () => {
     expect(deviceMismatch(null, "cpu")).toMatch(/did not name its llama.cpp device \(x-service-model-router: missing\)/);
     expect(deviceMismatch("upstream 10.0.0.2", "cpu")).toMatch(/x-service-model-router: upstream 10.0.0.2/);
+  });
+});
+
+describe("llama-server's decode counters (GET /metrics with --metrics)", () => {
+  // The lines as llama-server writes them (tools/server/server-task.cpp): counters, then gauges.
+  const metrics = [
+    "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed",
+    "# TYPE llamacpp:tokens_predicted_total counter",
+    "llamacpp:tokens_predicted_total 2048",
+    "# HELP llamacpp:n_decode_total Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding",
+    "# TYPE llamacpp:n_decode_total counter",
+    "llamacpp:n_decode_total 640",
+    "# HELP llamacpp:n_busy_slots_per_decode Average number of busy slots per llama_decode() call",
+    "# TYPE llamacpp:n_busy_slots_per_decode gauge",
+    "llamacpp:n_busy_slots_per_decode 3.2",
+    "",
+  ].join("\n");
+
+  it("reads the calls and the sequences summed over them (the average times the calls)", () => {
+    expect(parseLlamaServerDecodeCounters(metrics)).toEqual({ decodeCalls: 640, sequenceSlots: 2048 });
+  });
+
+  it("gives null when a figure is missing (an older llama-server, or one started without --metrics)", () => {
+    expect(parseLlamaServerDecodeCounters(metrics.replace(/^llamacpp:n_decode_total.*$/m, ""))).toBeNull();
+    expect(parseLlamaServerDecodeCounters("")).toBeNull();
   });
 });
