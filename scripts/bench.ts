@@ -17,7 +17,7 @@ import { loadEngineTarget, loadLlamaTarget, type ContextInfo, type Target } from
 import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js";
 import { ensureGeneratedModel, type ModelFile } from "./bench/models.js";
 import { MODE_LABELS, parseOptions, type BenchOptions, type Mode } from "./bench/options.js";
-import { computeRatios, ratiosTable, resultsTable, summaryLine, type ScenarioResult } from "./bench/report.js";
+import { computeRatios, nativeCallFigures, ratiosTable, resultsTable, summaryLine, type ScenarioResult } from "./bench/report.js";
 import { runVisionBench } from "./bench/vision.js";
 import { runVersusLlamaServer } from "./bench/vsLlamaServer.js";
 import { buildRequests, runConcurrent } from "./bench/workload.js";
@@ -152,7 +152,10 @@ async function runScenarios(targets: Map<Mode, Target>, options: BenchOptions): 
       const requests = buildRequests(count, options.maxTokens, requestNumber);
       requestNumber += count;
       for (const [mode, target] of targets) {
+        const nativeBefore = target.nativeCalls?.();
         const { traces, durationMs } = await runConcurrent(target.run, requests, concurrency);
+        const nativeAfter = target.nativeCalls?.();
+        const outputTokens = traces.reduce((sum, t) => sum + t.completionTokens, 0);
         const result: ScenarioResult = {
           mode,
           concurrency,
@@ -161,6 +164,7 @@ async function runScenarios(targets: Map<Mode, Target>, options: BenchOptions): 
           offTargetRequests: traces.filter((t) => t.completionTokens !== options.maxTokens).length,
           startedTogether: concurrency > 1 ? allStartedBeforeAnyFinished(traces.slice(0, concurrency)) : null,
           roundTokensPerSecond: [],
+          ...(nativeBefore && nativeAfter ? { native: nativeCallFigures(nativeBefore, nativeAfter, outputTokens) } : {}),
         };
         runs.set(mode, [...(runs.get(mode) ?? []), result]);
         log(summaryLine(result, options.rounds > 1 ? `round ${round}/${options.rounds}` : undefined));

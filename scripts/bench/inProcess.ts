@@ -8,6 +8,42 @@ import { SAMPLING, type BenchRequest, type RunRequest } from "./workload.js";
 export interface Target {
   run: RunRequest;
   dispose(): Promise<void>;
+  /** node-llama-cpp alone: its native decode and sampling calls so far (calls, milliseconds awaited in all). */
+  nativeCalls?(): NativeCalls;
+}
+
+/**
+ * node-llama-cpp's two native jobs per step, timed from the call to the settled promise: each
+ * runs on libuv's pool and comes back through the event loop, so what it takes beyond llama.cpp's
+ * own work is that trip. With a whole model on a GPU the decode returns before the GPU is done
+ * and the sampling waits for it, so the two together are the step.
+ */
+export interface NativeCalls {
+  decodeBatch: { calls: number; ms: number };
+  sampleToken: { calls: number; ms: number };
+}
+
+/**
+ * Times the context's native `decodeBatch` and `sampleToken` (node-llama-cpp's internal AddonContext).
+ * The timed wrappers are own properties of that object, defined over the prototype's methods, so the
+ * object itself, which node-llama-cpp also hands to native code, stays the same.
+ */
+function timeNativeCalls(context: LlamaContext): () => NativeCalls {
+  const calls: NativeCalls = { decodeBatch: { calls: 0, ms: 0 }, sampleToken: { calls: 0, ms: 0 } };
+  const addon = (context as unknown as { _ctx: Record<keyof NativeCalls, (...args: unknown[]) => Promise<unknown>> })._ctx;
+  for (const name of ["decodeBatch", "sampleToken"] as const) {
+    const original = addon[name];
+    Object.defineProperty(addon, name, {
+      value: (...args: unknown[]) => {
+        const startedAt = performance.now();
+        return original.apply(addon, args).finally(() => {
+          calls[name].calls++;
+          calls[name].ms += performance.now() - startedAt;
+        });
+      },
+    });
+  }
+  return () => structuredClone(calls);
 }
 
 /** What a context actually got (node-llama-cpp resolves defaults such as threads), for the report. */
@@ -34,6 +70,7 @@ export async function loadLlamaTarget(file: string, settings: LlamaSettings, gpu
   const llama = await getSharedLlama(gpu);
   const model = await llama.loadModel({ modelPath: file, gpuLayers: settings.gpuLayers });
   const context = await model.createContext(chatContextOptions(settings));
+  const nativeCalls = timeNativeCalls(context);
   const sequences = new SequenceQueue(context);
   const render = promptRenderer(model);
 
@@ -64,6 +101,7 @@ export async function loadLlamaTarget(file: string, settings: LlamaSettings, gpu
   return {
     run,
     info: describeContext(context),
+    nativeCalls,
     dispose: async () => {
       await context.dispose();
       await model.dispose();

@@ -1,4 +1,5 @@
 import type { Distribution, ScenarioMetrics } from "./metrics.js";
+import type { NativeCalls } from "./inProcess.js";
 import { MODE_LABELS, type Mode } from "./options.js";
 
 export interface ScenarioResult {
@@ -12,6 +13,26 @@ export interface ScenarioResult {
   startedTogether: boolean | null;
   /** Output tok/s of every round of this scenario (the reported metrics are the fastest round's). */
   roundTokensPerSecond: number[];
+  /** node-llama-cpp alone: its native calls in this run, per output token, and the milliseconds each one was awaited. */
+  native?: NativeCallFigures;
+}
+
+export interface NativeCallFigures {
+  decodeBatchPerToken: number;
+  decodeBatchMsEach: number;
+  sampleTokenPerToken: number;
+  sampleTokenMsEach: number;
+}
+
+/** The native calls between two snapshots, per output token. */
+export function nativeCallFigures(before: NativeCalls, after: NativeCalls, outputTokens: number): NativeCallFigures {
+  const each = (name: keyof NativeCalls) => {
+    const calls = after[name].calls - before[name].calls;
+    return { perToken: calls / Math.max(outputTokens, 1), msEach: calls > 0 ? (after[name].ms - before[name].ms) / calls : 0 };
+  };
+  const decode = each("decodeBatch");
+  const sample = each("sampleToken");
+  return { decodeBatchPerToken: decode.perToken, decodeBatchMsEach: decode.msEach, sampleTokenPerToken: sample.perToken, sampleTokenMsEach: sample.msEach };
 }
 
 /** Aggregate output tok/s of one mode divided by another's, at one concurrency. */
@@ -79,6 +100,12 @@ export function summaryLine(r: ScenarioResult, round?: string): string {
     `TTFT median ${ms(m.ttftMs.median)} ms, ITL median ${ms(m.itlMs.median)} ms (p99 ${ms(m.itlMs.p99)}), E2EL median ${ms(m.e2elMs.median)} ms`,
   ];
   if (r.startedTogether !== null) parts.push(`all ${r.concurrency} started before any finished: ${yesNo(r.startedTogether)}`);
+  if (r.native) {
+    const n = r.native;
+    parts.push(
+      `native: decodeBatch ${n.decodeBatchPerToken.toFixed(2)} per token, ${ms(n.decodeBatchMsEach)} ms each; sampleToken ${n.sampleTokenPerToken.toFixed(2)} per token, ${ms(n.sampleTokenMsEach)} ms each`,
+    );
+  }
   if (r.offTargetRequests) parts.push(`WARNING: ${r.offTargetRequests} request(s) did not generate exactly ${r.maxTokens} tokens`);
   return parts.join("; ");
 }
