@@ -174,7 +174,11 @@ export class ChoiceGeneration {
         }
       } catch (error) {
         if (signal?.aborted) finish = "abort";
-        else throw new InferenceError(`Inference failed: ${(error as Error).message}`);
+        else {
+          // What was generated before the failure still reaches the client, ahead of the error.
+          this.releaseHeldDeltas();
+          throw new InferenceError(`Inference failed: ${(error as Error).message}`);
+        }
       } finally {
         if (inStep) barrier.leave();
         await iterator.return().catch(() => undefined);
