@@ -113,20 +113,19 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   );
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/api/v1`, key: secret, model: "bench" };
   await waitUntilServing(child, `${endpoint.baseUrl}/models`, "Hearth", { authorization: `Bearer ${secret}` });
+  const decodeStats = async () => {
+    const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
+    const body = (await response.json()) as { data: { id: string; decode?: { batches: number; sequencesPerBatch: Record<string, number> } | null }[] };
+    return body.data.find((m) => m.id === "bench")?.decode ?? undefined;
+  };
   return {
     name: "Hearth",
     endpoint,
     startedInMs: performance.now() - spawnedAt,
     rssBytes: () => rssOf(child.pid),
-    decodeStats: async () => {
-      const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
-      const body = (await response.json()) as { data: { id: string; decode?: unknown }[] };
-      return body.data.find((m) => m.id === "bench")?.decode;
-    },
+    decodeStats,
     decodeCounters: async () => {
-      const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
-      const body = (await response.json()) as { data: { id: string; decode?: { batches: number; sequencesPerBatch: Record<string, number> } }[] };
-      const decode = body.data.find((m) => m.id === "bench")?.decode;
+      const decode = await decodeStats();
       if (!decode) return null;
       const sequenceSlots = Object.entries(decode.sequencesPerBatch).reduce((sum, [sequences, calls]) => sum + Number(sequences) * calls, 0);
       return { decodeCalls: decode.batches, sequenceSlots };

@@ -95,6 +95,8 @@ interface RoundResult {
   metrics: ScenarioMetrics;
   /** c16 on 4 sequences: no request waited more than two turns past its place in the queue. */
   starvationFree?: boolean;
+  /** The requests that did (empty when starvationFree). */
+  starved?: StarvedRequest[];
   /** Requests whose completion differs from its max_tokens (the workload assumes none). */
   offTarget: number;
   /** The server's decode calls in this round, per generated token, and sequences per call (null: not readable). */
@@ -113,14 +115,28 @@ const decodeTokensPerSecond = (metrics: ScenarioMetrics) => 1000 / metrics.tpotM
 const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) => median(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
 const aggregateTokensPerSecond = (metrics: ScenarioMetrics) => metrics.outputTokensPerSecond;
 
+/** A request of a burst that waited past its bound: its place in the burst, and turns waited against turns allowed. */
+export interface StarvedRequest {
+  request: number;
+  waitedTurns: number;
+  allowedTurns: number;
+}
+
 /**
  * No starvation: request i of a burst sent at once (in the order sent) has its first token within
  * (floor(i / sequences) + 2) turns, a turn being the median time one request holds a sequence.
+ * Returns the requests past their bound (none: no starvation), so a round that fails says which.
  */
-export function starvationFree(traces: readonly RequestTrace[], sequences: number): boolean {
+export function starvedRequests(traces: readonly RequestTrace[], sequences: number): StarvedRequest[] {
   const turn = median(traces.map((t) => t.endedAt - (t.outputTimes[0] ?? t.endedAt)));
   const burstStart = Math.min(...traces.map((t) => t.startedAt));
-  return traces.every((t, i) => (t.outputTimes[0] ?? Number.POSITIVE_INFINITY) - burstStart <= (Math.floor(i / sequences) + 2) * turn);
+  const starved: StarvedRequest[] = [];
+  traces.forEach((t, i) => {
+    const waitedTurns = ((t.outputTimes[0] ?? Number.POSITIVE_INFINITY) - burstStart) / turn;
+    const allowedTurns = Math.floor(i / sequences) + 2;
+    if (waitedTurns > allowedTurns) starved.push({ request: i, waitedTurns, allowedTurns });
+  });
+  return starved;
 }
 
 export async function runVersusLlamaServer(options: VersusOptions): Promise<void> {
@@ -400,18 +416,21 @@ async function runRound(server: RunningServer, scenario: Scenario, requests: Ben
   return {
     figure: scenario.figure.of(metrics, traces),
     metrics,
-    starvationFree: scenario.concurrency > scenario.sequences ? starvationFree(traces, scenario.sequences) : undefined,
+    ...(scenario.concurrency > scenario.sequences ? starvation(starvedRequests(traces, scenario.sequences)) : {}),
     offTarget: traces.filter((t, i) => t.completionTokens !== requests[i]!.maxTokens).length,
     decode: before && after && calls > 0 ? { calls, callsPerToken: calls / Math.max(generated, 1), sequencesPerCall: (after.sequenceSlots - before.sequenceSlots) / calls } : null,
   };
 }
+
+const starvation = (starved: StarvedRequest[]) => ({ starvationFree: starved.length === 0, starved });
+const starvedText = (starved: StarvedRequest[]) => starved.map((s) => `request ${s.request} waited ${fixed(s.waitedTurns, 1)} turns of ${s.allowedTurns}`).join(", ");
 
 const mib = (bytes: number | null) => (bytes === null ? "?" : (bytes / 2 ** 20).toFixed(0));
 const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
 
 function roundLine(scenario: Scenario, round: Round): string {
   const part = (name: string, r: RoundResult) =>
-    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms, ${fixed(r.metrics.meanPromptTokens, 0)} prompt tokens${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : ", STARVED"}${r.offTarget ? `, ${r.offTarget} off-target` : ""}${r.decode ? `, ${r.decode.calls} decodes: ${fixed(r.decode.callsPerToken, 2)} per token, ${fixed(r.decode.sequencesPerCall, 2)} sequences each` : ""})`;
+    `${name} ${fixed(r.figure)} (TTFT med ${fixed(r.metrics.ttftMs.median, 0)} ms, ${fixed(r.metrics.meanPromptTokens, 0)} prompt tokens${r.starvationFree === undefined ? "" : r.starvationFree ? ", no starvation" : `, STARVED: ${starvedText(r.starved ?? [])}`}${r.offTarget ? `, ${r.offTarget} off-target` : ""}${r.decode ? `, ${r.decode.calls} decodes: ${fixed(r.decode.callsPerToken, 2)} per token, ${fixed(r.decode.sequencesPerCall, 2)} sequences each` : ""})`;
   return `${scenario.name} round ${round.round} (load ${round.loadBefore.toFixed(2)}, ${round.first} first): ${part("Hearth", round.hearth)} / ${part("llama-server", round.llamaServer)} = ${round.ratio.toFixed(2)}`;
 }
 
