@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /**
  * API keys are random 32-byte secrets shown once; only their SHA-256 hash is stored.
@@ -73,7 +73,8 @@ export function createApiKey(
     rateLimitTier: options.rateLimitTier ?? "standard",
     rateLimitOverrides: options.rateLimitOverrides ?? null,
   };
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at, expires_at,
        limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides, operator)
      VALUES (@id, @accountId, @description, @keyType, @hash, @last6, @createdAt, @expiresAt,
@@ -85,7 +86,7 @@ export function createApiKey(
 /** The key a secret belongs to, if it exists, is not revoked and has not expired. */
 export function findActiveKey(db: Db, secret: string, now = Date.now()): ApiKeyRecord | undefined {
   const hash = hashSecret(secret);
-  const row = db.prepare(`${SELECT.replace("FROM api_keys", ", secret_hash AS secretHash FROM api_keys")} WHERE secret_hash = ?`).get(hash) as
+  const row = statement(db, `${SELECT.replace("FROM api_keys", ", secret_hash AS secretHash FROM api_keys")} WHERE secret_hash = ?`).get(hash) as
     | (ApiKeyRecord & { secretHash: string })
     | undefined;
   if (!row) return undefined;
@@ -96,32 +97,34 @@ export function findActiveKey(db: Db, secret: string, now = Date.now()): ApiKeyR
 }
 
 export function touchApiKey(db: Db, id: string, now = Date.now()): void {
-  db.prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ?").run(now, id);
+  statement(db, "UPDATE api_keys SET last_used_at = ? WHERE id = ?").run(now, id);
 }
 
 export function listApiKeys(db: Db, accountId?: string): ApiKeyRecord[] {
-  const rows = (accountId ? db.prepare(`${SELECT} WHERE account_id = ? ORDER BY created_at`).all(accountId) : db.prepare(`${SELECT} ORDER BY created_at`).all()) as ApiKeyRecord[];
+  const rows = (
+    accountId ? statement(db, `${SELECT} WHERE account_id = ? ORDER BY created_at`).all(accountId) : statement(db, `${SELECT} ORDER BY created_at`).all()
+  ) as ApiKeyRecord[];
   return rows.map(toRecord);
 }
 
 export function getApiKey(db: Db, id: string): ApiKeyRecord | undefined {
-  const row = db.prepare(`${SELECT} WHERE id = ?`).get(id) as ApiKeyRecord | undefined;
+  const row = statement(db, `${SELECT} WHERE id = ?`).get(id) as ApiKeyRecord | undefined;
   return row && toRecord(row);
 }
 
 /** Whether a key is an active operator key (checked on every node-wide admin request). */
 export function isOperatorKey(db: Db, id: string): boolean {
-  return db.prepare("SELECT operator FROM api_keys WHERE id = ? AND key_type = 'ADMIN' AND revoked_at IS NULL").pluck().get(id) === 1;
+  return statement(db, "SELECT operator FROM api_keys WHERE id = ? AND key_type = 'ADMIN' AND revoked_at IS NULL").pluck().get(id) === 1;
 }
 
 /** Whether the node has any key yet (its first admin key becomes the operator's). */
 export function hasAnyKey(db: Db): boolean {
-  return db.prepare("SELECT 1 FROM api_keys LIMIT 1").get() !== undefined;
+  return statement(db, "SELECT 1 FROM api_keys LIMIT 1").get() !== undefined;
 }
 
 /** Revocation takes effect on the next request: every request looks the key up afresh. */
 export function revokeApiKey(db: Db, id: string, now = Date.now()): boolean {
-  return db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes > 0;
+  return statement(db, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now, id).changes > 0;
 }
 
 const SETTING_COLUMNS: Record<keyof ApiKeySettings, string> = {
@@ -139,7 +142,7 @@ export function updateApiKey(db: Db, id: string, settings: ApiKeySettings): ApiK
   const entries = Object.entries(settings).filter(([, value]) => value !== undefined) as [keyof ApiKeySettings, unknown][];
   if (entries.length > 0) {
     const assignments = entries.map(([name]) => `${SETTING_COLUMNS[name]} = @${name}`).join(", ");
-    db.prepare(`UPDATE api_keys SET ${assignments} WHERE id = @id`).run({ ...Object.fromEntries(entries), id });
+    statement(db, `UPDATE api_keys SET ${assignments} WHERE id = @id`).run({ ...Object.fromEntries(entries), id });
   }
   return getApiKey(db, id);
 }
@@ -152,7 +155,7 @@ export interface KeySpendLimits {
 }
 
 export function getKeySpendLimits(db: Db, id: string): KeySpendLimits | undefined {
-  return db.prepare("SELECT limit_usd_micros AS usdMicros, limit_diem_micros AS diemMicros, limit_period AS period FROM api_keys WHERE id = ?").get(id) as
+  return statement(db, "SELECT limit_usd_micros AS usdMicros, limit_diem_micros AS diemMicros, limit_period AS period FROM api_keys WHERE id = ?").get(id) as
     | KeySpendLimits
     | undefined;
 }
@@ -162,20 +165,20 @@ export type ModelPrivacy = "ALL" | "PRIVATE_TEXT" | "PRIVATE_ONLY";
 
 /** A key's modelPrivacy; ALL for an unknown key. */
 export function getKeyModelPrivacy(db: Db, id: string): ModelPrivacy {
-  return (db.prepare("SELECT model_privacy FROM api_keys WHERE id = ?").pluck().get(id) as ModelPrivacy | undefined) ?? "ALL";
+  return (statement(db, "SELECT model_privacy FROM api_keys WHERE id = ?").pluck().get(id) as ModelPrivacy | undefined) ?? "ALL";
 }
 
 /** The modelPrivacy of every key of an account, by key id. */
 export function accountKeyModelPrivacies(db: Db, accountId: string): Map<string, ModelPrivacy> {
-  const rows = db.prepare("SELECT id, model_privacy AS privacy FROM api_keys WHERE account_id = ?").all(accountId) as { id: string; privacy: ModelPrivacy }[];
+  const rows = statement(db, "SELECT id, model_privacy AS privacy FROM api_keys WHERE account_id = ?").all(accountId) as { id: string; privacy: ModelPrivacy }[];
   return new Map(rows.map((row) => [row.id, row.privacy]));
 }
 
 export function setKeyModelPrivacy(db: Db, id: string, privacy: ModelPrivacy): void {
-  db.prepare("UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, id);
+  statement(db, "UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, id);
 }
 
 /** The id of the key with this secret hash, whatever its state (the abuse guard tells known keys from guesses). */
 export function keyIdBySecretHash(db: Db, secretHash: string): string | undefined {
-  return db.prepare("SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(secretHash) as string | undefined;
+  return statement(db, "SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(secretHash) as string | undefined;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 export interface CharacterReview {
   id: string;
@@ -27,23 +27,22 @@ const SELECT = `SELECT r.id, r.character_slug AS characterSlug, r.account_id AS 
 /** Adds an account's review of a character; undefined when the account already reviewed it. */
 export function insertCharacterReview(db: Db, review: NewCharacterReview, now = Date.now()): CharacterReview | undefined {
   const id = randomUUID();
-  const inserted = db
-    .prepare(
-      `INSERT INTO character_reviews (id, character_slug, account_id, rating, message, locale, created_at)
+  const inserted = statement(
+    db,
+    `INSERT INTO character_reviews (id, character_slug, account_id, rating, message, locale, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (character_slug, account_id) DO NOTHING`,
-    )
-    .run(id, review.characterSlug, review.accountId, review.rating, review.message ?? null, review.locale ?? null, now);
+  ).run(id, review.characterSlug, review.accountId, review.rating, review.message ?? null, review.locale ?? null, now);
   return inserted.changes > 0 ? getCharacterReview(db, id) : undefined;
 }
 
 export function getCharacterReview(db: Db, id: string): CharacterReview | undefined {
-  return db.prepare(`${SELECT} WHERE r.id = ?`).get(id) as CharacterReview | undefined;
+  return statement(db, `${SELECT} WHERE r.id = ?`).get(id) as CharacterReview | undefined;
 }
 
 /** A page of a character's reviews, newest first, and how many there are. */
 export function listCharacterReviews(db: Db, characterSlug: string, limit: number, offset: number): { reviews: CharacterReview[]; total: number; averageRating: number } {
-  const reviews = db.prepare(`${SELECT} WHERE r.character_slug = ? ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`).all(characterSlug, limit, offset) as CharacterReview[];
-  const { total, average } = db.prepare("SELECT COUNT(*) AS total, AVG(rating) AS average FROM character_reviews WHERE character_slug = ?").get(characterSlug) as {
+  const reviews = statement(db, `${SELECT} WHERE r.character_slug = ? ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`).all(characterSlug, limit, offset) as CharacterReview[];
+  const { total, average } = statement(db, "SELECT COUNT(*) AS total, AVG(rating) AS average FROM character_reviews WHERE character_slug = ?").get(characterSlug) as {
     total: number;
     average: number | null;
   };
@@ -59,15 +58,14 @@ export interface CharacterRating {
 
 /** Ratings per reviewed character (count, sum, and the viewer's own), for the catalog's stats and sorting. */
 export function characterRatings(db: Db, viewerAccountId?: string): Map<string, CharacterRating> {
-  const rows = db
-    .prepare(
-      `SELECT character_slug AS slug, COUNT(*) AS count, SUM(rating) AS sum, MAX(CASE WHEN account_id = ? THEN rating END) AS viewerRating
+  const rows = statement(
+    db,
+    `SELECT character_slug AS slug, COUNT(*) AS count, SUM(rating) AS sum, MAX(CASE WHEN account_id = ? THEN rating END) AS viewerRating
        FROM character_reviews GROUP BY character_slug`,
-    )
-    .all(viewerAccountId ?? null) as (CharacterRating & { slug: string })[];
+  ).all(viewerAccountId ?? null) as (CharacterRating & { slug: string })[];
   return new Map(rows.map(({ slug, ...rating }) => [slug, rating]));
 }
 
 export function deleteCharacterReview(db: Db, id: string): boolean {
-  return db.prepare("DELETE FROM character_reviews WHERE id = ?").run(id).changes > 0;
+  return statement(db, "DELETE FROM character_reviews WHERE id = ?").run(id).changes > 0;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Character, ExampleMessage } from "../characters/Character.js";
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /** Characters created by admins with `hearth characters add`, stored in SQLite. */
 
@@ -49,7 +49,8 @@ function toCharacter(row: Row): Character {
 
 export function insertCharacter(db: Db, character: NewCharacter, now = Date.now()): Character {
   const id = randomUUID();
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO characters (id, slug, name, description, model_id, system_prompt, example_messages, tags, categories, adult, featured,
        web_enabled, photo_url, author, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -75,14 +76,14 @@ export function insertCharacter(db: Db, character: NewCharacter, now = Date.now(
 }
 
 export function listStoredCharacters(db: Db): Character[] {
-  return (db.prepare("SELECT * FROM characters ORDER BY created_at, slug").all() as Row[]).map(toCharacter);
+  return (statement(db, "SELECT * FROM characters ORDER BY created_at, slug").all() as Row[]).map(toCharacter);
 }
 
 export function getStoredCharacter(db: Db, slug: string): Character | undefined {
-  const row = db.prepare("SELECT * FROM characters WHERE slug = ?").get(slug) as Row | undefined;
+  const row = statement(db, "SELECT * FROM characters WHERE slug = ?").get(slug) as Row | undefined;
   return row ? toCharacter(row) : undefined;
 }
 
 export function deleteCharacter(db: Db, slug: string): boolean {
-  return db.prepare("DELETE FROM characters WHERE slug = ?").run(slug).changes > 0;
+  return statement(db, "DELETE FROM characters WHERE slug = ?").run(slug).changes > 0;
 }

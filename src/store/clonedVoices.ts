@@ -1,4 +1,4 @@
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /** A cloned voice (vv_ handle): the style vector a speaker encoder derived from a reference sample. */
 export interface ClonedVoice {
@@ -45,7 +45,8 @@ const toVoice = (row: Row): ClonedVoice => ({
 });
 
 export function insertClonedVoice(db: Db, voice: ClonedVoice): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO cloned_voices (id, account_id, model_id, name, embedding, sample_file, sample_format, sample_seconds, created_at, last_used_at, expires_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
@@ -65,25 +66,25 @@ export function insertClonedVoice(db: Db, voice: ClonedVoice): void {
 
 /** The account's voice with this id, unless it expired (an expired one reads as absent). */
 export function findClonedVoice(db: Db, accountId: string, id: string, now: number): ClonedVoice | undefined {
-  const row = db.prepare("SELECT * FROM cloned_voices WHERE id = ? AND account_id = ? AND expires_at > ?").get(id, accountId, now) as Row | undefined;
+  const row = statement(db, "SELECT * FROM cloned_voices WHERE id = ? AND account_id = ? AND expires_at > ?").get(id, accountId, now) as Row | undefined;
   return row && toVoice(row);
 }
 
 export function listClonedVoices(db: Db, accountId: string, now: number): ClonedVoice[] {
-  return (db.prepare("SELECT * FROM cloned_voices WHERE account_id = ? AND expires_at > ? ORDER BY created_at, id").all(accountId, now) as Row[]).map(toVoice);
+  return (statement(db, "SELECT * FROM cloned_voices WHERE account_id = ? AND expires_at > ? ORDER BY created_at, id").all(accountId, now) as Row[]).map(toVoice);
 }
 
 /** A successful use keeps the handle alive for another retention window. */
 export function touchClonedVoice(db: Db, id: string, now: number, retentionMs: number): void {
-  db.prepare("UPDATE cloned_voices SET last_used_at = ?, expires_at = ? WHERE id = ?").run(now, now + retentionMs, id);
+  statement(db, "UPDATE cloned_voices SET last_used_at = ?, expires_at = ? WHERE id = ?").run(now, now + retentionMs, id);
 }
 
 export function deleteClonedVoice(db: Db, accountId: string, id: string): ClonedVoice | undefined {
-  const row = db.prepare("DELETE FROM cloned_voices WHERE id = ? AND account_id = ? RETURNING *").get(id, accountId) as Row | undefined;
+  const row = statement(db, "DELETE FROM cloned_voices WHERE id = ? AND account_id = ? RETURNING *").get(id, accountId) as Row | undefined;
   return row && toVoice(row);
 }
 
 /** Removes expired voices; returns them so their files can be deleted too. */
 export function deleteExpiredClonedVoices(db: Db, now: number): ClonedVoice[] {
-  return (db.prepare("DELETE FROM cloned_voices WHERE expires_at <= ? RETURNING *").all(now) as Row[]).map(toVoice);
+  return (statement(db, "DELETE FROM cloned_voices WHERE expires_at <= ? RETURNING *").all(now) as Row[]).map(toVoice);
 }

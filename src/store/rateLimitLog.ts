@@ -1,4 +1,4 @@
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /** One refused call (a rate limit or an abuse block); read back by recentRateLimitLog in usageEntries.ts. */
 export interface RateLimitRejection {
@@ -11,7 +11,7 @@ export interface RateLimitRejection {
 }
 
 export function logRateLimitRejection(db: Db, rejection: RateLimitRejection): void {
-  db.prepare("INSERT INTO rate_limit_log (account_id, api_key_id, model_id, tier, limit_type, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
+  statement(db, "INSERT INTO rate_limit_log (account_id, api_key_id, model_id, tier, limit_type, created_at) VALUES (?, ?, ?, ?, ?, ?)").run(
     rejection.accountId,
     rejection.apiKeyId,
     rejection.modelId,
@@ -23,7 +23,8 @@ export function logRateLimitRejection(db: Db, rejection: RateLimitRejection): vo
 
 /** Every logged refusal, oldest first. */
 export function listRateLimitRejections(db: Db): RateLimitRejection[] {
-  return db
-    .prepare("SELECT account_id AS accountId, api_key_id AS apiKeyId, model_id AS modelId, tier, limit_type AS limitType, created_at AS createdAt FROM rate_limit_log ORDER BY id")
-    .all() as RateLimitRejection[];
+  return statement(
+    db,
+    "SELECT account_id AS accountId, api_key_id AS apiKeyId, model_id AS modelId, tier, limit_type AS limitType, created_at AS createdAt FROM rate_limit_log ORDER BY id",
+  ).all() as RateLimitRejection[];
 }

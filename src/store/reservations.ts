@@ -1,4 +1,4 @@
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /**
  * Holds: what an in-flight request may at most cost, per currency, in micros. A row exists
@@ -25,7 +25,8 @@ export interface NewReservation {
 
 export function insertReservation(db: Db, reservation: NewReservation): void {
   const { held } = reservation;
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO reservations (request_id, account_id, api_key_id, diem_micros, bundled_micros, usd_micros, boot_id, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(reservation.requestId, reservation.accountId, reservation.apiKeyId, held.diem, held.bundled, held.usd, reservation.bootId, reservation.createdAt);
@@ -33,27 +34,28 @@ export function insertReservation(db: Db, reservation: NewReservation): void {
 
 /** Drops a request's hold; whether there was one (settling twice must charge once). */
 export function deleteReservation(db: Db, requestId: string): boolean {
-  return db.prepare("DELETE FROM reservations WHERE request_id = ?").run(requestId).changes > 0;
+  return statement(db, "DELETE FROM reservations WHERE request_id = ?").run(requestId).changes > 0;
 }
 
 /** Drops every hold not made by `bootId`; how many. */
 export function deleteReservationsOfOtherBoots(db: Db, bootId: string): number {
-  return db.prepare("DELETE FROM reservations WHERE boot_id <> ?").run(bootId).changes;
+  return statement(db, "DELETE FROM reservations WHERE boot_id <> ?").run(bootId).changes;
 }
 
 /** What an account's in-flight requests hold. */
 export function heldByAccount(db: Db, accountId: string): HeldMicros {
-  return db
-    .prepare(
-      `SELECT COALESCE(SUM(diem_micros), 0) AS diem, COALESCE(SUM(bundled_micros), 0) AS bundled, COALESCE(SUM(usd_micros), 0) AS usd
+  return statement(
+    db,
+    `SELECT COALESCE(SUM(diem_micros), 0) AS diem, COALESCE(SUM(bundled_micros), 0) AS bundled, COALESCE(SUM(usd_micros), 0) AS usd
        FROM reservations WHERE account_id = ?`,
-    )
-    .get(accountId) as HeldMicros;
+  ).get(accountId) as HeldMicros;
 }
 
 /** What a key's in-flight requests hold: USD (bundled credits included) and DIEM. */
 export function heldByKey(db: Db, apiKeyId: string): { usd: number; diem: number } {
-  return db.prepare("SELECT COALESCE(SUM(usd_micros + bundled_micros), 0) AS usd, COALESCE(SUM(diem_micros), 0) AS diem FROM reservations WHERE api_key_id = ?").get(apiKeyId) as {
+  return statement(db, "SELECT COALESCE(SUM(usd_micros + bundled_micros), 0) AS usd, COALESCE(SUM(diem_micros), 0) AS diem FROM reservations WHERE api_key_id = ?").get(
+    apiKeyId,
+  ) as {
     usd: number;
     diem: number;
   };
@@ -61,5 +63,5 @@ export function heldByKey(db: Db, apiKeyId: string): { usd: number; diem: number
 
 /** Holds in flight, node-wide (none once every request has settled). */
 export function countReservations(db: Db): number {
-  return db.prepare("SELECT COUNT(*) FROM reservations").pluck().get() as number;
+  return statement(db, "SELECT COUNT(*) FROM reservations").pluck().get() as number;
 }

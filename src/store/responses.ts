@@ -1,4 +1,4 @@
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /**
  * Stored Responses API answers (POST /responses with `store`), owner-only: every read and
@@ -48,7 +48,8 @@ function toStoredResponse(row: Row): StoredResponse {
 }
 
 export function insertStoredResponse(db: Db, stored: StoredResponse): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO responses (id, account_id, model, previous_response_id, context_items, input_items, response, created_at, expires_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
@@ -66,22 +67,22 @@ export function insertStoredResponse(db: Db, stored: StoredResponse): void {
 
 /** The account's response with this id, unless it expired (at `now`). */
 export function findStoredResponse(db: Db, accountId: string, id: string, now: number): StoredResponse | undefined {
-  const row = db.prepare("SELECT * FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?").get(id, accountId, now) as Row | undefined;
+  const row = statement(db, "SELECT * FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?").get(id, accountId, now) as Row | undefined;
   return row ? toStoredResponse(row) : undefined;
 }
 
 /** An item (input or output) of one of the account's unexpired responses, by its id; the most recent wins. */
 export function findStoredItem(db: Db, accountId: string, itemId: string, now: number): unknown {
-  const found = db
-    .prepare(
-      `SELECT item FROM (
+  const found = statement(
+    db,
+    `SELECT item FROM (
          SELECT item.value AS item, responses.created_at AS at FROM responses, json_each(responses.response, '$.output') AS item
            WHERE responses.account_id = @accountId AND responses.expires_at > @now AND json_extract(item.value, '$.id') = @itemId
          UNION ALL
          SELECT item.value AS item, responses.created_at AS at FROM responses, json_each(responses.input_items) AS item
            WHERE responses.account_id = @accountId AND responses.expires_at > @now AND json_extract(item.value, '$.id') = @itemId
        ) ORDER BY at DESC LIMIT 1`,
-    )
+  )
     .pluck()
     .get({ accountId, itemId, now }) as string | undefined;
   return found === undefined ? undefined : JSON.parse(found);
@@ -89,10 +90,10 @@ export function findStoredItem(db: Db, accountId: string, itemId: string, now: n
 
 /** Deletes the account's response; false when it has none with this id (or it expired). */
 export function deleteStoredResponse(db: Db, accountId: string, id: string, now: number): boolean {
-  return db.prepare("DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?").run(id, accountId, now).changes > 0;
+  return statement(db, "DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?").run(id, accountId, now).changes > 0;
 }
 
 /** Deletes every response past its retention; returns how many. */
 export function purgeExpiredResponses(db: Db, now: number): number {
-  return db.prepare("DELETE FROM responses WHERE expires_at <= ?").run(now).changes;
+  return statement(db, "DELETE FROM responses WHERE expires_at <= ?").run(now).changes;
 }

@@ -1,4 +1,4 @@
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 import { DAY_MS } from "../time.js";
 
 export interface UsageRow {
@@ -25,7 +25,8 @@ export interface UsageRow {
 }
 
 export function recordUsage(db: Db, row: UsageRow): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO usage (request_id, account_id, api_key_id, endpoint, model, prompt_tokens, completion_tokens, cached_tokens,
        duration_ms, status, finish_reason, created_at, characters, audio_seconds, user, metadata)
      VALUES (@requestId, @accountId, @apiKeyId, @endpoint, @model, @promptTokens, @completionTokens, @cachedTokens,
@@ -69,17 +70,16 @@ export function listUsage(db: Db, accountId?: string): UsageRow[] {
     prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cached_tokens AS cachedTokens,
     duration_ms AS durationMs, status, finish_reason AS finishReason, created_at AS createdAt,
     characters, audio_seconds AS audioSeconds, user, metadata FROM usage`;
-  return (accountId ? db.prepare(`${select} WHERE account_id = ? ORDER BY id`).all(accountId) : db.prepare(`${select} ORDER BY id`).all()) as UsageRow[];
+  return (accountId ? statement(db, `${select} WHERE account_id = ? ORDER BY id`).all(accountId) : statement(db, `${select} ORDER BY id`).all()) as UsageRow[];
 }
 
 // DAY_MS goes into the SQL as a literal, not a parameter: a bound JS number is a REAL, and the day must be an integer division.
 /** Node-wide requests and tokens per UTC day and model since `since`; a null model is reported as `noModel`. */
 export function dailyRequestsByModel(db: Db, since: number, noModel: string): { day: number; model: string; requests: number; tokens: number | null }[] {
-  return db
-    .prepare(
-      `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, @noModel) AS model, COUNT(*) AS requests,
+  return statement(
+    db,
+    `SELECT (created_at / ${DAY_MS}) * ${DAY_MS} AS day, COALESCE(model, @noModel) AS model, COUNT(*) AS requests,
          SUM(prompt_tokens + completion_tokens) AS tokens
        FROM usage WHERE created_at >= @since GROUP BY day, model`,
-    )
-    .all({ noModel, since }) as { day: number; model: string; requests: number; tokens: number | null }[];
+  ).all({ noModel, since }) as { day: number; model: string; requests: number; tokens: number | null }[];
 }

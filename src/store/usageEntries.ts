@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Currency } from "./ledger.js";
-import type { Db } from "./Store.js";
+import { statement, type Db } from "./Store.js";
 
 /**
  * Read queries behind the billing and keys endpoints and `hearth usage export`. Billing usage
@@ -73,21 +73,23 @@ function where(filter: UsageFilter, extra: string[] = []): { sql: string; params
 
 export function countUsageEntries(db: Db, filter: UsageFilter): number {
   const { sql, params } = where(filter);
-  return db.prepare(`SELECT COUNT(*) FROM ledger l ${sql}`).pluck().get(params) as number;
+  return statement(db, `SELECT COUNT(*) FROM ledger l ${sql}`).pluck().get(params) as number;
 }
 
 /** An offset page in creation order (ties broken by id), for the deprecated endpoint. */
 export function pageUsageEntries(db: Db, filter: UsageFilter, page: { order: "asc" | "desc"; limit: number; offset: number }): UsageEntryRow[] {
   const { sql, params } = where(filter);
   const dir = page.order === "asc" ? "ASC" : "DESC";
-  return db
-    .prepare(`${SELECT_ENTRY} ${sql} ORDER BY l.created_at ${dir}, l.id ${dir} LIMIT @limit OFFSET @offset`)
-    .all({ ...params, limit: page.limit, offset: page.offset }) as UsageEntryRow[];
+  return statement(db, `${SELECT_ENTRY} ${sql} ORDER BY l.created_at ${dir}, l.id ${dir} LIMIT @limit OFFSET @offset`).all({
+    ...params,
+    limit: page.limit,
+    offset: page.offset,
+  }) as UsageEntryRow[];
 }
 
 /** The highest ledger id now: rows a walk started now can see are the ones at or below it. */
 export function ledgerHighWater(db: Db): number {
-  return (db.prepare("SELECT COALESCE(MAX(id), 0) FROM ledger").pluck().get() as number) ?? 0;
+  return (statement(db, "SELECT COALESCE(MAX(id), 0) FROM ledger").pluck().get() as number) ?? 0;
 }
 
 /**
@@ -99,7 +101,7 @@ export function walkUsageEntries(db: Db, filter: UsageFilter, step: { after: { c
   const extra = ["l.id <= @highWater"];
   if (step.after) extra.push("(l.created_at > @afterCreatedAt OR (l.created_at = @afterCreatedAt AND l.id > @afterId))");
   const { sql, params } = where(filter, extra);
-  return db.prepare(`${SELECT_ENTRY} ${sql} ORDER BY l.created_at ASC, l.id ASC LIMIT @limit`).all({
+  return statement(db, `${SELECT_ENTRY} ${sql} ORDER BY l.created_at ASC, l.id ASC LIMIT @limit`).all({
     ...params,
     highWater: step.highWater,
     afterCreatedAt: step.after?.createdAt ?? 0,
@@ -130,9 +132,9 @@ export interface UsageAggregateRow {
 }
 
 export function aggregateUsage(db: Db, accountId: string, since: number, until: number): UsageAggregateRow[] {
-  return db
-    .prepare(
-      `SELECT day, model, apiKeyId, sku, SUM(usdMicros) AS usdMicros, SUM(diemMicros) AS diemMicros, SUM(units) AS units
+  return statement(
+    db,
+    `SELECT day, model, apiKeyId, sku, SUM(usdMicros) AS usdMicros, SUM(diemMicros) AS diemMicros, SUM(units) AS units
        FROM (
          SELECT MIN(created_at) - (MIN(created_at) % 86400000) AS day, MIN(model) AS model, MIN(api_key_id) AS apiKeyId, sku,
                 SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END) AS usdMicros,
@@ -143,19 +145,17 @@ export function aggregateUsage(db: Db, accountId: string, since: number, until: 
          GROUP BY COALESCE(request_id, 'row:' || id), sku
        )
        GROUP BY day, model, apiKeyId, sku`,
-    )
-    .all({ accountId, since, until }) as UsageAggregateRow[];
+  ).all({ accountId, since, until }) as UsageAggregateRow[];
 }
 
 /** What a key was charged since `since`, USD (bundled credits included) and DIEM, in micros. */
 export function keySpendSince(db: Db, apiKeyId: string, since: number): { usd: number; diem: number } {
-  return db
-    .prepare(
-      `SELECT COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END), 0) AS usd,
+  return statement(
+    db,
+    `SELECT COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN 0 ELSE -delta_micros END), 0) AS usd,
               COALESCE(SUM(CASE WHEN currency = 'DIEM' THEN -delta_micros ELSE 0 END), 0) AS diem
        FROM ledger WHERE api_key_id = ? AND kind = 'charge' AND created_at >= ?`,
-    )
-    .get(apiKeyId, since) as { usd: number; diem: number };
+  ).get(apiKeyId, since) as { usd: number; diem: number };
 }
 
 export interface RateLimitLogRow {
@@ -168,18 +168,17 @@ export interface RateLimitLogRow {
 
 /** The latest refusals of an account's keys, newest first (abuse blocks are logged by key only). */
 export function recentRateLimitLog(db: Db, accountId: string, limit: number): RateLimitLogRow[] {
-  return db
-    .prepare(
-      `SELECT api_key_id AS apiKeyId, model_id AS modelId, tier, limit_type AS limitType, created_at AS createdAt
+  return statement(
+    db,
+    `SELECT api_key_id AS apiKeyId, model_id AS modelId, tier, limit_type AS limitType, created_at AS createdAt
        FROM rate_limit_log
        WHERE account_id = @accountId OR (account_id IS NULL AND api_key_id IN (SELECT id FROM api_keys WHERE account_id = @accountId))
        ORDER BY created_at DESC, id DESC LIMIT @limit`,
-    )
-    .all({ accountId, limit }) as RateLimitLogRow[];
+  ).all({ accountId, limit }) as RateLimitLogRow[];
 }
 
 /** A random secret kept in node_settings under `name`, created on first use (stable across restarts). */
 export function nodeSecret(db: Db, name: string, now: number): Buffer {
-  db.prepare("INSERT OR IGNORE INTO node_settings (name, value, created_at) VALUES (?, ?, ?)").run(name, randomBytes(32).toString("base64"), now);
-  return Buffer.from(db.prepare("SELECT value FROM node_settings WHERE name = ?").pluck().get(name) as string, "base64");
+  statement(db, "INSERT OR IGNORE INTO node_settings (name, value, created_at) VALUES (?, ?, ?)").run(name, randomBytes(32).toString("base64"), now);
+  return Buffer.from(statement(db, "SELECT value FROM node_settings WHERE name = ?").pluck().get(name) as string, "base64");
 }
