@@ -47,6 +47,7 @@ import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier, overlapsOutputWithDecode } from "./StepBarrier.js";
 import { passToolResultsAsText, templateDefaultSystemPrompt } from "./templateFidelity.js";
 import { TokenDescriber } from "./TokenDescriber.js";
+import { TokenizationCache } from "./TokenizationCache.js";
 
 /** Characters tokenized in one slice while measuring long text (a few milliseconds). */
 const COUNT_CHUNK_CHARS = 8192;
@@ -103,6 +104,8 @@ export class LlamaChatEngine implements ChatEngine {
   readonly router: string;
   readonly features: ChatFeatures;
   private readonly describer: TokenDescriber;
+  /** The model's tokenizer, remembering long prompt pieces (system prompts, tools, earlier turns). */
+  private readonly tokenization: TokenizationCache;
   private constructor(
     private readonly barrier: StepBarrier,
     private readonly modelId: string,
@@ -117,6 +120,7 @@ export class LlamaChatEngine implements ChatEngine {
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
     this.describer = new TokenDescriber(model);
+    this.tokenization = new TokenizationCache(model.tokenizer);
     this.features = {
       functionCalling: syntax.toolCall !== null,
       reasoning: syntax.features.reasoning,
@@ -205,7 +209,7 @@ export class LlamaChatEngine implements ChatEngine {
   renderPrompt(messages: readonly ChatMessage[], functions?: readonly FunctionDefinition[], endWithModelTurn = true) {
     const chatHistory = promptHistory(messages, this.rendering, endWithModelTurn);
     const state = this.chatWrapper.generateContextState({ chatHistory, availableFunctions: toAvailableFunctions(functions) });
-    const tokens = state.contextText.tokenize(this.model.tokenizer);
+    const tokens = state.contextText.tokenize(this.tokenization.tokenize);
     const stopStrings: string[] = [];
     const stopTokens = new Set<Token>();
     for (const trigger of state.stopGenerationTriggers) {

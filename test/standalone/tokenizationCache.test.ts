@@ -1,0 +1,69 @@
+import { getLlama, LlamaLogLevel, LlamaText, SpecialToken, SpecialTokensText, type LlamaModel, type Token, type Tokenizer } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenizationCache } from "../../src/engines/llama/TokenizationCache.js";
+import { tinyChatPath } from "../helpers/testServer.js";
+
+// The cache stands in for the tiny chat model's real tokenizer (llama.cpp's, through node-llama-cpp).
+let model: LlamaModel;
+beforeAll(async () => {
+  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  model = await llama.loadModel({ modelPath: tinyChatPath() });
+});
+afterAll(() => model.dispose());
+
+/** The model's tokenizer, counting the calls that reach it. */
+function countingTokenizer() {
+  const calls: string[] = [];
+  const real = model.tokenizer;
+  const tokenizer = Object.assign((text: string, specialTokens?: boolean | "builtin", options?: "trimLeadingSpace") => {
+    calls.push(text);
+    return real(text as never, specialTokens as never, options as never);
+  }, real) as Tokenizer;
+  return { tokenizer, calls };
+}
+
+const system = "You are the house assistant. Answer briefly, cite the source by its title, and never invent a number. ".repeat(4);
+
+describe("TokenizationCache: a tokenizer that remembers long pieces", () => {
+  it("gives a rendered prompt exactly the tokens the model's tokenizer gives, and tokenizes a long piece once", () => {
+    const { tokenizer, calls } = countingTokenizer();
+    const cache = new TokenizationCache(tokenizer);
+    const prompt = (question: string) =>
+      LlamaText([new SpecialTokensText("<|im_start|>"), `system\n${system}`, new SpecialTokensText("<|im_end|>\n<|im_start|>"), `user\n${question}`, new SpecialToken("EOS")]);
+    for (const question of ["What is a starter?", "How warm should it be?", "What is a starter?"]) {
+      expect(prompt(question).tokenize(cache.tokenize)).toEqual(prompt(question).tokenize(model.tokenizer));
+    }
+    // The system prompt's piece reached the model once; the short questions every time.
+    expect(calls.filter((text) => text === `system\n${system}`)).toHaveLength(1);
+    expect(calls.filter((text) => text === "user\nWhat is a starter?")).toHaveLength(2);
+  });
+
+  it("keeps pieces apart by their options, and hands out copies", () => {
+    const cache = new TokenizationCache(model.tokenizer);
+    const plain = cache.tokenize(system, false);
+    const trimmed = cache.tokenize(system, false, "trimLeadingSpace");
+    expect(trimmed).toEqual(model.tokenizer(system, false, "trimLeadingSpace"));
+    expect(cache.tokenize(system, true)).toEqual(model.tokenizer(system, true));
+    expect(plain).toEqual(model.tokenizer(system, false));
+    plain.push(0 as Token);
+    expect(cache.tokenize(system, false)).toEqual(model.tokenizer(system, false));
+    expect(cache.size().pieces).toBe(3);
+  });
+
+  it("forgets the least recently used pieces past its size, and keeps nothing short", () => {
+    const cache = new TokenizationCache(model.tokenizer, { minChars: 100, maxChars: 1000 });
+    const piece = (n: number) => `${n} `.repeat(150).slice(0, 300);
+    cache.tokenize("short text", false);
+    expect(cache.size().pieces).toBe(0);
+    for (let n = 0; n < 3; n++) cache.tokenize(piece(n), false);
+    cache.tokenize(piece(0), false); // piece 0 used again: piece 1 is now the oldest
+    cache.tokenize(piece(3), false);
+    expect(cache.size()).toEqual({ pieces: 3, chars: 900 });
+    const { tokenizer, calls } = countingTokenizer();
+    const probe = new TokenizationCache(tokenizer, { minChars: 100, maxChars: 1000 });
+    for (const n of [0, 1, 2, 0, 3, 0, 1]) probe.tokenize(piece(n), false);
+    // 1 was evicted by 3 and tokenized again; 0 stayed.
+    expect(calls.filter((text) => text === piece(0))).toHaveLength(1);
+    expect(calls.filter((text) => text === piece(1))).toHaveLength(2);
+  });
+});
