@@ -97,7 +97,8 @@ export class ChoiceGeneration {
   private readonly seed: number;
   /** Deltas waiting for the next decode to be under way (StepBarrier.holdsOutput). */
   private readonly heldDeltas: ChatDelta[] = [];
-  private heldRelease: (() => void) | undefined;
+  private heldReleaseScheduled = false;
+  private readonly releaseHeld = () => this.releaseHeldDeltas();
 
   constructor(
     private readonly runtime: ChoiceRuntime,
@@ -414,14 +415,14 @@ export class ChoiceGeneration {
     if (!this.onDelta) return;
     this.heldDeltas.push(delta);
     if (!this.runtime.barrier.holdsOutput()) this.releaseHeldDeltas();
-    else if (!this.heldRelease) {
-      this.heldRelease = () => this.releaseHeldDeltas();
-      this.runtime.barrier.afterNextStepStarts(this.heldRelease);
+    else if (!this.heldReleaseScheduled) {
+      this.heldReleaseScheduled = true;
+      this.runtime.barrier.afterNextStepStarts(this.releaseHeld);
     }
   }
 
   private releaseHeldDeltas(): void {
-    this.heldRelease = undefined;
+    this.heldReleaseScheduled = false;
     if (this.heldDeltas.length === 0) return;
     for (const delta of this.heldDeltas.splice(0)) this.onDelta!(this.index, delta);
   }

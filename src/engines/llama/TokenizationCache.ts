@@ -19,7 +19,7 @@ const DEFAULT_LIMITS: TokenizationCacheLimits = { minChars: 256, maxChars: 4_000
  * function of the model, the text and the options, so a piece seen before gets its tokens back.
  */
 export class TokenizationCache {
-  private readonly pieces = new Map<string, readonly Token[]>();
+  private readonly pieces = new Map<string, { tokens: readonly Token[]; chars: number }>();
   private chars = 0;
   private readonly limits: TokenizationCacheLimits;
   /** Use in place of the model's tokenizer (LlamaText.tokenize takes it). */
@@ -37,10 +37,10 @@ export class TokenizationCache {
         // Most recently used last, so eviction takes the oldest.
         this.pieces.delete(key);
         this.pieces.set(key, known);
-        return known.slice();
+        return known.tokens.slice();
       }
       const tokens = tokenizer(text, specialTokens, options);
-      this.keep(key, text.length, tokens.slice());
+      this.keep(key, { tokens: tokens.slice(), chars: text.length });
       return tokens;
     };
     this.tokenize = Object.assign(tokenize, {
@@ -50,14 +50,13 @@ export class TokenizationCache {
     }) as Tokenizer;
   }
 
-  private keep(key: string, chars: number, tokens: readonly Token[]): void {
-    this.pieces.set(key, tokens);
-    this.chars += chars;
-    for (const [oldKey] of this.pieces) {
+  private keep(key: string, piece: { tokens: readonly Token[]; chars: number }): void {
+    this.pieces.set(key, piece);
+    this.chars += piece.chars;
+    for (const [oldKey, old] of this.pieces) {
       if (this.chars <= this.limits.maxChars) break;
       this.pieces.delete(oldKey);
-      // The key is the text behind a two-character prefix.
-      this.chars -= oldKey.length - 2;
+      this.chars -= old.chars;
     }
   }
 
