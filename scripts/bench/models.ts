@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
-import { QWEN25_05B_SHAPE, QWEN25_15B_SHAPE, TINY_CHAT, writeChatModel, type ChatModelShape } from "../../src/fixtures/gguf/chatModel.js";
+import { QWEN25_05B_SHAPE, QWEN25_15B_SHAPE, QWEN25_HEADER_SHAPE, TINY_CHAT, writeChatModel, type ChatModelShape } from "../../src/fixtures/gguf/chatModel.js";
 
 /** Generated models are cached here (under data/, which git ignores) and reused across runs. */
 export const BENCH_MODELS_DIR = join(PACKAGE_ROOT, "data", "bench-models");
@@ -12,6 +12,10 @@ export const GENERATED_MODELS = {
   "qwen-0.5b-q8": { file: "qwen2.5-0.5b-shape-v2-q8_0.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "Q8_0" } },
   "qwen-0.5b-f16": { file: "qwen2.5-0.5b-shape-v2-f16.gguf", shape: { ...QWEN25_05B_SHAPE, weightType: "F16" } },
   "qwen-1.5b-q8": { file: "qwen2.5-1.5b-shape-q8_0.gguf", shape: { ...QWEN25_15B_SHAPE, weightType: "Q8_0" } },
+  // Qwen2.5's vocabulary on one 32-wide layer: a decode step about as short as a GPU's for the
+  // 0.5B model, with the real vocabulary's sampling and detokenization, so that the per-step cost
+  // outside the decode can be studied on a CPU.
+  "qwen-vocab-q8": { file: "qwen2.5-vocab-1-layer-q8_0.gguf", shape: { ...QWEN25_HEADER_SHAPE, weightType: "Q8_0" } },
 } as const satisfies Record<string, { file: string; shape: ChatModelShape }>;
 export type GeneratedModelName = keyof typeof GENERATED_MODELS;
 
