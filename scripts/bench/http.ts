@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelEntry } from "../../src/config/modelRegistry.js";
@@ -11,7 +12,7 @@ import { createApiKey } from "../../src/store/apiKeys.js";
 import { grantCredits, toMicros } from "../../src/store/ledger.js";
 import type { Target } from "./inProcess.js";
 import type { RequestTrace } from "./metrics.js";
-import { SAMPLING, type BenchRequest } from "./workload.js";
+import { runConcurrent, SAMPLING, type BenchRequest, type ScenarioRun } from "./workload.js";
 
 export interface HttpEndpoint {
   /** The API base, e.g. http://127.0.0.1:8080/api/v1 (llama-server: http://127.0.0.1:8081/v1). */
@@ -22,34 +23,50 @@ export interface HttpEndpoint {
 }
 
 /**
- * fetch, again when the pooled keep-alive connection it picked was closed by the server before
- * any response (undici: "other side closed"). A server closes an idle connection on its own clock
- * (cpp-httplib, llama-server's HTTP library, after 5 idle seconds, and after a number of requests
- * per connection) and the client can pick it in that instant (a full run failed so once,
- * 2026-11-26, and a 200-request run at four streams twice in a row, 2026-11-27: the second
- * connection picked was as stale as the first); the request was not answered, so sending it again
- * runs it once.
+ * POSTs a JSON body over node:http with the target's own keep-alive agent and resolves with the
+ * response once its headers are in. The bench does not use fetch here: fetch's one process-wide
+ * connection pool kept connections idle between rounds, where a server closes them on its own
+ * clock (Node after 5 idle seconds, llama-server's cpp-httplib after 5 s and after a number of
+ * requests per connection); a request that picked a closed one had to be sent again, later than
+ * the others, so a burst reached the server out of the order it was sent in (request 12 ahead of
+ * request 1, 2026-11-27). Each target, and each round of `--vs-llama-server`, has its own agent,
+ * closed when it is done: a round opens its connections afresh and keeps them busy.
  */
-async function fetchRetryingStaleConnection(url: string, init: RequestInit): Promise<Response> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fetch(url, init);
-    } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause;
-      if (cause?.code !== "UND_ERR_SOCKET" || attempt >= STALE_CONNECTION_ATTEMPTS) throw error;
-    }
+function post(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, agent }, resolve);
+    request.on("error", reject);
+    // "finish": the whole request has been handed to the socket.
+    if (onSent) request.on("finish", onSent);
+    request.end(body);
+  });
+}
+
+const readAll = async (response: IncomingMessage) => {
+  let text = "";
+  for await (const chunk of response) text += chunk;
+  return text;
+};
+
+/** Runs requests as runConcurrent does on connections of their own, closed when they are done. */
+export async function runOnOwnConnections(endpoint: HttpEndpoint, requests: readonly BenchRequest[], concurrency: number, staggerMs = 0): Promise<ScenarioRun> {
+  const target = httpTarget(endpoint);
+  try {
+    return await runConcurrent(target.run, requests, concurrency, staggerMs);
+  } finally {
+    await target.dispose();
   }
 }
 
-/** Every connection of a client at 16 streams can be stale at once; a socket error past that is real. */
-const STALE_CONNECTION_ATTEMPTS = 20;
-
 export function httpTarget(endpoint: HttpEndpoint): Target {
-  const url = `${endpoint.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+  const url = new URL(`${endpoint.baseUrl.replace(/\/+$/, "")}/chat/completions`);
+  if (url.protocol !== "http:") throw new Error(`the bench speaks plain HTTP to the server it measures, not ${url.protocol} (${url.href})`);
   const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
   if (endpoint.key) headers.authorization = `Bearer ${endpoint.key}`;
+  // No cap on connections: a closed-loop client at concurrency c holds c of them.
+  const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 
-  const run = async (request: BenchRequest): Promise<RequestTrace> => {
+  const run = async (request: BenchRequest, onSent?: () => void): Promise<RequestTrace> => {
     const body = JSON.stringify({
       model: endpoint.model,
       messages: request.messages,
@@ -60,8 +77,8 @@ export function httpTarget(endpoint: HttpEndpoint): Target {
       top_p: SAMPLING.topP,
     });
     const startedAt = performance.now();
-    const response = await fetchRetryingStaleConnection(url, { method: "POST", headers, body });
-    if (!response.ok || !response.body) throw new Error(`POST ${url}: HTTP ${response.status}: ${await response.text()}`);
+    const response = await post(url, headers, body, agent, onSent);
+    if (response.statusCode !== 200) throw new Error(`POST ${url.href}: HTTP ${response.statusCode}: ${await readAll(response)}`);
 
     const outputTimes: number[] = [];
     let usage: { prompt_tokens: number; completion_tokens: number } | undefined;
@@ -81,10 +98,10 @@ export function httpTarget(endpoint: HttpEndpoint): Target {
       if (event.usage) usage = event.usage;
     };
 
-    const decoder = new TextDecoder();
+    response.setEncoding("utf8");
     let buffered = "";
-    for await (const bytes of response.body) {
-      buffered += decoder.decode(bytes, { stream: true });
+    for await (const text of response) {
+      buffered += text;
       let newline: number;
       while ((newline = buffered.indexOf("\n")) >= 0) {
         const line = buffered.slice(0, newline).replace(/\r$/, "");
@@ -93,11 +110,11 @@ export function httpTarget(endpoint: HttpEndpoint): Target {
       }
     }
     const endedAt = performance.now();
-    if (!done) throw new Error(`POST ${url}: the stream ended without data: [DONE]`);
-    if (!usage) throw new Error(`POST ${url}: no usage chunk although stream_options.include_usage was set`);
+    if (!done) throw new Error(`POST ${url.href}: the stream ended without data: [DONE]`);
+    if (!usage) throw new Error(`POST ${url.href}: no usage chunk although stream_options.include_usage was set`);
     return { startedAt, outputTimes, endedAt, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, finishReason };
   };
-  return { run, dispose: async () => {} };
+  return { run, dispose: async () => agent.destroy() };
 }
 
 interface StreamEvent {
@@ -126,10 +143,12 @@ export async function startBenchServer(entry: ModelEntry, gpu: "auto" | false): 
     rateLimitOverrides: JSON.stringify(unlimited),
   });
   const endpoint: HttpEndpoint = { baseUrl: server.baseUrl, key: secret, model: entry.id };
+  const target = httpTarget(endpoint);
   return {
-    ...httpTarget(endpoint),
+    ...target,
     endpoint,
     dispose: async () => {
+      await target.dispose();
       await server.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

@@ -7,8 +7,11 @@ export interface BenchRequest {
   maxTokens: number;
 }
 
-/** Runs one request against a target and reports its timings. */
-export type RunRequest = (request: BenchRequest) => Promise<RequestTrace>;
+/**
+ * Runs one request against a target and reports its timings; calls `onSent` once the request
+ * has left for the server (over HTTP: written to its socket), if the target can tell.
+ */
+export type RunRequest = (request: BenchRequest, onSent?: () => void) => Promise<RequestTrace>;
 
 /**
  * Greedy decoding: the random-weight models never pick the end-of-turn token under it, so
@@ -35,7 +38,7 @@ export function buildRequests(count: number, maxTokens: number, offset = 0): Ben
 }
 
 export interface ScenarioRun {
-  /** In request order; the first `concurrency` were issued together at the start. */
+  /** In request order; the first `concurrency` were issued together at the start (staggerMs apart, in order, when given). */
   traces: RequestTrace[];
   durationMs: number;
 }
@@ -43,18 +46,44 @@ export interface ScenarioRun {
 /**
  * Closed-loop load at a fixed concurrency (vLLM's --max-concurrency): `concurrency` clients
  * each issue their next request as soon as their previous one completes.
+ *
+ * With `staggerMs`, the first `concurrency` requests go out one after another: each once the one
+ * before it has been sent, and `staggerMs` later. A burst meant to test the server's queue must
+ * reach it in the order its requests are counted in, and requests sent in the same instant race
+ * each other (and timers alone do not keep the order: two due in the same turn of a busy loop
+ * fire together).
  */
-export async function runConcurrent(run: RunRequest, requests: readonly BenchRequest[], concurrency: number): Promise<ScenarioRun> {
+export async function runConcurrent(run: RunRequest, requests: readonly BenchRequest[], concurrency: number, staggerMs = 0): Promise<ScenarioRun> {
   const traces: RequestTrace[] = new Array(requests.length);
   let next = 0;
-  const client = async () => {
+  const clients = Math.min(concurrency, requests.length);
+  // sent[k] settles when client k's first request is on its way (at once without a stagger).
+  const sent = Array.from({ length: clients }, () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((settle) => (resolve = settle));
+    return { promise, resolve };
+  });
+  const client = async (_: unknown, k: number) => {
+    if (staggerMs > 0 && k > 0) {
+      await sent[k - 1]!.promise;
+      await new Promise((resolve) => setTimeout(resolve, staggerMs));
+    }
+    let first = true;
     while (next < requests.length) {
       const index = next++;
-      traces[index] = await run(requests[index]!);
+      const onSent = first ? () => sent[k]!.resolve() : undefined;
+      first = false;
+      try {
+        traces[index] = await run(requests[index]!, onSent);
+      } finally {
+        // A target that cannot tell when it sent, or a request that failed first, releases the next client anyway.
+        sent[k]!.resolve();
+      }
     }
+    sent[k]!.resolve();
   };
   const startedAt = performance.now();
-  await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, client));
+  await Promise.all(Array.from({ length: clients }, client));
   return { traces, durationMs: performance.now() - startedAt };
 }
 
