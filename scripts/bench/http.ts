@@ -24,18 +24,44 @@ export interface HttpEndpoint {
 
 /**
  * POSTs a JSON body over node:http with the target's own keep-alive agent and resolves with the
- * response once its headers are in. The bench does not use fetch here: fetch's one process-wide
- * connection pool kept connections idle between rounds, where a server closes them on its own
- * clock (Node after 5 idle seconds, llama-server's cpp-httplib after 5 s and after a number of
- * requests per connection); a request that picked a closed one had to be sent again, later than
- * the others, so a burst reached the server out of the order it was sent in (request 12 ahead of
- * request 1, 2026-11-27). Each target, and each round of `--vs-llama-server`, has its own agent,
- * closed when it is done: a round opens its connections afresh and keeps them busy.
+ * response once its headers are in.
+ *
+ * The bench does not use fetch here: fetch's one process-wide connection pool kept connections
+ * idle between rounds, where a server closes them on its own clock (Node after 5 idle seconds,
+ * llama-server's cpp-httplib after 5 s), and a request that picked a closed one was sent again,
+ * later than the others: a burst reached the server out of the order it was sent in (request 12
+ * ahead of request 1, 2026-11-27). Each target, and each round of `--vs-llama-server`, has its own
+ * agent, closed when it is done, so a burst goes out on fresh connections.
+ *
+ * Within a round a connection is reused at once, and llama-server still closes some after a
+ * streamed answer without saying so (no `Connection: close`): the next request written to it gets
+ * no answer ("socket hang up"). Such a request, on a reused connection and unanswered, is sent
+ * again on another, as Node's documentation advises; it never reached the model, so it runs once.
  */
-function post(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
+async function post(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await postOnce(url, headers, body, agent, onSent);
+    } catch (error) {
+      if (!(error instanceof ClosedBeforeAnswer) || attempt >= CLOSED_CONNECTION_ATTEMPTS) {
+        throw new Error(`POST ${url.href}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+  }
+}
+
+/** Every connection an agent holds at 16 streams could have been closed at once; past that, a failure is real. */
+const CLOSED_CONNECTION_ATTEMPTS = 20;
+
+class ClosedBeforeAnswer extends Error {}
+
+function postOnce(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, agent }, resolve);
-    request.on("error", reject);
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      const closed = request.reusedSocket && (error.code === "ECONNRESET" || error.message === "socket hang up");
+      reject(closed ? new ClosedBeforeAnswer(`${error.message} on a reused connection`, { cause: error }) : error);
+    });
     // "finish": the whole request has been handed to the socket.
     if (onSent) request.on("finish", onSent);
     request.end(body);

@@ -7,6 +7,9 @@ import { buildRequests, runConcurrent } from "../../scripts/bench/workload.js";
 // A real HTTP peer on loopback that streams chat chunks as an OpenAI-style server does: it
 // records which requests (by their number) reached it, how many streamed at once, and its connections.
 const arrivals: number[] = [];
+const requestsOnConnection = new WeakMap<Socket, number>();
+let hangUpReusedConnections = false;
+let hungUp = 0;
 let inFlight = 0;
 let maxInFlight = 0;
 const connections = new Set<Socket>();
@@ -20,6 +23,15 @@ beforeAll(async () => {
     request.on("data", (chunk) => (body += chunk));
     request.on("end", () => {
       const parsed = JSON.parse(body) as { messages: { content: string }[]; max_tokens: number };
+      // As llama-server does with some connections: closed after an answer, without a word, so the
+      // next request written to it is never answered.
+      const served = (requestsOnConnection.get(request.socket) ?? 0) + 1;
+      requestsOnConnection.set(request.socket, served);
+      if (hangUpReusedConnections && served > 1) {
+        hungUp++;
+        request.socket.destroy();
+        return;
+      }
       arrivals.push(Number(/Request (\d+)/.exec(parsed.messages.at(-1)!.content)![1]));
       maxInFlight = Math.max(maxInFlight, ++inFlight);
       response.on("close", () => inFlight--);
@@ -85,6 +97,20 @@ describe("bench: its HTTP client", () => {
     await waitFor(() => connections.size === 0);
     expect(connections.size).toBe(0);
     expect(closedConnections - closedBefore).toBe(4);
+  });
+
+  it("sends a request again when the reused connection it was written to closes unanswered", async () => {
+    hangUpReusedConnections = true;
+    hungUp = 0;
+    try {
+      // One client, three requests one after another: each after the first is written to the
+      // connection the one before used, which the server then closes.
+      const { traces } = await runOnOwnConnections({ baseUrl, model: "m" }, buildRequests(3, 2, 300), 1);
+      expect(traces.map((t) => t.completionTokens)).toEqual([2, 2, 2]);
+      expect(hungUp).toBe(2);
+    } finally {
+      hangUpReusedConnections = false;
+    }
   });
 
   it("sends a staggered burst one request after another, each once the one before is on its socket, and still all at once", async () => {
