@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isPrettyAvailable } from "../../src/logger.js";
 import { exited, HEARTH_BIN } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 /**
  * Runs `hearth serve --preload tiny-chat` with the given --log-format (stdout and stderr are pipes,
@@ -13,7 +13,7 @@ import { tinyChatPath } from "../helpers/testServer.js";
  * returns what it wrote to stderr, where the logs go.
  */
 async function serveLogs(logFormat: string): Promise<{ stderr: string; stdout: string; code: number | null }> {
-  const dataDir = mkdtempSync(join(tmpdir(), "hearth-log-format-"));
+  const dataDir = testTempDir("hearth-log-format-");
   const registry = join(dataDir, "models.config.json");
   writeFileSync(
     registry,

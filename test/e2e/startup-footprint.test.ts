@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { expect, it } from "vitest";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
 import { tinyChatPath } from "../helpers/testServer.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 /**
  * What a chat-only node carries in memory. The CLI runs the compiled copy of src/ (dist/), not
@@ -13,7 +13,7 @@ import { tinyChatPath } from "../helpers/testServer.js";
  * import of one of them anywhere on the start path fails this test.
  */
 it("a started chat node that has answered a chat request has loaded neither tsx, the wallet libraries nor sharp", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "hearth-footprint-"));
+  const dir = testTempDir("hearth-footprint-");
   const registry = join(dir, "models.config.json");
   writeFileSync(
     registry,

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type OpenAI from "openai";
@@ -10,18 +10,25 @@ import { post, startTestServer, tinyChatEntry, type TestServer } from "../helper
 
 let server: TestServer;
 
+const modelDirs: string[] = [];
+
 beforeAll(async () => {
   // A model whose template has no tool-call syntax, as models without tool training ship.
-  const plainPath = join(mkdtempSync(join(tmpdir(), "hearth-plain-")), "plain.gguf");
+  modelDirs.push(mkdtempSync(join(tmpdir(), "hearth-plain-")));
+  const plainPath = join(modelDirs.at(-1)!, "plain.gguf");
   await writeChatModel(plainPath, { ...TINY_CHAT, chatTemplate: CHATML_PLAIN_TEMPLATE });
   // A model steered to open tool calls by itself (a random model never would), for tool_choice auto.
-  const eagerPath = join(mkdtempSync(join(tmpdir(), "hearth-eager-")), "eager.gguf");
+  modelDirs.push(mkdtempSync(join(tmpdir(), "hearth-eager-")));
+  const eagerPath = join(modelDirs.at(-1)!, "eager.gguf");
   await writeChatModel(eagerPath, { ...TINY_CHAT, tokenBiases: { "<tool_call>": 8 } });
   server = await startTestServer({
     models: [tinyChatEntry(), tinyChatEntry({ id: "plain-chat", file: plainPath }), tinyChatEntry({ id: "eager-caller", file: eagerPath })],
   });
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  await server?.stop();
+  for (const dir of modelDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 const WeatherArgs = z.strictObject({ city: z.string().max(10), unit: z.enum(["celsius", "fahrenheit"]), days: z.number().int().min(1).max(5) });
 const TimeArgs = z.strictObject({ zone: z.enum(["UTC", "CET", "PST"]) });

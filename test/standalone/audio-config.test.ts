@@ -1,13 +1,13 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { loadServerConfig } from "../../src/config/serverSettings.js";
 import { ModelManager } from "../../src/models/ModelManager.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 const registry = (models: unknown[]) => {
-  const path = join(mkdtempSync(join(tmpdir(), "hearth-audio-config-")), "models.config.json");
+  const path = join(testTempDir("hearth-audio-config-"), "models.config.json");
   writeFileSync(path, JSON.stringify({ models }));
   return path;
 };

@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/ConfigError.js";
 import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
 import { loadServerConfig } from "../../src/config/serverSettings.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 describe("configuration", () => {
   it("takes flags over environment over defaults", () => {
@@ -39,13 +39,13 @@ describe("configuration", () => {
       "models.1.id",
     ],
   ])("names the bad field of a broken registry (%#)", (json, field) => {
-    const path = join(mkdtempSync(join(tmpdir(), "hearth-config-")), "models.config.json");
+    const path = join(testTempDir("hearth-config-"), "models.config.json");
     writeFileSync(path, JSON.stringify(json));
     expect(() => loadModelsConfig(path, "/data")).toThrow(new RegExp(field.replaceAll(".", "\\.")));
   });
 
   it("resolves relative model files against the registry's directory", () => {
-    const dir = mkdtempSync(join(tmpdir(), "hearth-config-"));
+    const dir = testTempDir("hearth-config-");
     const path = join(dir, "models.config.json");
     writeFileSync(path, JSON.stringify({ models: [{ id: "x", type: "text", backend: "llama", file: "weights/x.gguf" }] }));
     expect(loadModelsConfig(path, "/data").models[0]!.file).toBe(join(dir, "weights/x.gguf"));
@@ -75,7 +75,7 @@ describe("configuration", () => {
     });
 
     it("names the bad field of a broken wallet config", () => {
-      const path = join(mkdtempSync(join(tmpdir(), "hearth-wallet-")), "wallet.json");
+      const path = join(testTempDir("hearth-wallet-"), "wallet.json");
       writeFileSync(path, JSON.stringify({ x402: { settlement: "off", base: { payTo: "not-an-address" } } }));
       expect(() => loadServerConfig({ walletConfigPath: path }, {})).toThrow(/x402\.base\.payTo: an EVM address/);
       writeFileSync(path, JSON.stringify({ rpc: { networks: { "Base Mainnet": { url: "http://x" } } } }));

@@ -1,11 +1,10 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, LlamaLogLevel, readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { QWEN25_HEADER_SHAPE, TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { toHalf } from "../../src/fixtures/gguf/GgufWriter.js";
 import { StreamingDetokenizer } from "../../src/engines/llama/StreamingDetokenizer.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 describe("generated GGUF models", () => {
   it("encodes halves like IEEE 754", () => {
@@ -17,7 +16,7 @@ describe("generated GGUF models", () => {
   });
 
   it.each(["F32", "F16", "Q8_0"] as const)("writes a %s file that llama.cpp's parser reads with the real tensor names", async (weightType) => {
-    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    const path = join(testTempDir("hearth-gguf-"), "m.gguf");
     await writeChatModel(path, { ...TINY_CHAT, weightType });
     const info = await readGgufFileInfo(path);
     expect(info.version).toBe(3);
@@ -31,7 +30,7 @@ describe("generated GGUF models", () => {
   });
 
   it("tokenizes English into merged tokens and round-trips text", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    const path = join(testTempDir("hearth-gguf-"), "m.gguf");
     await writeChatModel(path, TINY_CHAT);
     const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
     const model = await llama.loadModel({ modelPath: path });
@@ -59,7 +58,7 @@ describe("generated GGUF models", () => {
   });
 
   it("a loaded model keeps its vocabulary in JavaScript but not the BPE merges or token types (the install-time patch)", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "m.gguf");
+    const path = join(testTempDir("hearth-gguf-"), "m.gguf");
     await writeChatModel(path, TINY_CHAT);
     const file = await readGgufFileInfo(path);
     expect(file.metadata.tokenizer.ggml.merges?.length).toBeGreaterThan(0);
@@ -83,7 +82,7 @@ describe("generated GGUF models", () => {
   });
 
   it("the Qwen2.5-shaped vocabulary comes with a real one's count of merges, which llama.cpp applies", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "hearth-gguf-")), "qwen-header.gguf");
+    const path = join(testTempDir("hearth-gguf-"), "qwen-header.gguf");
     await writeChatModel(path, QWEN25_HEADER_SHAPE);
     const file = await readGgufFileInfo(path, { readTensorInfo: false });
     const { tokens, merges } = file.metadata.tokenizer.ggml;

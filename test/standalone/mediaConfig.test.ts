@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { applyStyle, ImageStyles } from "../../src/api/images/styles.js";
@@ -8,6 +7,7 @@ import { embeddingCost, imageCost, UnpricedDurationError, videoCost } from "../.
 import { ConfigError } from "../../src/config/ConfigError.js";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { CheckedModelsConfig } from "../../src/models/loadModelsConfig.js";
+import { testTempDir } from "../helpers/tempDir.js";
 
 const entry = (fields: Record<string, unknown>) => ModelEntry.parse({ id: "m", file: "/models/m", ...fields });
 const issues = (models: unknown[]) => {
@@ -72,9 +72,9 @@ describe("media pricing", () => {
 
 describe("image style presets", () => {
   it("ships a default list and reads image-styles.json beside the registry", () => {
-    const bundled = ImageStyles.load(join(mkdtempSync(join(tmpdir(), "hearth-styles-")), "models.config.json"));
+    const bundled = ImageStyles.load(join(testTempDir("hearth-styles-"), "models.config.json"));
     expect(bundled.names()).toEqual(expect.arrayContaining(["3D Model", "Analog Film", "Anime", "Cinematic", "Comic Book"]));
-    const dir = mkdtempSync(join(tmpdir(), "hearth-styles-"));
+    const dir = testTempDir("hearth-styles-");
     writeFileSync(
       join(dir, "image-styles.json"),
       JSON.stringify({ styles: [{ name: "House", prompt: "{prompt} in our house style", negative_prompt: "text" }, { name: "Plain" }] }),
