@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelEntry } from "../../src/config/modelRegistry.js";
@@ -65,6 +65,25 @@ function postOnce(url: URL, headers: Record<string, string>, body: string, agent
     // "finish": the whole request has been handed to the socket.
     if (onSent) request.on("finish", onSent);
     request.end(body);
+  });
+}
+
+/**
+ * One request on a connection of its own, closed after it (no agent): for the bench's calls
+ * between rounds (decode counters, the parity request, start-up polls), which a pooled connection
+ * left idle through a round could fail (the server having closed it meanwhile).
+ */
+export function requestOnce(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...init.headers, ...(init.body !== undefined ? { "content-length": String(Buffer.byteLength(init.body)) } : {}) };
+    const request = httpRequest(url, { method: init.method ?? "GET", headers, agent: false }, (response) => {
+      readAll(response).then((text) => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }), reject);
+    });
+    request.on("error", (error) => reject(new Error(`${init.method ?? "GET"} ${url}: ${error.message}`, { cause: error })));
+    request.end(init.body);
   });
 }
 

@@ -13,7 +13,7 @@ import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
 import { grantCredits, toMicros } from "../../src/store/ledger.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
-import type { HttpEndpoint } from "./http.js";
+import { type HttpEndpoint, requestOnce } from "./http.js";
 
 export interface ServerSettings {
   modelFile: string;
@@ -114,8 +114,8 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
   const endpoint: HttpEndpoint = { baseUrl: `http://127.0.0.1:${port}/api/v1`, key: secret, model: "bench" };
   await waitUntilServing(child, `${endpoint.baseUrl}/models`, "Hearth", { authorization: `Bearer ${secret}` });
   const decodeStats = async () => {
-    const response = await fetch(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
-    const body = (await response.json()) as { data: { id: string; decode?: { batches: number; sequencesPerBatch: Record<string, number> } | null }[] };
+    const response = await requestOnce(`${endpoint.baseUrl}/admin/models`, { headers: { authorization: `Bearer ${operatorKey}` } });
+    const body = JSON.parse(response.text) as { data: { id: string; decode?: { batches: number; sequencesPerBatch: Record<string, number> } | null }[] };
     return body.data.find((m) => m.id === "bench")?.decode ?? undefined;
   };
   return {
@@ -173,7 +173,7 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
     endpoint,
     startedInMs: performance.now() - spawnedAt,
     rssBytes: () => rssOf(child.pid),
-    decodeCounters: async () => parseLlamaServerDecodeCounters(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
+    decodeCounters: async () => parseLlamaServerDecodeCounters((await requestOnce(`http://127.0.0.1:${port}/metrics`)).text),
     stop: () => stopProcess(child),
   };
 }
@@ -214,8 +214,8 @@ async function waitUntilServing(child: ChildProcess, url: string, name: string, 
   const poll = async () => {
     while (Date.now() < deadline) {
       try {
-        const res = await fetch(url, { headers });
-        if (res.ok) return;
+        const { status } = await requestOnce(url, { headers });
+        if (status === 200) return;
       } catch {
         // Not listening yet.
       }

@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { contextThreads, getSharedLlama } from "../../src/engines/llama/getSharedLlama.js";
 import { describeLibuvPool } from "../../src/engines/llama/threadsForBatch.js";
-import { runOnOwnConnections } from "./http.js";
+import { requestOnce, runOnOwnConnections } from "./http.js";
 import { describeLlamaServer, deviceMismatch, ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
@@ -392,14 +392,15 @@ interface Parity {
 async function compareOutputs(servers: readonly [RunningServer, RunningServer]): Promise<Parity> {
   const answers = await Promise.all(
     servers.map(async ({ endpoint }) => {
-      const response = await fetch(`${endpoint.baseUrl}/chat/completions`, {
+      const response = await requestOnce(`${endpoint.baseUrl}/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", ...(endpoint.key ? { authorization: `Bearer ${endpoint.key}` } : {}) },
         body: JSON.stringify({ model: endpoint.model, messages: [{ role: "user", content: "Which way is north?" }], max_tokens: 24, temperature: 0, top_p: 1 }),
       });
-      if (!response.ok) throw new Error(`parity request: HTTP ${response.status}: ${await response.text()}`);
-      const body = (await response.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
-      return { text: body.choices[0]!.message.content, usage: body.usage, engine: response.headers.get("x-service-model-router") };
+      if (response.status !== 200) throw new Error(`parity request: HTTP ${response.status}: ${response.text}`);
+      const body = JSON.parse(response.text) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
+      const engine = response.headers["x-service-model-router"];
+      return { text: body.choices[0]!.message.content, usage: body.usage, engine: typeof engine === "string" ? engine : null };
     }),
   );
   const [hearth, llamaServer] = answers as [(typeof answers)[number], (typeof answers)[number]];

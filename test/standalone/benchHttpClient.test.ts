@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { httpTarget, runOnOwnConnections } from "../../scripts/bench/http.js";
+import { httpTarget, requestOnce, runOnOwnConnections } from "../../scripts/bench/http.js";
 import { buildRequests, runConcurrent } from "../../scripts/bench/workload.js";
 
 // A real HTTP peer on loopback that streams chat chunks as an OpenAI-style server does: it
@@ -97,6 +97,18 @@ describe("bench: its HTTP client", () => {
     await waitFor(() => connections.size === 0);
     expect(connections.size).toBe(0);
     expect(closedConnections - closedBefore).toBe(4);
+  });
+
+  it("makes a call between rounds on a connection of its own, closed after it", async () => {
+    await waitFor(() => connections.size === 0);
+    const closedBefore = closedConnections;
+    const body = JSON.stringify({ model: "m", messages: buildRequests(1, 1, 400)[0]!.messages, max_tokens: 1 });
+    const response = await requestOnce(`${baseUrl}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect(response.status).toBe(200);
+    expect(response.headers["content-type"]).toBe("text/event-stream");
+    expect(response.text).toContain("data: [DONE]");
+    await waitFor(() => connections.size === 0);
+    expect(closedConnections - closedBefore).toBe(1);
   });
 
   it("sends a request again when the reused connection it was written to closes unanswered", async () => {
