@@ -41,11 +41,9 @@ export interface HttpEndpoint {
 async function post(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await postOnce(url, headers, body, agent, onSent);
+      return await send(url, { method: "POST", headers, body, agent }, onSent);
     } catch (error) {
-      if (!(error instanceof ClosedBeforeAnswer) || attempt >= CLOSED_CONNECTION_ATTEMPTS) {
-        throw new Error(`POST ${url.href}: ${(error as Error).message}`, { cause: error });
-      }
+      if (!(error instanceof ClosedBeforeAnswer) || attempt >= CLOSED_CONNECTION_ATTEMPTS) throw error;
     }
   }
 }
@@ -55,36 +53,38 @@ const CLOSED_CONNECTION_ATTEMPTS = 20;
 
 class ClosedBeforeAnswer extends Error {}
 
-function postOnce(url: URL, headers: Record<string, string>, body: string, agent: Agent, onSent?: () => void): Promise<IncomingMessage> {
+interface SendInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** false: a connection of its own, closed after the request. */
+  agent: Agent | false;
+}
+
+/** Sends one request and resolves with the response once its headers are in; `onSent` once the whole request is on the socket. */
+function send(url: URL | string, init: SendInit, onSent?: () => void): Promise<IncomingMessage> {
+  const method = init.method ?? "GET";
+  const headers = { ...init.headers, ...(init.body !== undefined ? { "content-length": String(Buffer.byteLength(init.body)) } : {}) };
   return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, agent }, resolve);
+    const request = httpRequest(url, { method, headers, agent: init.agent }, resolve);
     request.on("error", (error: NodeJS.ErrnoException) => {
       const closed = request.reusedSocket && (error.code === "ECONNRESET" || error.message === "socket hang up");
-      reject(closed ? new ClosedBeforeAnswer(`${error.message} on a reused connection`, { cause: error }) : error);
+      const message = `${method} ${url}: ${error.message}${closed ? " on a reused connection" : ""}`;
+      reject(closed ? new ClosedBeforeAnswer(message, { cause: error }) : new Error(message, { cause: error }));
     });
-    // "finish": the whole request has been handed to the socket.
     if (onSent) request.on("finish", onSent);
-    request.end(body);
+    request.end(init.body);
   });
 }
 
 /**
- * One request on a connection of its own, closed after it (no agent): for the bench's calls
- * between rounds (decode counters, the parity request, start-up polls), which a pooled connection
- * left idle through a round could fail (the server having closed it meanwhile).
+ * One request on a connection of its own, closed after it: for the bench's calls between rounds
+ * (decode counters, the parity request, start-up polls), which a pooled connection left idle
+ * through a round could fail (the server having closed it meanwhile).
  */
-export function requestOnce(
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const headers = { ...init.headers, ...(init.body !== undefined ? { "content-length": String(Buffer.byteLength(init.body)) } : {}) };
-    const request = httpRequest(url, { method: init.method ?? "GET", headers, agent: false }, (response) => {
-      readAll(response).then((text) => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }), reject);
-    });
-    request.on("error", (error) => reject(new Error(`${init.method ?? "GET"} ${url}: ${error.message}`, { cause: error })));
-    request.end(init.body);
-  });
+export async function requestOnce(url: string, init: Omit<SendInit, "agent"> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  const response = await send(url, { ...init, agent: false });
+  return { status: response.statusCode ?? 0, headers: response.headers, text: await readAll(response) };
 }
 
 const readAll = async (response: IncomingMessage) => {

@@ -68,19 +68,17 @@ export async function runConcurrent(run: RunRequest, requests: readonly BenchReq
       await sent[k - 1]!.promise;
       await new Promise((resolve) => setTimeout(resolve, staggerMs));
     }
-    let first = true;
+    const { resolve: released } = sent[k]!;
     while (next < requests.length) {
       const index = next++;
-      const onSent = first ? () => sent[k]!.resolve() : undefined;
-      first = false;
       try {
-        traces[index] = await run(requests[index]!, onSent);
+        traces[index] = await run(requests[index]!, released);
       } finally {
-        // A target that cannot tell when it sent, or a request that failed first, releases the next client anyway.
-        sent[k]!.resolve();
+        // A target that cannot tell when it sent, or a request that failed, releases the next client anyway.
+        released();
       }
     }
-    sent[k]!.resolve();
+    released();
   };
   const startedAt = performance.now();
   await Promise.all(Array.from({ length: clients }, client));
