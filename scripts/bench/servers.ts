@@ -35,8 +35,8 @@ export interface RunningServer {
   endpoint: HttpEndpoint;
   /** From spawning the process to its first successful answer (Hearth: GET /models, the model not loaded yet; llama-server: /health, after loading). */
   startedInMs: number;
-  /** Resident memory of the server process now, in bytes (Linux /proc). */
-  rssBytes(): number | null;
+  /** Resident memory of the server process now, and its split (Linux /proc; null: not readable). */
+  memory(): ProcessMemory | null;
   /** Hearth only: how its engine batched decode steps so far (GET /admin/models, `decode`). */
   decodeStats?(): Promise<unknown>;
   /** llama.cpp decode calls so far and how many sequences took part in them, summed (null: not readable). */
@@ -122,7 +122,7 @@ export async function startHearth(settings: ServerSettings): Promise<RunningServ
     name: "Hearth",
     endpoint,
     startedInMs: performance.now() - spawnedAt,
-    rssBytes: () => rssOf(child.pid),
+    memory: () => processMemory(child.pid),
     decodeStats,
     decodeCounters: async () => {
       const decode = await decodeStats();
@@ -172,7 +172,7 @@ export async function startLlamaServer(binary: string, settings: ServerSettings)
     name: "llama-server",
     endpoint,
     startedInMs: performance.now() - spawnedAt,
-    rssBytes: () => rssOf(child.pid),
+    memory: () => processMemory(child.pid),
     decodeCounters: async () => parseLlamaServerDecodeCounters((await requestOnce(`http://127.0.0.1:${port}/metrics`)).text),
     stop: () => stopProcess(child),
   };
@@ -238,12 +238,33 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function rssOf(pid: number | undefined): number | null {
+/**
+ * Resident memory of a process, split as the kernel counts it: anonymous pages (heaps, stacks,
+ * JavaScript's heap, llama.cpp's buffers) and file-backed pages (binaries, libraries and the
+ * memory-mapped model weights). Where two servers differ, the split says which kind of memory it is.
+ */
+export interface ProcessMemory {
+  rssBytes: number;
+  anonBytes: number;
+  fileBytes: number;
+}
+
+export function processMemory(pid: number | undefined): ProcessMemory | null {
   if (pid === undefined) return null;
   try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match ? Number(match[1]) * 1024 : null;
+    return parseProcStatusMemory(readFileSync(`/proc/${pid}/status`, "utf8"));
   } catch {
     return null;
   }
+}
+
+/** VmRSS, RssAnon and RssFile of a /proc/<pid>/status text, in bytes (null when VmRSS is missing). */
+export function parseProcStatusMemory(status: string): ProcessMemory | null {
+  const kib = (field: string) => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+    return match ? Number(match[1]) * 1024 : null;
+  };
+  const rssBytes = kib("VmRSS");
+  if (rssBytes === null) return null;
+  return { rssBytes, anonBytes: kib("RssAnon") ?? 0, fileBytes: kib("RssFile") ?? 0 };
 }

@@ -13,7 +13,7 @@ import { requestOnce, runOnOwnConnections } from "./http.js";
 import { describeLlamaServer, deviceMismatch, ensureLlamaServer, type LlamaServerBuild } from "./llamaServerBuild.js";
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
-import { startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
+import { type ProcessMemory, startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
 import { type MedianInterval, medianInterval, VERDICT_COVERAGE, verdictOf } from "./verdict.js";
 import { buildLongPromptRequests, buildRequests, type BenchRequest } from "./workload.js";
 
@@ -61,6 +61,21 @@ const MEMORY_GOAL = 1.1;
 interface RssPair {
   hearthRssBytes: number | null;
   llamaServerRssBytes: number | null;
+  /** Each server's RSS split into anonymous and file-backed pages (the weights are mapped from the file in both). */
+  hearth: ProcessMemory | null;
+  llamaServer: ProcessMemory | null;
+}
+
+function rssPair(hearth: RunningServer, llamaServer: RunningServer): RssPair {
+  const h = hearth.memory();
+  const l = llamaServer.memory();
+  return { hearthRssBytes: h?.rssBytes ?? null, llamaServerRssBytes: l?.rssBytes ?? null, hearth: h, llamaServer: l };
+}
+
+/** "860 MiB (anon 300 + file 560)". */
+function memoryText(memory: ProcessMemory | null): string {
+  if (!memory) return "- MiB";
+  return `${mib(memory.rssBytes)} MiB (anon ${mib(memory.anonBytes)} + file ${mib(memory.fileBytes)})`;
 }
 
 /** Both servers' RSS for one context shape, at two points: a node lightly used, and one at working size. */
@@ -263,7 +278,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         await runOnOwnConnections(server.endpoint, warmup, warmup.length);
       }
       // Light use: the model loaded and a few short requests served (what an idle node holds).
-      const afterWarmup = { hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() };
+      const afterWarmup = rssPair(servers[0], servers[1]);
       const sameRequest = await compareOutputs(servers);
       parity.push({ sequences, contextSize, ...sameRequest });
       log(`Same request on both (${sequences} sequences): ${parityText(sameRequest)}; Hearth's engine: ${sameRequest.hearthEngine ?? "not named"}`);
@@ -287,7 +302,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         results.push({ scenario, rounds });
       }
       // After the runs the KV cache and buffers are at their working size (and llama-server's prompt cache has grown).
-      memory.push({ sequences, contextSize, afterWarmup, afterScenarios: { hearthRssBytes: servers[0].rssBytes(), llamaServerRssBytes: servers[1].rssBytes() } });
+      memory.push({ sequences, contextSize, afterWarmup, afterScenarios: rssPair(servers[0], servers[1]) });
       coldStarts.push({ sequences, contextSize, hearth: coldStart[0]!, llamaServer: coldStart[1]! });
       // How Hearth's engine batched its decode steps over these scenarios (one batch per step is the goal).
       const decode = await servers[0].decodeStats?.();
@@ -308,7 +323,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
     ] as const) {
       const ratio = rssRatio(pair);
       log(
-        `RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens, ${when}: Hearth ${mib(pair.hearthRssBytes)} MiB, llama-server ${mib(pair.llamaServerRssBytes)} MiB (${fixed(ratio, 2)}x; goal <= ${MEMORY_GOAL}: ${ratio <= MEMORY_GOAL ? "met" : "not met"})`,
+        `RSS with the model loaded, ${m.sequences} sequences x ${m.contextSize} tokens, ${when}: Hearth ${memoryText(pair.hearth)}, llama-server ${memoryText(pair.llamaServer)} (${fixed(ratio, 2)}x; goal <= ${MEMORY_GOAL}: ${ratio <= MEMORY_GOAL ? "met" : "not met"})`,
       );
     }
   }
