@@ -5,6 +5,7 @@ import type { ChatChoiceResult, ChatDelta, FinishReason, SamplingOptions, TokenL
 import type { ThoughtSyntax, ToolCallSyntax } from "./ChatSyntax.js";
 import { DynamicTemperatureSampler } from "./DynamicTemperatureSampler.js";
 import { ReasoningSplitter } from "./ReasoningSplitter.js";
+import { samplerBuffers } from "./SamplerBufferCollector.js";
 import type { StepBarrier } from "./StepBarrier.js";
 import { StreamingDetokenizer } from "./StreamingDetokenizer.js";
 import type { TokenDescriber } from "./TokenDescriber.js";
@@ -51,6 +52,8 @@ export interface ChoiceRuntime {
   describer: TokenDescriber;
   /** Shared by every sequence of the context: generating sequences take their steps together. */
   barrier: StepBarrier;
+  /** Tokens in the model's vocabulary (what each evaluation's sampler holds a buffer for). */
+  vocabularySize: number;
 }
 
 export interface ChoiceOutcome extends ChatChoiceResult {
@@ -226,6 +229,7 @@ export class ChoiceGeneration {
     };
     // The full probability map is costly (the whole vocabulary when greedy): ask only when needed.
     const metadata = { confidence: logprobs !== null, probabilities: (logprobs?.top ?? 0) > 0 || dynamic };
+    samplerBuffers.samplerStarted(this.runtime.vocabularySize);
     return sequence.evaluateWithMetadata(tokens, metadata, options) as AsyncGenerator<
       { token: Token; confidence?: number; probabilities?: Map<Token, number> },
       void,

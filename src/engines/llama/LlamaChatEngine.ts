@@ -42,6 +42,7 @@ import { chatContextOptions, getSharedLlama, skipsMemorySafetyChecks } from "./g
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 import { DecodeBatches } from "./decodeBatches.js";
+import { samplerBuffers } from "./SamplerBufferCollector.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
 import { StepBarrier, overlapsOutputWithDecode } from "./StepBarrier.js";
@@ -341,7 +342,7 @@ export class LlamaChatEngine implements ChatEngine {
     const queuedAt = performance.now();
     const sequences = await this.pool.acquire({ prompt: plan.promptTokens, count, cacheKey: call.cacheKey, signal: call.signal });
     const queueMs = performance.now() - queuedAt;
-    const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer, barrier: this.barrier };
+    const runtime = { model: this.model, thought: this.syntax.thought, describer: this.describer, barrier: this.barrier, vocabularySize: this.features.vocabularySize };
     let settled: PromiseSettledResult<ChoiceOutcome>[];
     let echoed: EchoedPrompt | undefined;
     try {
@@ -374,6 +375,7 @@ export class LlamaChatEngine implements ChatEngine {
     if (sequence.nextTokenIndex > 0) await sequence.eraseContextTokenRanges([{ start: 0, end: sequence.nextTokenIndex }]);
     // The last prompt token is left to the generation, which needs to evaluate at least one.
     const evaluated = tokens.slice(0, -1);
+    samplerBuffers.samplerStarted(this.features.vocabularySize);
     const outputs = await sequence.controlledEvaluate(evaluated.map((token): ControlledEvaluateInputItem => [token, { generateNext: { probabilities: true } }]));
     const first = this.describer.describe(tokens[0]!);
     const entries: NonNullable<EchoedPrompt["tokens"]> = [{ token: first.text, logprob: null, top: [] }];
