@@ -58,19 +58,13 @@ interface Scenario {
 /** Hearth's RSS may be at most this multiple of llama-server's. */
 const MEMORY_GOAL = 1.1;
 
+/** Each server's RSS and its split into anonymous and file-backed pages (the weights are mapped from the file in both). */
 interface RssPair {
-  hearthRssBytes: number | null;
-  llamaServerRssBytes: number | null;
-  /** Each server's RSS split into anonymous and file-backed pages (the weights are mapped from the file in both). */
   hearth: ProcessMemory | null;
   llamaServer: ProcessMemory | null;
 }
 
-function rssPair(hearth: RunningServer, llamaServer: RunningServer): RssPair {
-  const h = hearth.memory();
-  const l = llamaServer.memory();
-  return { hearthRssBytes: h?.rssBytes ?? null, llamaServerRssBytes: l?.rssBytes ?? null, hearth: h, llamaServer: l };
-}
+const rssPair = (hearth: RunningServer, llamaServer: RunningServer): RssPair => ({ hearth: hearth.memory(), llamaServer: llamaServer.memory() });
 
 /** "860 MiB (anon 300 + file 560)". */
 function memoryText(memory: ProcessMemory | null): string {
@@ -96,7 +90,7 @@ interface ColdStart {
   llamaServer: { startMs: number; firstTtftMs: number };
 }
 
-const rssRatio = (pair: RssPair) => (pair.hearthRssBytes && pair.llamaServerRssBytes ? pair.hearthRssBytes / pair.llamaServerRssBytes : Number.NaN);
+const rssRatio = ({ hearth, llamaServer }: RssPair) => (hearth && llamaServer ? hearth.rssBytes / llamaServer.rssBytes : Number.NaN);
 
 interface Round {
   round: number;
