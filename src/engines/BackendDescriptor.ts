@@ -1,6 +1,8 @@
 import type { z } from "zod";
 import type { ModelEntry } from "../config/modelRegistry.js";
-import type { Engine } from "./types.js";
+import type { Engine, MemoryEstimate } from "./types.js";
+
+export type { MemoryEstimate };
 
 export interface EngineFactoryOptions {
   gpu: "auto" | false;
@@ -11,12 +13,6 @@ export interface BackendNotice {
   message: string;
   /** Structured fields for the log line. */
   fields?: Record<string, unknown>;
-}
-
-/** What a model needs in memory once loaded, estimated before loading it (the memory budget is checked against it). */
-export interface MemoryEstimate {
-  ramBytes: number;
-  vramBytes: number;
 }
 
 /** What a model's chat features are before it is loaded (for GET /models). */

@@ -254,6 +254,15 @@ export interface CompleteResult extends ChatGenerateResult {
   echoed?: EchoedPrompt[];
 }
 
+/**
+ * What a model needs in memory once loaded: estimated before it loads (the memory budget is
+ * checked against it), or reported by the loaded engine itself.
+ */
+export interface MemoryEstimate {
+  ramBytes: number;
+  vramBytes: number;
+}
+
 /** What every loaded engine has; each kind adds its own methods. */
 export interface EngineBase {
   readonly kind: string;
@@ -263,6 +272,11 @@ export interface EngineBase {
   readonly executionProvider?: ExecutionProviderChoice;
   /** Relayed models: the upstream replicas and their state (GET /admin/models, the console, the metrics). */
   readonly replicaPool?: ReplicaPoolView;
+  /**
+   * What the loaded model holds, as its runtime reports it (the measure its backend's
+   * `estimateMemory` predicts); absent where the runtime cannot say, and the estimate stands.
+   */
+  memoryInUse?(): MemoryEstimate;
   dispose(): Promise<void>;
 }
 

@@ -135,7 +135,10 @@ export class ModelLifecycle {
     return Promise.all([...backends].map((backend) => backend.prepare?.({ gpu: this.options.gpu }).catch(() => undefined))).then((notices) => notices.flatMap((n) => n ?? []));
   }
 
-  /** Fills in the memory estimate of every model not estimated yet (reads GGUF headers and directory sizes). */
+  /**
+   * Fills in the memory estimate of every model not estimated yet (reads GGUF headers and
+   * directory sizes). A model that was loaded already has its engine's own figure.
+   */
   estimate(): Promise<void> {
     // Once per process: a model whose files cannot be estimated is not re-read on every admin
     // request (its load says what is wrong; under a budget the load estimates it again).
@@ -147,6 +150,17 @@ export class ModelLifecycle {
     return this.estimating;
   }
   private estimating: Promise<void> | undefined;
+
+  /** What a loaded slot's engine reports it holds, or null where it cannot say. */
+  private memoryInUse(slot: Slot): MemoryEstimate | null {
+    if (slot.shared) return null;
+    const engine = slot.engines.get(slot.entries[0]!.id);
+    try {
+      return engine?.memoryInUse?.() ?? null;
+    } catch {
+      return null;
+    }
+  }
 
   status(): { models: ModelStatus[]; budget: MemoryBudgetStatus } {
     const models = this.registry.list().map((entry) => this.statusOf(entry));
@@ -284,7 +298,8 @@ export class ModelLifecycle {
       await slot.unloading;
       const budgeted = this.options.ramBudgetBytes != null || this.options.vramBudgetBytes != null;
       // The estimate decides evictions, so a budgeted load waits for it. Without a budget it is only
-      // reported, and made when asked for (`estimate()`: the admin listing, the console): for GGUF it
+      // reported: a loaded model's engine reports what it holds (below), and models not loaded are
+      // estimated when asked (`estimate()`: the admin listing, the console). For GGUF the estimate
       // parses the whole header into JavaScript and simulates the load in llama.cpp, about 0.4 s and,
       // on the Qwen2.5-0.5B shape, 90 MB of resident memory that the heaps keep afterwards.
       if (budgeted) {
@@ -305,6 +320,9 @@ export class ModelLifecycle {
         await slot.disposeLoaded();
         throw new Error("the server is shutting down");
       }
+      // A loaded model's own report is the figure the estimate predicts, without the estimate's
+      // cost (for GGUF a simulated second load, whose memory stays with the process).
+      slot.memory ??= this.memoryInUse(slot);
       slot.state = "loaded";
       slot.loadedAt = this.now();
       this.emit(slot, "loaded");

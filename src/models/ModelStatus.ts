@@ -30,7 +30,7 @@ export interface ModelStatus {
   state: ModelState;
   /** Why the last load failed (state "failed"). */
   error: string | null;
-  /** Estimated memory once loaded; null until estimated (before a load under a memory budget, else when `estimate()` is asked: the admin listing). */
+  /** Memory once loaded: what a loaded engine reports it holds where it can say, else the estimate; null until either is known (a load, a load under a memory budget, or `estimate()`: the admin listing). */
   memory: MemoryEstimate | null;
   /** Requests holding the model now (leases not yet released). */
   inFlight: number;

@@ -38,7 +38,7 @@ export const ModelStatusRecord = z.object({
   state: z.enum(["unloaded", "loading", "loaded", "failed"]),
   /** Why the last load failed (state "failed"); the next request retries after a short back-off. */
   error: z.string().nullable(),
-  /** Estimated memory once loaded (GGUF: node-llama-cpp's estimate with the KV cache; ONNX: file sizes). */
+  /** Memory once loaded: a loaded GGUF model's own report from llama.cpp (weights, KV cache, compute buffers); otherwise the estimate (GGUF: node-llama-cpp's simulation of the same; ONNX: file sizes). */
   memory: Memory.nullable(),
   inFlight: z.number().int(),
   queue: z.object({ busy: z.number().int(), waiting: z.number().int() }).nullable(),

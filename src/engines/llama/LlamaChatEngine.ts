@@ -17,6 +17,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config/backendSettings.js";
+import type { MemoryEstimate } from "../BackendDescriptor.js";
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import { InferenceError } from "../../errors.js";
 import { PlanRefusalError, type PlanRefusal } from "../PlanRefusal.js";
@@ -42,6 +43,7 @@ import { chatContextOptions, getSharedLlama, skipsMemorySafetyChecks } from "./g
 import { jsonGrammar, literal } from "./jsonGrammar.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 import { DecodeBatches } from "./decodeBatches.js";
+import { llamaMemoryInUse } from "./llamaMemoryInUse.js";
 import { samplerBuffers } from "./SamplerBufferCollector.js";
 import { SequencePool } from "./SequencePool.js";
 import { threadsForBatch } from "./threadsForBatch.js";
@@ -485,6 +487,10 @@ export class LlamaChatEngine implements ChatEngine {
     } catch {
       return 0;
     }
+  }
+
+  memoryInUse(): MemoryEstimate {
+    return llamaMemoryInUse(this.model, [this.context]);
   }
 
   async dispose(): Promise<void> {

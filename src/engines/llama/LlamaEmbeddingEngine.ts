@@ -1,8 +1,10 @@
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
 import type { ModelEntry } from "../../config/modelRegistry.js";
+import type { MemoryEstimate } from "../BackendDescriptor.js";
 import { normalize } from "../embeddingMath.js";
 import type { EmbeddingEngine, EmbedResult } from "../types.js";
 import { contextThreads, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
+import { llamaMemoryInUse } from "./llamaMemoryInUse.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";
 
 /**
@@ -79,6 +81,10 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
       }),
     );
     return { vectors, tokens: await this.countTokens(texts) };
+  }
+
+  memoryInUse(): MemoryEstimate {
+    return llamaMemoryInUse(this.model, this.contexts);
   }
 
   async dispose(): Promise<void> {
