@@ -32,6 +32,7 @@ import { Metrics } from "./metrics/Metrics.js";
 import { startMetricsServer } from "./metrics/metricsServer.js";
 import { ModelManager } from "./models/ModelManager.js";
 import { cachedModelFileFeatures, storeModelFileFeatures } from "./store/modelFileFeatures.js";
+import { cachedModelMemoryFigure, storeModelMemoryFigure } from "./store/modelMemoryFigures.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
 
@@ -96,6 +97,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     fileFeatureCache: {
       get: (stamp) => cachedModelFileFeatures(db, stamp),
       put: (stamp, features) => storeModelFileFeatures(db, stamp, features, now()),
+    },
+    memoryFigures: {
+      get: (stamp, key) => cachedModelMemoryFigure(db, stamp, key),
+      put: (stamp, key, figure) => storeModelMemoryFigure(db, stamp, key, figure, now()),
     },
   });
   models.onChange(({ ids, reason }) => {

@@ -82,6 +82,12 @@ export interface BackendDescriptor {
   /** Memory a model will need once loaded, without loading it. */
   estimateMemory(entry: ModelEntry, gpu: "auto" | false): Promise<MemoryEstimate>;
   /**
+   * What a model's memory figure depends on besides its file, as a key under which the store
+   * keeps the figure across starts (where `estimateMemory` is costly); undefined, or no method:
+   * not kept (the figure also depends on the machine's state, or is cheap to make again).
+   */
+  memoryKey?(entry: ModelEntry, gpu: "auto" | false): Promise<string | undefined>;
+  /**
    * Work every first load of its models would start with that needs no model (loading a native
    * library): a serving node does it once, in the background, after it starts listening. Resolves
    * with what the operator should know about how the backend will run here (logged as warnings).

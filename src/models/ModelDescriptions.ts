@@ -1,7 +1,7 @@
-import { statSync } from "node:fs";
 import type { ModelEntry } from "../config/modelRegistry.js";
 import { backendOf, type ProbedChatFeatures } from "../engines/registry.js";
 import type { ModelFileStamp } from "../store/modelFileFeatures.js";
+import { fileStamp } from "./fileStamp.js";
 import type { ModelLifecycle } from "./ModelLifecycle.js";
 import type { ModelRegistry } from "./ModelRegistry.js";
 
@@ -84,15 +84,5 @@ export class ModelDescriptions {
       this.probedFeatures.set(key, features);
     }
     return features;
-  }
-}
-
-/** A file's identity for the feature cache; undefined when it cannot be read (the probe then says why). */
-function fileStamp(path: string, backend: string): ModelFileStamp | undefined {
-  try {
-    const stats = statSync(path);
-    return { path, backend, size: stats.size, mtimeMs: stats.mtimeMs };
-  } catch {
-    return undefined;
   }
 }

@@ -4,6 +4,8 @@ import { ApiError, InferenceError, ModelBusyError, ModelNotFoundError, ModelUnav
 import { backendOf, type BackendNotice, type EngineFactoryOptions, type SharedEngineLoader } from "../engines/registry.js";
 import type { Engine, EngineKind, EnginesByKind } from "../engines/types.js";
 import { estimateMemory, type MemoryEstimate } from "./estimateMemory.js";
+import type { ModelFileStamp } from "../store/modelFileFeatures.js";
+import { fileStamp } from "./fileStamp.js";
 import type { ModelRegistry } from "./ModelRegistry.js";
 import { KIND_OF_TYPE, type MemoryBudgetStatus, type ModelChange, type ModelLease, type ModelState, type ModelStatus } from "./ModelStatus.js";
 
@@ -19,6 +21,18 @@ export interface ModelLifecycleOptions extends EngineFactoryOptions {
   now?: () => number;
   /** Unload failures are logged, never thrown into a request. */
   onError?: (error: unknown, id: string) => void;
+  /** Where memory figures outlive the process (the store's model_memory_figures); absent: this process only. */
+  memoryFigures?: MemoryFigureCache;
+}
+
+/**
+ * A lasting cache of models' memory figures, per file (path, size, modification time) and per
+ * the backend's `memoryKey`: a GGUF estimate simulates the load in llama.cpp, and a loaded model's
+ * own report is the same figure, so a later start reads either instead of simulating again.
+ */
+export interface MemoryFigureCache {
+  get(stamp: ModelFileStamp, settingsKey: string): MemoryEstimate | undefined;
+  put(stamp: ModelFileStamp, settingsKey: string, figure: MemoryEstimate): void;
 }
 
 /** One loadable unit: a model, or one model shared by several entries (same backend and files). */
@@ -144,12 +158,41 @@ export class ModelLifecycle {
     // request (its load says what is wrong; under a budget the load estimates it again).
     this.estimating ??= Promise.all(
       [...new Set(this.slots.values())].map(async (slot) => {
-        slot.memory ??= await estimateMemory(slot.entries[0]!, this.options.gpu).catch(() => null);
+        slot.memory ??= await this.memoryFigure(slot.entries[0]!).catch(() => null);
       }),
     ).then(() => undefined);
     return this.estimating;
   }
   private estimating: Promise<void> | undefined;
+
+  /** A model's memory figure: the store's for this file and settings where it has one, else estimated (and kept). */
+  private async memoryFigure(entry: ModelEntry): Promise<MemoryEstimate> {
+    const where = await this.memoryFigureKey(entry);
+    const kept = where && this.options.memoryFigures!.get(where.stamp, where.key);
+    if (kept) return kept;
+    const figure = await estimateMemory(entry, this.options.gpu);
+    if (where) this.options.memoryFigures!.put(where.stamp, where.key, figure);
+    return figure;
+  }
+
+  /** Keeps a loaded model's own figure for later starts (it supersedes an estimate for the same settings). */
+  private async keepMemoryFigure(entry: ModelEntry, figure: MemoryEstimate): Promise<void> {
+    try {
+      const where = await this.memoryFigureKey(entry);
+      if (where) this.options.memoryFigures!.put(where.stamp, where.key, figure);
+    } catch (error) {
+      this.options.onError?.(error, entry.id);
+    }
+  }
+
+  /** Where the store keeps an entry's figure, or undefined where it keeps none (no store, no key, no file). */
+  private async memoryFigureKey(entry: ModelEntry): Promise<{ stamp: ModelFileStamp; key: string } | undefined> {
+    if (!this.options.memoryFigures || !entry.file) return undefined;
+    const key = await backendOf(entry).memoryKey?.(entry, this.options.gpu);
+    if (key === undefined) return undefined;
+    const stamp = fileStamp(entry.file, entry.backend);
+    return stamp && { stamp, key };
+  }
 
   /** What a loaded slot's engine reports it holds, or null where it cannot say. */
   private memoryInUse(slot: Slot): MemoryEstimate | null {
@@ -303,7 +346,7 @@ export class ModelLifecycle {
       // parses the whole header into JavaScript and simulates the load in llama.cpp, about 0.4 s and,
       // on the Qwen2.5-0.5B shape, 90 MB of resident memory that the heaps keep afterwards.
       if (budgeted) {
-        slot.memory ??= await estimateMemory(entry, this.options.gpu);
+        slot.memory ??= await this.memoryFigure(entry);
         await this.makeRoom(slot);
       }
       if (slot.shared) {
@@ -322,7 +365,9 @@ export class ModelLifecycle {
       }
       // A loaded model's own report is the figure the estimate predicts, without the estimate's
       // cost (for GGUF a simulated second load, whose memory stays with the process).
-      slot.memory ??= this.memoryInUse(slot);
+      const inUse = this.memoryInUse(slot);
+      if (inUse) void this.keepMemoryFigure(entry, inUse);
+      slot.memory ??= inUse;
       slot.state = "loaded";
       slot.loadedAt = this.now();
       this.emit(slot, "loaded");

@@ -381,4 +381,25 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE usage ADD COLUMN metadata TEXT;
     `,
   },
+  {
+    version: 720,
+    name: "model_memory_figures: a GGUF model's memory once loaded, kept per file and settings",
+    sql: `
+      -- Estimating a GGUF model's memory simulates its load in llama.cpp (about 0.5 s, and memory
+      -- the process keeps); a loaded model reports the same figure for nothing. Either is kept per
+      -- file (path, size, modification time) and per the settings it depends on (settings: the
+      -- backend's key, with the llama.cpp release and device), so later starts read it.
+      CREATE TABLE model_memory_figures (
+        path         TEXT NOT NULL,
+        backend      TEXT NOT NULL,
+        settings     TEXT NOT NULL,
+        size         INTEGER NOT NULL,
+        mtime_ms     INTEGER NOT NULL,
+        ram_bytes    INTEGER NOT NULL,
+        vram_bytes   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        PRIMARY KEY (path, backend, settings)
+      );
+    `,
+  },
 ];

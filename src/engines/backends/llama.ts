@@ -20,6 +20,7 @@ export const llamaBackend: BackendDescriptor = {
     return cpuDecodePoolNotice(llama.gpu === false);
   },
   estimateMemory: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).estimateGgufMemory(entry, gpu),
+  memoryKey: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).ggufMemoryKey(entry, gpu),
   // Read from the GGUF's chat template; what Hearth renders itself (JSON schema grammars, logprobs) always works.
   probeChatFeatures: async (entry) => ({ ...(await (await import("../llama/probeChatFeatures.js")).probeChatFeatures(entry.file!)), responseSchema: true, logprobs: true }),
   contextSize: async (entry) => entry.llama.contextSize,

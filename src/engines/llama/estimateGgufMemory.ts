@@ -40,3 +40,26 @@ export async function estimateGgufMemory(entry: ModelEntry, gpu: "auto" | false)
   }
   return { ramBytes: Math.ceil(model.cpuRam + contexts * context.cpuRam), vramBytes: Math.ceil(model.gpuVram + contexts * context.gpuVram) };
 }
+
+/**
+ * What a GGUF model's memory figure depends on besides the file: the settings the estimate reads,
+ * llama.cpp's release and the device it runs on. Undefined where it also depends on the moment:
+ * `gpuLayers: "auto"` with a GPU, which node-llama-cpp resolves against the free VRAM.
+ */
+export async function ggufMemoryKey(entry: ModelEntry, gpu: "auto" | false): Promise<string | undefined> {
+  const llama = await getSharedLlama(gpu);
+  const device = gpu === false || llama.gpu === false ? "cpu" : llama.gpu;
+  const { gpuLayers } = entry.llama;
+  if (device !== "cpu" && gpuLayers === "auto") return undefined;
+  const settings =
+    entry.type === "embedding"
+      ? { type: "embedding", maxInputTokens: entry.embedding.maxInputTokens ?? null, parallel: entry.embedding.parallel }
+      : {
+          type: "chat",
+          contextSize: entry.llama.contextSize,
+          sequences: entry.llama.sequences,
+          batchSize: entry.llama.batchSize ?? null,
+          flashAttention: entry.llama.flashAttention,
+        };
+  return JSON.stringify({ llamaCpp: llama.llamaCppRelease.release, device, gpuLayers: device === "cpu" ? 0 : gpuLayers, ...settings });
+}
