@@ -1,8 +1,8 @@
-import { copyFileSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { GgufInsights } from "node-llama-cpp";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { testTempDir } from "../helpers/tempDir.js";
 import { startTestServer, tinyChatEntry, tinyChatPath, type TestServer } from "../helpers/testServer.js";
 
 /**
@@ -12,12 +12,15 @@ import { startTestServer, tinyChatEntry, tinyChatPath, type TestServer } from ".
  * the load again, and a changed file or changed settings are figured again.
  */
 
-const dir = mkdtempSync(join(tmpdir(), "hearth-memory-figures-"));
-const dataDir = join(dir, "data");
-const file = join(dir, "chat.gguf");
-copyFileSync(tinyChatPath(), file);
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => vi.restoreAllMocks());
+
+/** A data directory and a copy of the tiny chat model of the test's own (removed when it finishes). */
+function scratch(): { dataDir: string; file: string } {
+  const dir = testTempDir("hearth-memory-figures-");
+  const file = join(dir, "chat.gguf");
+  copyFileSync(tinyChatPath(), file);
+  return { dataDir: join(dir, "data"), file };
+}
 
 /** Counts node-llama-cpp's simulated loads (its V2 estimates), as memorySafetyChecks.test.ts does. */
 const simulations = () => {
@@ -35,7 +38,7 @@ async function listedMemory(server: TestServer): Promise<Memory> {
   return body.data.find((m) => m.id === "tiny-chat")!.memory;
 }
 
-async function withServer<T>(llama: Record<string, unknown>, run: (server: TestServer) => Promise<T>): Promise<T> {
+async function withServer<T>({ dataDir, file }: { dataDir: string; file: string }, llama: Record<string, unknown>, run: (server: TestServer) => Promise<T>): Promise<T> {
   const server = await startTestServer({ models: [tinyChatEntry({ file, llama: { contextSize: 2048, sequences: 4, threads: 1, gpuLayers: 0, ...llama } })], dataDir });
   try {
     return await run(server);
@@ -45,16 +48,17 @@ async function withServer<T>(llama: Record<string, unknown>, run: (server: TestS
 }
 
 const rows = (server: TestServer) =>
-  server.db.prepare("SELECT settings, ram_bytes AS ramBytes FROM model_memory_figures WHERE path = ? ORDER BY settings").all(file) as {
+  server.db.prepare("SELECT settings, ram_bytes AS ramBytes FROM model_memory_figures ORDER BY settings").all() as {
     settings: string;
     ramBytes: number;
   }[];
 
 describe("the store's memory figures", () => {
   it("a restarted node lists a kept figure without simulating; a changed file or changed settings are figured again", async () => {
+    const scene = scratch();
     // First start: the model is not loaded, so the listing estimates it by simulation, and keeps it.
     const count = simulations();
-    const estimated = await withServer({}, async (server) => {
+    const estimated = await withServer(scene, {}, async (server) => {
       const memory = await listedMemory(server);
       expect(memory!.ramBytes).toBeGreaterThan(1_000_000);
       expect(count()).toBeGreaterThanOrEqual(2);
@@ -67,11 +71,11 @@ describe("the store's memory figures", () => {
 
     // The same file and settings: the restarted node lists the kept figure and simulates nothing.
     const before = count();
-    expect(await withServer({}, listedMemory)).toEqual({ ...estimated, ramBytes: estimated.ramBytes + 1 });
+    expect(await withServer(scene, {}, listedMemory)).toEqual({ ...estimated, ramBytes: estimated.ramBytes + 1 });
     expect(count()).toBe(before);
 
     // Other settings (a longer context) are another figure.
-    const longer = await withServer({ contextSize: 4096 }, async (server) => {
+    const longer = await withServer(scene, { contextSize: 4096 }, async (server) => {
       const memory = await listedMemory(server);
       expect(rows(server)).toHaveLength(2);
       return memory!;
@@ -81,14 +85,15 @@ describe("the store's memory figures", () => {
 
     // The file changes (here its modification time): the kept figure no longer applies.
     const later = new Date(Date.now() + 60_000);
-    utimesSync(file, later, later);
+    utimesSync(scene.file, later, later);
     const afterChange = count();
-    expect(await withServer({}, listedMemory)).toEqual(estimated);
+    expect(await withServer(scene, {}, listedMemory)).toEqual(estimated);
     expect(count()).toBeGreaterThan(afterChange);
   });
 
   it("a loaded model's own report is kept, and the next start lists it without simulating", async () => {
-    const reported = await withServer({ flashAttention: true, contextSize: 1024 }, async (server) => {
+    const scene = scratch();
+    const reported = await withServer(scene, { flashAttention: true, contextSize: 1024 }, async (server) => {
       const loaded = await server.models.load("tiny-chat");
       expect(loaded.state).toBe("loaded");
       const inUse = server.models.loadedEngine("tiny-chat")!.memoryInUse!();
@@ -96,7 +101,7 @@ describe("the store's memory figures", () => {
       return inUse;
     });
     const count = simulations();
-    expect(await withServer({ flashAttention: true, contextSize: 1024 }, listedMemory)).toEqual(reported);
+    expect(await withServer(scene, { flashAttention: true, contextSize: 1024 }, listedMemory)).toEqual(reported);
     expect(count()).toBe(0);
   });
 });

@@ -17,7 +17,6 @@ import {
   type Token,
 } from "node-llama-cpp";
 import type { LlamaSettings } from "../../config/backendSettings.js";
-import type { MemoryEstimate } from "../BackendDescriptor.js";
 import { chunksAtWhitespace, CooperativeSlicer } from "../cooperativeWork.js";
 import { InferenceError } from "../../errors.js";
 import { PlanRefusalError, type PlanRefusal } from "../PlanRefusal.js";
@@ -34,6 +33,7 @@ import type {
   EchoedPrompt,
   FunctionDefinition,
   GenerationCall,
+  MemoryEstimate,
   PlannedChat,
   PlannedCompletion,
 } from "../types.js";

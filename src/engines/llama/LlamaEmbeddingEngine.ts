@@ -1,8 +1,7 @@
 import type { LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import type { MemoryEstimate } from "../BackendDescriptor.js";
 import { normalize } from "../embeddingMath.js";
-import type { EmbeddingEngine, EmbedResult } from "../types.js";
+import type { EmbeddingEngine, EmbedResult, MemoryEstimate } from "../types.js";
 import { contextThreads, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
 import { llamaMemoryInUse } from "./llamaMemoryInUse.js";
 import { longestTokenBytes } from "./longestTokenBytes.js";

@@ -1,5 +1,5 @@
 import type { LlamaContext, LlamaEmbeddingContext, LlamaModel } from "node-llama-cpp";
-import type { MemoryEstimate } from "../BackendDescriptor.js";
+import type { MemoryEstimate } from "../types.js";
 
 /** node-llama-cpp's native model and context objects, as far as this reads them. */
 interface NativeMemoryBreakdown {
