@@ -5,6 +5,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
 import { concatSamples } from "../../media/pcm.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";
+import { everySession, loadWithSessionsOffThread, type SessionLike } from "../onnx/OffThreadSession.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
@@ -35,7 +36,7 @@ export class KokoroEngine implements PcmSpeechEngine {
 
   private constructor(
     private readonly modelDir: string,
-    private readonly session: ort.InferenceSession,
+    private readonly session: SessionLike,
     private readonly tokenizer: PreTrainedTokenizer,
     private readonly phonemizer: Phonemizer,
     private readonly voiceNames: readonly string[],
@@ -56,11 +57,16 @@ export class KokoroEngine implements PcmSpeechEngine {
     if (voices.length === 0) throw new Error(`no voice files in ${dir}/voices (expected <voice>.bin, e.g. af_heart.bin)`);
     // The speaker encoder runs where the voice model runs.
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const [session, tokenizer, phonemizer, encoder] = await Promise.all([
-      openSession(onnxFile(dir, entry.onnx.dtype), entry.onnx, placement.providers),
+    const [[session, encoder], tokenizer, phonemizer] = await Promise.all([
+      // Both sessions on one worker thread: their inferences never hold the event loop.
+      loadWithSessionsOffThread(everySession, () =>
+        Promise.all([
+          openSession(onnxFile(dir, entry.onnx.dtype), entry.onnx, placement.providers),
+          entry.voiceCloning ? SpeakerEncoder.load(entry.voiceCloning.encoder, entry.onnx, placement.providers) : Promise.resolve(undefined),
+        ]),
+      ),
       AutoTokenizer.from_pretrained(dir),
       loadPhonemizer(entry.speech.phonemizer),
-      entry.voiceCloning ? SpeakerEncoder.load(entry.voiceCloning.encoder, entry.onnx, placement.providers) : Promise.resolve(undefined),
     ]);
     if (encoder && encoder.styleDim !== KOKORO_STYLE_DIM) throw new Error(`the speaker encoder writes ${encoder.styleDim} values; Kokoro takes ${KOKORO_STYLE_DIM}`);
     return new KokoroEngine(dir, session, tokenizer, phonemizer, voices, entry.id, entry.queue.maxWaiting, placement, encoder);

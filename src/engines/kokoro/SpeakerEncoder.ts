@@ -4,6 +4,7 @@ import * as ort from "onnxruntime-node";
 import type { OnnxSettings } from "../../config/backendSettings.js";
 import type { VoiceEncoder } from "../types.js";
 import { onnxFile, openSession } from "../onnx/onnxSession.js";
+import type { SessionLike } from "../onnx/OffThreadSession.js";
 import { logMelSpectrogram, STYLETTS2_MEL, type MelOptions } from "./melSpectrogram.js";
 
 /**
@@ -21,7 +22,7 @@ import { logMelSpectrogram, STYLETTS2_MEL, type MelOptions } from "./melSpectrog
  */
 export class SpeakerEncoder implements VoiceEncoder {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: SessionLike,
     private readonly mel: MelOptions,
     readonly styleDim: number,
   ) {}

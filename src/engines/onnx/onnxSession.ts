@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
 import type { OnnxSettings } from "../../config/backendSettings.js";
+import type { SessionLike } from "./OffThreadSession.js";
 
 /** transformers.js' file-name suffix per dtype: onnx/model.onnx, onnx/model_quantized.onnx, ... */
 const DTYPE_SUFFIX: Record<OnnxSettings["dtype"], string> = {
@@ -31,6 +32,7 @@ export function sessionOptions(settings: OnnxSettings, providers: readonly strin
   };
 }
 
-export function openSession(path: string, settings: OnnxSettings, providers: readonly string[]): Promise<ort.InferenceSession> {
+/** Inside loadWithSessionsOffThread, the session opens on the load's worker thread. */
+export function openSession(path: string, settings: OnnxSettings, providers: readonly string[]): Promise<SessionLike> {
   return ort.InferenceSession.create(path, sessionOptions(settings, providers));
 }

@@ -5,6 +5,7 @@ import type { BackgroundRemovalEngine } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
+import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /**
  * Background removal through transformers.js' `background-removal` pipeline: MODNet, BiRefNet,
@@ -31,10 +32,12 @@ export class TransformersBackgroundRemovalEngine implements BackgroundRemovalEng
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<TransformersBackgroundRemovalEngine> {
     configureTransformers();
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const segmenter = (await pipeline("background-removal", entry.file!, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as BackgroundRemovalPipeline;
+    const segmenter = (await loadWithSessionsOffThread(everySession, () =>
+      pipeline("background-removal", entry.file!, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as BackgroundRemovalPipeline;
     const modelType = String((segmenter.model.config as unknown as { model_type?: string }).model_type ?? "matting");
     return new TransformersBackgroundRemovalEngine(segmenter, modelType, entry.id, entry.queue.maxWaiting, placement);
   }

@@ -7,6 +7,7 @@ import { WorkQueue } from "../WorkQueue.js";
 import { readJson } from "./modelConfig.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
+import { exceptPerTokenSessions, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /** What the engine reads of a MusicGen config.json. */
 interface MusicgenConfig {
@@ -83,10 +84,12 @@ export class TransformersMusicEngine implements MusicEngine {
     const codebooks = config.decoder?.num_codebooks ?? 4;
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const tokenizer = await AutoTokenizer.from_pretrained(dir);
-    const model = (await MusicgenForConditionalGeneration.from_pretrained(dir, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as unknown as MusicgenModel;
+    const model = (await loadWithSessionsOffThread(exceptPerTokenSessions, () =>
+      MusicgenForConditionalGeneration.from_pretrained(dir, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as unknown as MusicgenModel;
     return new TransformersMusicEngine(model, tokenizer, sampleRate, frameRate, codebooks, entry.id, entry.queue.maxWaiting, placement);
   }
 

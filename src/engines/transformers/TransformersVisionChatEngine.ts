@@ -25,6 +25,7 @@ import { WorkQueue } from "../WorkQueue.js";
 import { readJson, VISION_CHAT_FAMILIES } from "./modelConfig.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
+import { exceptPerTokenSessions, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /** Choices one request may ask for: generated one after the other on the one queue. */
 const MAX_CHOICES = 4;
@@ -139,10 +140,12 @@ export class TransformersVisionChatEngine implements ChatEngine {
     }
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const processor = (await AutoProcessor.from_pretrained(dir)) as unknown as Idefics3Processor;
-    const model = (await AutoModelForImageTextToText.from_pretrained(dir, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as unknown as GenerativeModel;
+    const model = (await loadWithSessionsOffThread(exceptPerTokenSessions, () =>
+      AutoModelForImageTextToText.from_pretrained(dir, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as unknown as GenerativeModel;
     const text = config.text_config ?? {};
     const contextSize = entry.vision.contextSize ?? text.max_position_embeddings ?? 2048;
     const eos = [config.eos_token_id ?? text.eos_token_id].flat().filter((id): id is number => typeof id === "number");

@@ -5,6 +5,7 @@ import type { UpscaleEngine, UpscaleOptions } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
+import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /** One tile: the input region the model reads (`read`) and the part of it this tile answers for (`keep`). */
 interface Tile {
@@ -59,10 +60,12 @@ export class TransformersUpscaleEngine implements UpscaleEngine {
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<TransformersUpscaleEngine> {
     configureTransformers();
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const upscaler = (await pipeline("image-to-image", entry.file!, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as ImageToImagePipeline;
+    const upscaler = (await loadWithSessionsOffThread(everySession, () =>
+      pipeline("image-to-image", entry.file!, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as ImageToImagePipeline;
     const scale = Number((upscaler.model.config as unknown as { upscale?: number }).upscale);
     const modelScale = Number.isInteger(scale) && scale >= 2 ? scale : 2;
     return new TransformersUpscaleEngine(upscaler, modelScale, entry.upscale.tileSize, entry.upscale.tileOverlap, entry.id, entry.queue.maxWaiting, placement);

@@ -6,6 +6,7 @@ import { transformersDeviceOptions } from "../transformers/transformersDeviceOpt
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { vitsVoices } from "./vitsVoices.js";
+import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /**
  * VITS-family models (MMS-TTS and other Xenova/onnx-community exports) through transformers.js'
@@ -34,10 +35,12 @@ export class VitsEngine implements PcmSpeechEngine {
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<VitsEngine> {
     configureTransformers();
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const synthesizer = (await pipeline("text-to-audio", entry.file!, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as TextToAudioPipeline;
+    const synthesizer = (await loadWithSessionsOffThread(everySession, () =>
+      pipeline("text-to-audio", entry.file!, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as TextToAudioPipeline;
     const config = synthesizer.model.config as unknown as { sampling_rate?: number };
     return new VitsEngine(synthesizer, config.sampling_rate ?? 16000, vitsVoices(entry), entry.id, entry.queue.maxWaiting, placement);
   }

@@ -8,6 +8,7 @@ import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx
 import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
+import { exceptPerTokenSessions, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 export const WHISPER_SAMPLE_RATE = 16000;
 
@@ -125,10 +126,12 @@ export class WhisperEngine implements TranscriptionEngine {
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<WhisperEngine> {
     configureTransformers();
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const transcriber = (await pipeline("automatic-speech-recognition", entry.file!, {
-      dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-    })) as AutomaticSpeechRecognitionPipeline;
+    const transcriber = (await loadWithSessionsOffThread(exceptPerTokenSessions, () =>
+      pipeline("automatic-speech-recognition", entry.file!, {
+        dtype: entry.onnx.dtype,
+        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      }),
+    )) as AutomaticSpeechRecognitionPipeline;
     return new WhisperEngine(transcriber, entry.transcription, entry.id, entry.queue.maxWaiting, placement);
   }
 
