@@ -4,7 +4,9 @@
  * of long speech and of music as audio jobs (seconds of compute per second of audio), and
  * embeddings per second at batch 1 and 32, on the demo models (or the models of --config),
  * measured through a real server in this process over HTTP, so the numbers include the
- * worker threads, encoding (sharp, ffmpeg), billing and the job queue.
+ * worker threads, encoding (sharp, ffmpeg), billing and the job queue. Each row also gives the
+ * longest the server's event loop stood still during the measured work: how long any other
+ * request (a chat stream's next token) could have waited behind it.
  *
  *   node --import tsx scripts/bench-media.ts [--config models.config.json] [--images 5] [--video-seconds 5]
  *
@@ -23,6 +25,7 @@ import { createApiKey } from "../src/store/apiKeys.js";
 import sharp from "sharp";
 import { getJob } from "../src/store/jobs.js";
 import { grantCredits, toMicros } from "../src/store/ledger.js";
+import { withLoopStall } from "./bench/eventLoopStall.js";
 
 const { values } = parseArgs({
   options: {
@@ -97,10 +100,12 @@ try {
     await call("/image/generate", body); // load the model, warm the worker
     const n = Number(values.images);
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) await (await call("/image/generate", { ...body, seed: i + 2 })).arrayBuffer();
+    const { longestStallMs } = await withLoopStall(async () => {
+      for (let i = 0; i < n; i++) await (await call("/image/generate", { ...body, seed: i + 2 })).arrayBuffer();
+    });
     const perImage = seconds((performance.now() - t0) / n);
-    results[entry.id] = { width, height, steps, cfgScale: cfg, images: n, secondsPerImage: perImage };
-    rows.push([entry.id, `${width}x${height}, ${steps} steps, cfg ${cfg}`, `${perImage} s/image`]);
+    results[entry.id] = { width, height, steps, cfgScale: cfg, images: n, secondsPerImage: perImage, longestStallMs };
+    rows.push([entry.id, `${width}x${height}, ${steps} steps, cfg ${cfg}`, `${perImage} s/image`, `${longestStallMs} ms`]);
   }
 
   for (const entry of models.filter((m) => m.type === "video")) {
@@ -119,8 +124,11 @@ try {
     // Warm-up: a one-second video loads the model.
     await poll(((await (await call("/video/queue", { model: entry.id, prompt: "waves", duration: entry.video.durations[0] })).json()) as { queue_id: string }).queue_id);
     const t0 = performance.now();
-    const { queue_id } = (await (await call("/video/queue", { model: entry.id, prompt: "waves crashing on a beach", duration, seed: 3 })).json()) as { queue_id: string };
-    const mp4 = await poll(queue_id);
+    const { value: queue_id, longestStallMs } = await withLoopStall(async () => {
+      const { queue_id } = (await (await call("/video/queue", { model: entry.id, prompt: "waves crashing on a beach", duration, seed: 3 })).json()) as { queue_id: string };
+      return queue_id;
+    });
+    const { value: mp4, longestStallMs: pollingStallMs } = await withLoopStall(() => poll(queue_id));
     const wall = performance.now() - t0;
     const job = getJob(server.db, queue_id) as { startedAt: number; finishedAt: number };
     const run = job.finishedAt - job.startedAt;
@@ -135,11 +143,13 @@ try {
       jobSeconds: seconds(run),
       secondsPerVideoSecond: seconds(run / videoSeconds),
       wallSecondsIncludingPolling: seconds(wall),
+      longestStallMs: Math.max(longestStallMs, pollingStallMs),
     };
     rows.push([
       entry.id,
       `${duration} at ${resolution}, ${entry.video.fps} fps (${frames} frames), ${entry.image.defaultSteps} steps`,
       `${seconds(run / videoSeconds)} s per video second`,
+      `${Math.max(longestStallMs, pollingStallMs)} ms`,
     ]);
   }
 
@@ -149,11 +159,23 @@ try {
     // A 4x4 picture first: loads the model.
     await (await call("/image/upscale", { model: entry.id, image: await noisePng(4, 4) })).arrayBuffer();
     const t0 = performance.now();
-    await (await call("/image/upscale", { model: entry.id, image, scale: 2 })).arrayBuffer();
+    const { longestStallMs } = await withLoopStall(async () => (await call("/image/upscale", { model: entry.id, image, scale: 2 })).arrayBuffer());
     const run = performance.now() - t0;
     const megapixels = (side * 2) ** 2 / 1e6;
-    results[entry.id] = { input: `${side}x${side}`, scale: 2, tileSize: entry.upscale.tileSize, seconds: seconds(run), secondsPerOutputMegapixel: seconds(run / megapixels) };
-    rows.push([entry.id, `${side}x${side} -> ${side * 2}x${side * 2}, tiles of ${entry.upscale.tileSize}`, `${seconds(run / megapixels)} s per output megapixel`]);
+    results[entry.id] = {
+      input: `${side}x${side}`,
+      scale: 2,
+      tileSize: entry.upscale.tileSize,
+      seconds: seconds(run),
+      secondsPerOutputMegapixel: seconds(run / megapixels),
+      longestStallMs,
+    };
+    rows.push([
+      entry.id,
+      `${side}x${side} -> ${side * 2}x${side * 2}, tiles of ${entry.upscale.tileSize}`,
+      `${seconds(run / megapixels)} s per output megapixel`,
+      `${longestStallMs} ms`,
+    ]);
   }
 
   for (const entry of models.filter((m) => m.type === "background-removal")) {
@@ -162,10 +184,12 @@ try {
     await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
     const runs = 3;
     const t0 = performance.now();
-    for (let i = 0; i < runs; i++) await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
+    const { longestStallMs } = await withLoopStall(async () => {
+      for (let i = 0; i < runs; i++) await (await call("/image/background-remove", { model: entry.id, image })).arrayBuffer();
+    });
     const perPicture = seconds((performance.now() - t0) / runs);
-    results[entry.id] = { input: `${side}x${side}`, secondsPerPicture: perPicture };
-    rows.push([entry.id, `${side}x${side}, PNG with alpha`, `${perPicture} s per picture`]);
+    results[entry.id] = { input: `${side}x${side}`, secondsPerPicture: perPicture, longestStallMs };
+    rows.push([entry.id, `${side}x${side}, PNG with alpha`, `${perPicture} s per picture`, `${longestStallMs} ms`]);
   }
 
   for (const entry of models.filter((m) => m.type === "image" || m.type === "inpaint")) {
@@ -186,10 +210,17 @@ try {
     if (!warm.ok) continue; // an export without vae_encoder does not edit
     const runs = Number(values.images);
     const t0 = performance.now();
-    for (let i = 0; i < runs; i++) await (await edit()).arrayBuffer();
+    const { longestStallMs } = await withLoopStall(async () => {
+      for (let i = 0; i < runs; i++) await (await edit()).arrayBuffer();
+    });
     const perEdit = seconds((performance.now() - t0) / runs);
-    results[`${entry.id} (edit)`] = { width, height, steps, strength, masked, secondsPerEdit: perEdit };
-    rows.push([`${entry.id} (edit)`, `${width}x${height}, ${masked ? "left half masked, " : ""}strength ${strength} of ${steps} steps`, `${perEdit} s per edit`]);
+    results[`${entry.id} (edit)`] = { width, height, steps, strength, masked, secondsPerEdit: perEdit, longestStallMs };
+    rows.push([
+      `${entry.id} (edit)`,
+      `${width}x${height}, ${masked ? "left half masked, " : ""}strength ${strength} of ${steps} steps`,
+      `${perEdit} s per edit`,
+      `${longestStallMs} ms`,
+    ]);
   }
 
   for (const entry of models.filter((m) => m.type === "tts" && m.backend !== "upstream")) {
@@ -197,10 +228,13 @@ try {
     const text = sentence.repeat(Math.ceil(Number(values["speech-characters"]) / sentence.length)).trim();
     const queue = async (prompt: string) => ((await (await call("/audio/queue", { model: entry.id, prompt, response_format: "wav" })).json()) as { queue_id: string }).queue_id;
     await pollAudio(entry.id, await queue("Warm up."));
-    const queueId = await queue(text);
-    const { audioSeconds, jobMs, rtf } = audioJobTiming(queueId, await pollAudio(entry.id, queueId));
-    results[`${entry.id} (audio job)`] = { characters: text.length, audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf };
-    rows.push([`${entry.id} (audio job)`, `${text.length} characters -> ${seconds(audioSeconds * 1000)} s of speech`, `real-time factor ${rtf}`]);
+    const { value, longestStallMs } = await withLoopStall(async () => {
+      const queueId = await queue(text);
+      return audioJobTiming(queueId, await pollAudio(entry.id, queueId));
+    });
+    const { audioSeconds, jobMs, rtf } = value;
+    results[`${entry.id} (audio job)`] = { characters: text.length, audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf, longestStallMs };
+    rows.push([`${entry.id} (audio job)`, `${text.length} characters -> ${seconds(audioSeconds * 1000)} s of speech`, `real-time factor ${rtf}`, `${longestStallMs} ms`]);
   }
 
   for (const entry of models.filter((m) => m.type === "music")) {
@@ -212,34 +246,47 @@ try {
       ).queue_id;
     // A shortest clip first: loads the model.
     await pollAudio(entry.id, await queue(entry.music.minDurationSeconds));
-    const queueId = await queue(Number(values["music-seconds"]));
-    const { audioSeconds, jobMs, rtf } = audioJobTiming(queueId, await pollAudio(entry.id, queueId));
-    results[`${entry.id} (audio job)`] = { audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf };
-    rows.push([`${entry.id} (audio job)`, `${seconds(audioSeconds * 1000)} s of music`, `real-time factor ${rtf}`]);
+    const { value, longestStallMs } = await withLoopStall(async () => {
+      const queueId = await queue(Number(values["music-seconds"]));
+      return audioJobTiming(queueId, await pollAudio(entry.id, queueId));
+    });
+    const { audioSeconds, jobMs, rtf } = value;
+    results[`${entry.id} (audio job)`] = { audioSeconds: seconds(audioSeconds * 1000), jobSeconds: seconds(jobMs), realTimeFactor: rtf, longestStallMs };
+    rows.push([`${entry.id} (audio job)`, `${seconds(audioSeconds * 1000)} s of music`, `real-time factor ${rtf}`, `${longestStallMs} ms`]);
   }
 
   for (const entry of models.filter((m) => m.type === "embedding")) {
     const sentence = (i: number) => `The quick brown fox number ${i} jumps over the lazy dog near the river bank.`;
     await call("/embeddings", { model: entry.id, input: "warm up" });
     const requests = Number(values["embedding-requests"]);
-    let t0 = performance.now();
-    for (let i = 0; i < requests; i++) await (await call("/embeddings", { model: entry.id, input: sentence(i) })).arrayBuffer();
-    const batch1 = requests / ((performance.now() - t0) / 1000);
     const batches = Math.max(1, Math.round(requests / 10));
-    t0 = performance.now();
-    for (let i = 0; i < batches; i++) {
-      await (await call("/embeddings", { model: entry.id, input: Array.from({ length: 32 }, (_, j) => sentence(i * 32 + j)) })).arrayBuffer();
-    }
-    const batch32 = (batches * 32) / ((performance.now() - t0) / 1000);
-    results[entry.id] = { backend: entry.backend, embeddingsPerSecondBatch1: Math.round(batch1), embeddingsPerSecondBatch32: Math.round(batch32) };
-    rows.push([entry.id, `${entry.backend}, 1 input x ${requests} requests | 32 inputs x ${batches} requests`, `${Math.round(batch1)} /s | ${Math.round(batch32)} /s`]);
+    let batch1 = 0;
+    let batch32 = 0;
+    const { longestStallMs } = await withLoopStall(async () => {
+      let t0 = performance.now();
+      for (let i = 0; i < requests; i++) await (await call("/embeddings", { model: entry.id, input: sentence(i) })).arrayBuffer();
+      batch1 = requests / ((performance.now() - t0) / 1000);
+      t0 = performance.now();
+      for (let i = 0; i < batches; i++) {
+        await (await call("/embeddings", { model: entry.id, input: Array.from({ length: 32 }, (_, j) => sentence(i * 32 + j)) })).arrayBuffer();
+      }
+      batch32 = (batches * 32) / ((performance.now() - t0) / 1000);
+    });
+    results[entry.id] = { backend: entry.backend, embeddingsPerSecondBatch1: Math.round(batch1), embeddingsPerSecondBatch32: Math.round(batch32), longestStallMs };
+    rows.push([
+      entry.id,
+      `${entry.backend}, 1 input x ${requests} requests | 32 inputs x ${batches} requests`,
+      `${Math.round(batch1)} /s | ${Math.round(batch32)} /s`,
+      `${longestStallMs} ms`,
+    ]);
   }
 } finally {
   await server.close();
   rmSync(dataDir, { recursive: true, force: true });
 }
 
-const width = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
+rows.unshift(["model", "work", "speed", "longest event-loop stall"]);
+const width = [0, 1, 2, 3].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
 process.stdout.write(`Media benchmark (${cpus().length} CPUs: ${cpus()[0]?.model ?? "unknown"})\n`);
 for (const row of rows) process.stdout.write(`${row.map((cell, c) => cell.padEnd(width[c]!)).join("  ")}\n`);
 mkdirSync(join(PACKAGE_ROOT, "bench-out"), { recursive: true });
