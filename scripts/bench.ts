@@ -18,6 +18,7 @@ import { allStartedBeforeAnyFinished, computeMetrics } from "./bench/metrics.js"
 import { ensureGeneratedModel, type ModelFile } from "./bench/models.js";
 import { MODE_LABELS, parseOptions, type BenchOptions, type Mode } from "./bench/options.js";
 import { computeRatios, nativeCallFigures, ratiosTable, resultsTable, summaryLine, type ScenarioResult } from "./bench/report.js";
+import { pooledTable, poolReports, readReports } from "./bench/pool.js";
 import { runVisionBench } from "./bench/vision.js";
 import { runVersusLlamaServer } from "./bench/vsLlamaServer.js";
 import { buildRequests, runConcurrent } from "./bench/workload.js";
@@ -31,6 +32,10 @@ const WARMUP_OFFSET = 1_000_000;
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main(options: BenchOptions): Promise<void> {
+  if (options.pool) {
+    log(pooledTable(poolReports(readReports(options.pool))));
+    return;
+  }
   if (options.vision) {
     const given = process.argv.includes("--max-tokens");
     const result = await runVisionBench({ requests: options.requests ?? 8, maxTokens: given ? options.maxTokens : 8, log });

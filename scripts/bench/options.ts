@@ -43,6 +43,8 @@ export interface BenchOptions {
   hearthLlama?: Record<string, unknown>;
   /** Time to first token of an image question on the tiny vision demo model (its own scenario). */
   vision: boolean;
+  /** --vs-llama-server JSON reports to pool into one table (nothing is run). */
+  pool?: string[];
 }
 
 const positiveInt = (value: string) => {
@@ -123,6 +125,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         "one request at a time; --requests sets how many (default 8), --max-tokens the answer's length (default 8)",
       false,
     )
+    .option(
+      "--pool <reports...>",
+      "runs nothing: pools the per-round ratios of these --vs-llama-server --json reports (same code and machine) into one median, interval and verdict per scenario",
+    )
     .showHelpAfterError()
     .parse(argv, { from: "user" });
 
@@ -148,5 +154,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     modelFile: flags.modelFile && resolve(flags.modelFile),
     json: flags.json && resolve(flags.json),
     llamaServer: flags.llamaServer && resolve(flags.llamaServer),
+    pool: flags.pool?.map((file) => resolve(file)),
   };
 }

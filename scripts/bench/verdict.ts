@@ -22,6 +22,13 @@ export const VERDICT_COVERAGE = 0.9;
 /** Fewest rounds for which the widest interval (smallest to largest round) reaches VERDICT_COVERAGE. */
 export const ROUNDS_FOR_VERDICT = 5;
 
+/** The median (the mean of the middle two for an even count). */
+export function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /**
  * The distribution-free interval for the median from order statistics: [x(k), x(n+1-k)] of the
  * sorted values holds the median with probability 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2).

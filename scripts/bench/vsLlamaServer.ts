@@ -14,7 +14,7 @@ import { describeLlamaServer, deviceMismatch, ensureLlamaServer, type LlamaServe
 import { computeMetrics, type RequestTrace, type ScenarioMetrics } from "./metrics.js";
 import type { ModelFile } from "./models.js";
 import { type ProcessMemory, startHearth, startLlamaServer, type RunningServer, type ServerSettings } from "./servers.js";
-import { type MedianInterval, medianInterval, VERDICT_COVERAGE, verdictOf } from "./verdict.js";
+import { type MedianInterval, medianInterval, medianOf, VERDICT_COVERAGE, verdictOf } from "./verdict.js";
 import { buildLongPromptRequests, buildRequests, type BenchRequest } from "./workload.js";
 
 export interface VersusOptions {
@@ -116,11 +116,7 @@ interface RoundResult {
   decode: { calls: number; callsPerToken: number; sequencesPerCall: number } | null;
 }
 
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
+const median = medianOf;
 
 /** Decode speed of one stream: 1000 / the median time per output token after the first. */
 const decodeTokensPerSecond = (metrics: ScenarioMetrics) => 1000 / metrics.tpotMs.median;
