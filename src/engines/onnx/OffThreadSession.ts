@@ -158,9 +158,9 @@ const offThreadScope = new AsyncLocalStorage<{ offThread: (modelFile: string) =>
 let patched = false;
 
 /**
- * Runs `load` (an engine's load through transformers.js) so that the sessions it opens whose model
- * file `offThread` accepts run on worker threads of their own; sessions opened anywhere else are
- * untouched. transformers.js opens its sessions itself (onnxruntime-node's InferenceSession.create,
+ * Runs `load` (an engine's load, through transformers.js or openSession) so that the sessions it
+ * opens whose model file `offThread` accepts run on a worker thread; sessions opened anywhere
+ * else are untouched. transformers.js opens its sessions itself (onnxruntime-node's InferenceSession.create,
  * the object this module imports, with a file path in Node), so create is wrapped once, and acts
  * only inside such a load: AsyncLocalStorage follows the load's own calls, not a concurrent one's.
  * The sessions of one load share one worker thread (an engine runs them one after another anyway).
