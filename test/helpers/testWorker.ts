@@ -1,7 +1,8 @@
+import { InvalidRequestError } from "../../src/errors.js";
 import { serveWorker } from "../../src/engines/worker/serveWorker.js";
 
-/** A worker module for WorkerPool tests: echoes, spins through checkpoints, or dies. */
-type Task = { type: "echo"; value: unknown } | { type: "spin"; steps: number } | { type: "crash" } | { type: "throw" };
+/** A worker module for WorkerPool tests: echoes, spins through checkpoints or until its signal aborts, refuses, or dies. */
+type Task = { type: "echo"; value: unknown } | { type: "spin"; steps: number } | { type: "watch-signal" } | { type: "crash" } | { type: "throw" } | { type: "refuse" };
 
 serveWorker<{ greeting: string }, Task>({
   async load(data) {
@@ -21,10 +22,21 @@ serveWorker<{ greeting: string }, Task>({
           await io.checkpoint();
         }
         return { result: "spun" };
+      case "watch-signal":
+        // An engine that checks a signal between steps (as Whisper's seek loop does) and throws its own error.
+        for (let step = 1; ; step++) {
+          const until = Date.now() + 5;
+          while (Date.now() < until);
+          io.emit({ step });
+          await new Promise((resolve) => setImmediate(resolve));
+          if (io.signal.aborted) throw new Error(`stopped at step ${step}`);
+        }
       case "crash":
         return process.exit(3);
       case "throw":
         throw new Error("the model said no");
+      case "refuse":
+        throw InvalidRequestError.forField(["language"], "Language xx is not supported");
     }
   },
 });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { TaskAbortedError, WorkerPool } from "../../src/engines/worker/WorkerPool.js";
-import { InferenceError, ModelAtCapacityError } from "../../src/errors.js";
+import { ApiError, InferenceError, ModelAtCapacityError } from "../../src/errors.js";
 
 const ENTRY = new URL("../helpers/testWorker.ts", import.meta.url);
 let pools: WorkerPool[] = [];
@@ -72,6 +72,26 @@ describe("WorkerPool", () => {
     await expect(crash).rejects.toThrow(/worker exited with code 3/);
     expect((await next).result).toMatchObject({ value: "queued behind the crash" });
     expect(pool.stats().workers).toBe(1);
+  });
+
+  it("a client error found in the worker stays a 4xx with its details", async () => {
+    const pool = await start({ size: 1 });
+    const refused = await pool.run({ type: "refuse" }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).not.toBeInstanceOf(InferenceError);
+    expect(refused).toMatchObject({ status: 400, name: "InvalidRequestError", message: "language: Language xx is not supported" });
+    expect((refused as ApiError).extra.details).toEqual({ _errors: [], language: { _errors: ["Language xx is not supported"] } });
+  });
+
+  it("aborts the signal a task watches; the task's own error then still reads as an abort", async () => {
+    const pool = await start({ size: 1 });
+    const controller = new AbortController();
+    const steps: unknown[] = [];
+    const running = pool.run({ type: "watch-signal" }, { signal: controller.signal, onEvent: (e) => steps.push(e) });
+    while (steps.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    await expect(running).rejects.toBeInstanceOf(TaskAbortedError);
+    expect((await pool.run({ type: "echo", value: "after" })).result).toMatchObject({ value: "after" });
   });
 
   it("dispose() fails what is running and waiting", async () => {

@@ -1,5 +1,5 @@
 import { Worker, type TransferListItem } from "node:worker_threads";
-import { InferenceError, ModelAtCapacityError } from "../../errors.js";
+import { ApiError, InferenceError, ModelAtCapacityError } from "../../errors.js";
 import type { FromWorker, ToWorker, WorkerBootData } from "./protocol.js";
 
 const BOOT = new URL("./workerBoot.mjs", import.meta.url);
@@ -160,7 +160,12 @@ export class WorkerPool {
     const queueMs = (task.startedAt ?? task.enqueuedAt) - task.enqueuedAt;
     if (message.type === "done") this.finish(task, () => task.resolve({ result: message.result, queueMs }));
     else if (message.type === "failed") {
-      const error = message.name === "TaskCancelledError" ? new TaskAbortedError() : new InferenceError(`Inference processing failed: ${message.message}`);
+      const error =
+        message.name === "TaskCancelledError"
+          ? new TaskAbortedError()
+          : message.clientError
+            ? Object.assign(new ApiError(message.clientError.status, message.message, message.clientError.extra), { name: message.name })
+            : new InferenceError(`Inference processing failed: ${message.message}`);
       this.finish(task, () => task.reject(error));
     }
     this.next(slot);

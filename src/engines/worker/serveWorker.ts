@@ -1,4 +1,5 @@
 import { parentPort, workerData, type TransferListItem } from "node:worker_threads";
+import { ApiError } from "../../errors.js";
 import type { FromWorker, ToWorker, WorkerBootData } from "./protocol.js";
 
 export class TaskCancelledError extends Error {
@@ -16,6 +17,8 @@ export interface TaskIo {
    * cancelled. onnxruntime's run holds the thread, so long loops call this between steps.
    */
   checkpoint(): Promise<void>;
+  /** Aborted when the caller cancels the task (for engines that watch a signal between steps). */
+  signal: AbortSignal;
 }
 
 export interface WorkerHandlers<Context, Task> {
@@ -29,6 +32,7 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
   if (!port) throw new Error("serveWorker must run in a worker thread");
   const post = (message: FromWorker, transfer?: TransferListItem[]) => port.postMessage(message, transfer);
   const cancelled = new Set<number>();
+  const controllers = new Map<number, AbortController>();
   const boot = workerData as WorkerBootData;
 
   void (async () => {
@@ -44,10 +48,14 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
     port.on("message", (message: ToWorker) => {
       if (message.type === "cancel") {
         cancelled.add(message.id);
+        controllers.get(message.id)?.abort(new TaskCancelledError());
         return;
       }
       const id = message.id;
+      const controller = new AbortController();
+      controllers.set(id, controller);
       const io: TaskIo = {
+        signal: controller.signal,
         emit: (event, transfer) => post({ type: "event", id, event }, transfer),
         checkpoint: async () => {
           await new Promise<void>((resolve) => setImmediate(resolve));
@@ -57,12 +65,18 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
       handlers.run(context, message.task as Task, io).then(
         ({ result, transfer }) => {
           cancelled.delete(id);
+          controllers.delete(id);
           post({ type: "done", id, result }, transfer);
         },
         (error: unknown) => {
-          cancelled.delete(id);
+          const wasCancelled = cancelled.delete(id);
+          controllers.delete(id);
           const e = error instanceof Error ? error : new Error(String(error));
-          post({ type: "failed", id, name: e.name, message: e.message });
+          // A cancelled task fails however the engine noticed it (its own abort error included).
+          const name = wasCancelled ? "TaskCancelledError" : e.name;
+          // A client error (a 4xx the engine found in the request) keeps its status and details.
+          const clientError = e instanceof ApiError && e.status < 500 ? { status: e.status, extra: JSON.parse(JSON.stringify(e.extra)) } : undefined;
+          post({ type: "failed", id, name, message: e.message, ...(clientError ? { clientError } : {}) });
         },
       );
     });
