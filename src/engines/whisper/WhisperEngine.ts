@@ -8,9 +8,9 @@ import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx
 import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
-import { exceptPerTokenSessions, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
+import { WHISPER_SAMPLE_RATE } from "./whisperSampleRate.js";
 
-export const WHISPER_SAMPLE_RATE = 16000;
+export { WHISPER_SAMPLE_RATE };
 
 /** transformers.js' Whisper decoding throws this when a window yields no tokens (silence): that is empty text, not an error. */
 export const isSilenceError = (error: unknown) => String((error as Error)?.message ?? "").includes("token_ids must be a non-empty array of integers");
@@ -85,7 +85,8 @@ class TokenLogprobs extends LogitsProcessor {
  * 30 s windows with timestamp tokens), which also reports each window's tokens, average log
  * probability, compression ratio and no-speech probability, detects the language when none is
  * given, and translates (task "translate"). Word timestamps come from the
- * `automatic-speech-recognition` pipeline's cross-attention alignment.
+ * `automatic-speech-recognition` pipeline's cross-attention alignment. The server runs it on a
+ * worker thread (WhisperWorkerEngine).
  */
 export class WhisperEngine implements TranscriptionEngine {
   readonly kind = "transcription";
@@ -126,12 +127,10 @@ export class WhisperEngine implements TranscriptionEngine {
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<WhisperEngine> {
     configureTransformers();
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
-    const transcriber = (await loadWithSessionsOffThread(exceptPerTokenSessions, () =>
-      pipeline("automatic-speech-recognition", entry.file!, {
-        dtype: entry.onnx.dtype,
-        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-      }),
-    )) as AutomaticSpeechRecognitionPipeline;
+    const transcriber = (await pipeline("automatic-speech-recognition", entry.file!, {
+      dtype: entry.onnx.dtype,
+      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+    })) as AutomaticSpeechRecognitionPipeline;
     return new WhisperEngine(transcriber, entry.transcription, entry.id, entry.queue.maxWaiting, placement);
   }
 
