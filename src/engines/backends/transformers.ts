@@ -18,7 +18,7 @@ export const transformersBackend: BackendDescriptor = {
   load: async (entry, options) => {
     if (entry.type === "text") return (await import("../transformers/TransformersVisionChatEngine.js")).TransformersVisionChatEngine.load(entry, options.gpu);
     if (entry.type === "upscale") return (await import("../transformers/UpscaleEngine.js")).TransformersUpscaleEngine.load(entry, options.gpu);
-    if (entry.type === "music") return (await import("../transformers/MusicEngine.js")).TransformersMusicEngine.load(entry, options.gpu);
+    if (entry.type === "music") return (await import("../transformers/MusicWorkerEngine.js")).MusicWorkerEngine.load(entry, options.gpu);
     if (entry.type === "background-removal") return (await import("../transformers/BackgroundRemovalEngine.js")).TransformersBackgroundRemovalEngine.load(entry, options.gpu);
     return (await import("../transformers/TransformersEmbeddingEngine.js")).TransformersEmbeddingEngine.load(entry, options.gpu);
   },

@@ -7,7 +7,6 @@ import { WorkQueue } from "../WorkQueue.js";
 import { readJson } from "./modelConfig.js";
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
-import { exceptPerTokenSessions, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
 /** What the engine reads of a MusicGen config.json. */
 interface MusicgenConfig {
@@ -53,7 +52,8 @@ function exactLength(samples: Float32Array, length: number): Float32Array {
  * MusicGen text-to-music through transformers.js (the Xenova / onnx-community exports: a T5
  * text encoder, a merged decoder over codebooks, EnCodec's decoder). Sampling, top-k and
  * classifier-free guidance come from the export's generation_config.json; the clip's length
- * sets the steps. One clip at a time per model: generation keeps a few cores busy.
+ * sets the steps. One clip at a time per model: generation keeps a few cores busy. The server
+ * runs it on a worker thread (MusicWorkerEngine).
  */
 export class TransformersMusicEngine implements MusicEngine {
   readonly kind = "music";
@@ -84,12 +84,10 @@ export class TransformersMusicEngine implements MusicEngine {
     const codebooks = config.decoder?.num_codebooks ?? 4;
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const tokenizer = await AutoTokenizer.from_pretrained(dir);
-    const model = (await loadWithSessionsOffThread(exceptPerTokenSessions, () =>
-      MusicgenForConditionalGeneration.from_pretrained(dir, {
-        dtype: entry.onnx.dtype,
-        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
-      }),
-    )) as unknown as MusicgenModel;
+    const model = (await MusicgenForConditionalGeneration.from_pretrained(dir, {
+      dtype: entry.onnx.dtype,
+      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+    })) as unknown as MusicgenModel;
     return new TransformersMusicEngine(model, tokenizer, sampleRate, frameRate, codebooks, entry.id, entry.queue.maxWaiting, placement);
   }
 
