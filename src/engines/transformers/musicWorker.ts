@@ -1,5 +1,5 @@
-import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { MusicOptions } from "../types.js";
+import type { EngineWorkerData } from "../worker/EngineOnWorker.js";
 import { serveWorker } from "../worker/serveWorker.js";
 import { TransformersMusicEngine } from "./MusicEngine.js";
 
@@ -8,11 +8,6 @@ import { TransformersMusicEngine } from "./MusicEngine.js";
  * decoder step per 20 ms frame with its key/value cache, EnCodec's decoder) runs here, so a
  * clip's minutes of decoder steps never hold the event loop that serves chat streams.
  */
-
-export interface MusicWorkerData {
-  entry: ModelEntry;
-  gpu: "auto" | false;
-}
 
 /** A clip as it crosses to the worker: the options without their callback and signal. */
 export type MusicTask = Omit<MusicOptions, "onProgress" | "signal">;
@@ -25,7 +20,7 @@ export interface MusicWorkerInfo {
 
 serveWorker<TransformersMusicEngine, MusicTask>({
   async load(data) {
-    const { entry, gpu } = data as MusicWorkerData;
+    const { entry, gpu } = data as EngineWorkerData;
     const engine = await TransformersMusicEngine.load(entry, gpu);
     const info: MusicWorkerInfo = { sampleRate: engine.sampleRate, frameRate: engine.frameRate, executionProvider: engine.executionProvider };
     return { context: engine, info };

@@ -1,5 +1,5 @@
-import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { TranscribeOptions } from "../types.js";
+import type { EngineWorkerData } from "../worker/EngineOnWorker.js";
 import { serveWorker } from "../worker/serveWorker.js";
 import { WhisperEngine } from "./WhisperEngine.js";
 
@@ -8,11 +8,6 @@ import { WhisperEngine } from "./WhisperEngine.js";
  * encoder, the decoder's loop with its key/value cache, word alignment) runs here, so no part
  * of a transcription holds the main thread's event loop, and the cache never crosses threads.
  */
-
-export interface WhisperWorkerData {
-  entry: ModelEntry;
-  gpu: "auto" | false;
-}
 
 /** A transcription as it crosses to the worker: the options without their callback and signal. */
 export type WhisperTask = Omit<TranscribeOptions, "onSegment" | "signal">;
@@ -25,7 +20,7 @@ export interface WhisperWorkerInfo {
 
 serveWorker<WhisperEngine, WhisperTask>({
   async load(data) {
-    const { entry, gpu } = data as WhisperWorkerData;
+    const { entry, gpu } = data as EngineWorkerData;
     const engine = await WhisperEngine.load(entry, gpu);
     const info: WhisperWorkerInfo = {
       supportsWordTimestamps: engine.supportsWordTimestamps,
