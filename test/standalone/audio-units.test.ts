@@ -98,6 +98,16 @@ describe("PCM framing and ffmpeg streaming", () => {
     expect(floatToPcm16(Float32Array.of(2, -2)).readInt16LE(2)).toBe(-32768);
   });
 
+  it("converts float samples to 16-bit little-endian PCM: scaled, rounded, clipped, NaN as silence", () => {
+    const samples = Float32Array.of(0, 1, -1, 0.5, -0.5, 2, -2, Number.NaN, 1e-6, -1e-6, 0.25, -0.999);
+    const pcm = floatToPcm16(samples);
+    expect(pcm.length).toBe(samples.length * 2);
+    const values = Array.from({ length: samples.length }, (_, i) => pcm.readInt16LE(i * 2));
+    expect(values).toEqual([0, 32767, -32768, 16384, -16384, 32767, -32768, 0, 0, 0, 8192, -32735]);
+    // The bytes are little-endian: 0x7fff is ff 7f.
+    expect([...pcm.subarray(2, 4)]).toEqual([0xff, 0x7f]);
+  });
+
   it.each(["mp3", "opus", "aac", "flac"] as const)("encodes %s while input still arrives: bytes come out before the input ends", async (format) => {
     const encoder = createAudioEncoderStream(24000, format);
     const chunks: Buffer[] = [];
