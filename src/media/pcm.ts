@@ -11,8 +11,8 @@ export function floatToPcm16(samples: Float32Array): Buffer {
   const pcm = new Int16Array(samples.length);
   for (let i = 0; i < samples.length; i++) {
     const x = samples[i]!;
-    // NaN (x !== x) is silence; the rest clipped to [-1, 1].
-    const s = x !== x ? 0 : x > 1 ? 1 : x < -1 ? -1 : x;
+    // NaN is silence; the rest clipped to [-1, 1].
+    const s = Number.isNaN(x) ? 0 : Math.min(1, Math.max(-1, x));
     const v = s < 0 ? s * 0x8000 : s * 0x7fff;
     // Math.round(v) without the call: v + 32768.5 is positive, so | 0 floors it.
     pcm[i] = ((v + 32768.5) | 0) - 32768;
