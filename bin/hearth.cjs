@@ -4,6 +4,9 @@
 // sized: it starts with the first file an ES module loader reads. It sizes the pool for a server
 // (libuvPool.cjs), then runs the CLI (hearth.js).
 require("./libuvPool.cjs").sizeLibuvPool(process.argv.slice(2));
+// onnxruntime's telemetry stays off in every command (src/engines/onnx/onnxRuntimeOffline.ts says
+// what it would collect); set before anything can load onnxruntime.
+process.env.ORT_DISABLE_TELEMETRY ??= "1";
 
 import("./hearth.js").catch((error) => {
   process.stderr.write(`${error?.stack ?? error}\n`);

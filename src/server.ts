@@ -35,6 +35,7 @@ import { cachedModelFileFeatures, storeModelFileFeatures } from "./store/modelFi
 import { cachedModelMemoryFigure, storeModelMemoryFigure } from "./store/modelMemoryFigures.js";
 import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
+import { keepOnnxRuntimeOffline } from "./engines/onnx/onnxRuntimeOffline.js";
 
 export interface RunningServer {
   url: string;
@@ -69,6 +70,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  keepOnnxRuntimeOffline();
   const logger = options.logger ?? createLogger(config.logLevel);
   const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
   const generated = await ensureDemoModels(modelsConfig, options.onDemoModelProgress);
