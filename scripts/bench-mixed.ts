@@ -18,12 +18,13 @@ import { PACKAGE_ROOT } from "../src/config/packageRoot.js";
 import { loadServerConfig } from "../src/config/serverSettings.js";
 import { writeWhisperModel } from "../src/fixtures/onnx/index.js";
 import { createLogger } from "../src/logger.js";
-import { wavHeader } from "../src/media/pcm.js";
+import { floatToPcm16, wavHeader } from "../src/media/pcm.js";
 import { startServer } from "../src/server.js";
 import { createAccount } from "../src/store/accounts.js";
 import { createApiKey } from "../src/store/apiKeys.js";
 import { grantCredits, toMicros } from "../src/store/ledger.js";
 import { BENCH_MODELS_DIR, ensureGeneratedModel } from "./bench/models.js";
+import { medianOf } from "./bench/verdict.js";
 
 const { values } = parseArgs({
   options: {
@@ -69,8 +70,8 @@ const { secret: key } = createApiKey(server.db, { accountId: account.id, descrip
 /** A tone with a slow swell, 16 kHz mono WAV. */
 function toneWav(seconds: number): Buffer {
   const rate = 16000;
-  const pcm = Buffer.alloc(rate * seconds * 2);
-  for (let i = 0; i < rate * seconds; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate) * (0.5 + 0.5 * Math.sin(i / 4000))), i * 2);
+  const samples = Float32Array.from({ length: rate * seconds }, (_, i) => (8000 / 32767) * Math.sin((2 * Math.PI * 440 * i) / rate) * (0.5 + 0.5 * Math.sin(i / 4000)));
+  const pcm = floatToPcm16(samples);
   return Buffer.concat([wavHeader(rate, pcm.length), pcm]);
 }
 const wav = toneWav(audioSeconds);
@@ -109,7 +110,6 @@ async function chat(maxTokens: number): Promise<{ longestPauseMs: number; chunks
   return { longestPauseMs, chunks };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round1 = (x: number) => Math.round(x * 10) / 10;
 const perRound: Record<string, number>[] = [];
 try {
@@ -147,7 +147,7 @@ try {
   rmSync(dataDir, { recursive: true, force: true });
 }
 
-const summary = Object.fromEntries(Object.keys(perRound[0] ?? {}).map((k) => [k, median(perRound.map((r) => r[k]!))]));
+const summary = Object.fromEntries(Object.keys(perRound[0] ?? {}).map((k) => [k, medianOf(perRound.map((r) => r[k]!))]));
 const rows = [
   ["chat stream alone", `longest pause ${summary.chatAloneLongestPauseMs} ms`],
   [

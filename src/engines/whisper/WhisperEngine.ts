@@ -10,8 +10,6 @@ import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { WHISPER_SAMPLE_RATE } from "./whisperSampleRate.js";
 
-export { WHISPER_SAMPLE_RATE };
-
 /** transformers.js' Whisper decoding throws this when a window yields no tokens (silence): that is empty text, not an error. */
 export const isSilenceError = (error: unknown) => String((error as Error)?.message ?? "").includes("token_ids must be a non-empty array of integers");
 

@@ -31,7 +31,7 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
   const port = parentPort;
   if (!port) throw new Error("serveWorker must run in a worker thread");
   const post = (message: FromWorker, transfer?: TransferListItem[]) => port.postMessage(message, transfer);
-  const cancelled = new Set<number>();
+  /** The running tasks' cancellation, by task id (a cancel that comes after its task finished finds none). */
   const controllers = new Map<number, AbortController>();
   const boot = workerData as WorkerBootData;
 
@@ -47,7 +47,6 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
     }
     port.on("message", (message: ToWorker) => {
       if (message.type === "cancel") {
-        cancelled.add(message.id);
         controllers.get(message.id)?.abort(new TaskCancelledError());
         return;
       }
@@ -59,17 +58,16 @@ export function serveWorker<Context, Task>(handlers: WorkerHandlers<Context, Tas
         emit: (event, transfer) => post({ type: "event", id, event }, transfer),
         checkpoint: async () => {
           await new Promise<void>((resolve) => setImmediate(resolve));
-          if (cancelled.has(id)) throw new TaskCancelledError();
+          if (controller.signal.aborted) throw new TaskCancelledError();
         },
       };
       handlers.run(context, message.task as Task, io).then(
         ({ result, transfer }) => {
-          cancelled.delete(id);
           controllers.delete(id);
           post({ type: "done", id, result }, transfer);
         },
         (error: unknown) => {
-          const wasCancelled = cancelled.delete(id);
+          const wasCancelled = controller.signal.aborted;
           controllers.delete(id);
           const e = error instanceof Error ? error : new Error(String(error));
           // A cancelled task fails however the engine noticed it (its own abort error included).
