@@ -134,6 +134,23 @@ describe("OffThreadSession", () => {
     expect(y!.dims).toEqual([SIZE, SIZE]);
   });
 
+  it("ends the worker of a load that fails after opening sessions on it", async () => {
+    const dir = testTempDir("off-thread-failed-load");
+    const encoder = join(dir, "encoder_model.onnx");
+    writeFileSync(encoder, chainedProducts());
+    let leftBehind: ort.InferenceSession | undefined;
+    await expect(
+      loadWithSessionsOffThread(exceptPerTokenSessions, async () => {
+        leftBehind = await ort.InferenceSession.create(encoder, options);
+        await leftBehind.run(feeds());
+        throw new Error("the tokenizer is missing");
+      }),
+    ).rejects.toThrow(/tokenizer is missing/);
+    expect(leftBehind).toBeInstanceOf(OffThreadSession);
+    // Nobody holds the session the failed load opened; it must not keep running (and its weights).
+    await expect(leftBehind!.run(feeds())).rejects.toThrow(/load that opened this session failed/);
+  });
+
   it("keeps the per-token sessions of real exports on this thread", () => {
     for (const file of ["encoder_model.onnx", "encoder_model_quantized.onnx", "vision_encoder_fp16.onnx", "text_encoder.onnx", "encodec_decode.onnx", "model.onnx"]) {
       expect(exceptPerTokenSessions(`/models/x/onnx/${file}`), file).toBe(true);

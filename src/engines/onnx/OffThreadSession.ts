@@ -89,6 +89,12 @@ export class SessionHost {
     await this.worker.terminate();
   }
 
+  /** Ends the worker now, with every session on it (a load that failed after opening some). */
+  async discard(reason: Error): Promise<void> {
+    this.stop(reason);
+    await this.worker.terminate();
+  }
+
   private settled(id: number): void {
     this.pending.delete(id);
     if (this.pending.size === 0) this.worker.unref();
@@ -164,6 +170,8 @@ let patched = false;
  * the object this module imports, with a file path in Node), so create is wrapped once, and acts
  * only inside such a load: AsyncLocalStorage follows the load's own calls, not a concurrent one's.
  * The sessions of one load share one worker thread (an engine runs them one after another anyway).
+ * A load that fails ends that thread with the sessions it had opened there: nothing else holds
+ * them, and their weights would stay in memory until the process ends.
  *
  * Take what runs once per request (encoders, single-pass models), not a decoder that runs once
  * per generated token: each run copies its inputs to the worker, and a decoder's key/value cache
@@ -183,7 +191,15 @@ export function loadWithSessionsOffThread<T>(offThread: (modelFile: string) => b
       return create(source, ...rest);
     };
   }
-  return offThreadScope.run({ offThread }, load);
+  const scope: { offThread: (modelFile: string) => boolean; host?: SessionHost } = { offThread };
+  return offThreadScope.run(scope, async () => {
+    try {
+      return await load();
+    } catch (error) {
+      await scope.host?.discard(new Error("the load that opened this session failed"));
+      throw error;
+    }
+  });
 }
 
 /** loadWithSessionsOffThread's choice for models whose every session runs once per request (or per tile). */
