@@ -94,6 +94,26 @@ describe("WorkerPool", () => {
     expect((await pool.run({ type: "echo", value: "after" })).result).toMatchObject({ value: "after" });
   });
 
+  it("call() runs beside a running task and its queue, uncounted; its failures read as run()'s; a dead worker fails it", async () => {
+    const pool = await start({ size: 1, maxWaiting: 1 });
+    const steps: number[] = [];
+    const running = pool.run({ type: "spin", steps: 60 }, { onEvent: (e) => steps.push((e as { step: number }).step) });
+    const waiting = pool.run({ type: "echo", value: "queued" });
+    expect(pool.hasRoom()).toBe(false);
+    // Answered between the running task's steps, long before that task (300 ms) and the queued one end.
+    const answer = await pool.call({ type: "echo", value: "now" });
+    expect(answer).toEqual({ greeting: "hello", value: "now" });
+    expect(steps.length).toBeLessThan(60);
+    expect(pool.stats()).toEqual({ workers: 1, busy: 1, waiting: 1 });
+    await expect(pool.call({ type: "refuse" })).rejects.toMatchObject({ status: 400 });
+    await expect(pool.call({ type: "throw" })).rejects.toBeInstanceOf(InferenceError);
+    expect((await running).result).toBe("spun");
+    expect((await waiting).result).toEqual({ greeting: "hello", value: "queued" });
+    expect(pool.hasRoom()).toBe(true);
+    const lost = pool.call({ type: "crash" });
+    await expect(lost).rejects.toThrow(/exited with code 3/);
+  });
+
   it("dispose() fails what is running and waiting", async () => {
     const pool = await start({ size: 1 });
     const running = pool.run({ type: "spin", steps: 1000 }).catch((e: unknown) => e);

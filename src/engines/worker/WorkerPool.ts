@@ -45,6 +45,8 @@ interface Task {
 interface Slot {
   worker: Worker;
   task: Task | null;
+  /** Tasks run beside the queue (call()), by id. */
+  calls: Map<number, { resolve: (result: unknown) => void; reject: (error: unknown) => void }>;
   alive: boolean;
 }
 
@@ -95,6 +97,28 @@ export class WorkerPool {
     });
   }
 
+  /**
+   * Runs a short task now, beside the task a worker may be running, not behind the queue: the
+   * worker takes it between that task's awaited steps (an engine's planning of a request, which
+   * has to answer before the request can queue). Not counted in stats(); fails like run() when
+   * no worker is alive, and with the pool.
+   */
+  call<R>(payload: unknown, options: Pick<RunOptions, "transfer"> = {}): Promise<R> {
+    if (this.disposed) return Promise.reject(new InferenceError(`The model "${this.options.name}" is shutting down`));
+    const slot = this.slots.find((s) => s.alive && !s.task) ?? this.slots.find((s) => s.alive);
+    if (!slot) return Promise.reject(new InferenceError(`The ${this.options.name} workers could not be restarted`));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      slot.calls.set(id, { resolve: resolve as (result: unknown) => void, reject });
+      slot.worker.postMessage({ type: "run", id, task: payload } satisfies ToWorker, options.transfer);
+    });
+  }
+
+  /** Whether run() would take a task now (a free worker, or room in the queue) rather than answer 503. */
+  hasRoom(): boolean {
+    return this.slots.some((s) => s.alive && !s.task) || this.waiting.length < this.options.maxWaiting;
+  }
+
   async dispose(): Promise<void> {
     this.disposed = true;
     for (const task of this.waiting.splice(0)) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
@@ -104,6 +128,7 @@ export class WorkerPool {
         const task = slot.task;
         slot.task = null;
         if (task) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
+        this.failCalls(slot, new InferenceError(`The model "${this.options.name}" was unloaded`));
         await slot.worker.terminate();
       }),
     );
@@ -113,7 +138,7 @@ export class WorkerPool {
     const boot: WorkerBootData = { entry: this.options.entry.href, data: this.options.data };
     const worker = new Worker(BOOT, { workerData: boot, name: `hearth:${this.options.name}` });
     if (this.options.unref) worker.unref();
-    const slot: Slot = { worker, task: null, alive: false };
+    const slot: Slot = { worker, task: null, calls: new Map(), alive: false };
     return new Promise((resolve, reject) => {
       let loaded = false;
       worker.on("message", (message: FromWorker) => {
@@ -150,8 +175,17 @@ export class WorkerPool {
   }
 
   private onTaskMessage(slot: Slot, message: FromWorker): void {
+    if (!("id" in message)) return;
+    const call = slot.calls.get(message.id);
+    if (call) {
+      if (message.type === "event") return;
+      slot.calls.delete(message.id);
+      if (message.type === "done") call.resolve(message.result);
+      else if (message.type === "failed") call.reject(taskError(message));
+      return;
+    }
     const task = slot.task;
-    if (!task || !("id" in message) || message.id !== task.id) return;
+    if (!task || message.id !== task.id) return;
     if (message.type === "event") {
       task.options.onEvent?.(message.event);
       return;
@@ -159,16 +193,13 @@ export class WorkerPool {
     slot.task = null;
     const queueMs = (task.startedAt ?? task.enqueuedAt) - task.enqueuedAt;
     if (message.type === "done") this.finish(task, () => task.resolve({ result: message.result, queueMs }));
-    else if (message.type === "failed") {
-      const error =
-        message.name === "TaskCancelledError"
-          ? new TaskAbortedError()
-          : message.clientError
-            ? Object.assign(new ApiError(message.clientError.status, message.message, message.clientError.extra), { name: message.name })
-            : new InferenceError(`Inference processing failed: ${message.message}`);
-      this.finish(task, () => task.reject(error));
-    }
+    else if (message.type === "failed") this.finish(task, () => task.reject(taskError(message)));
     this.next(slot);
+  }
+
+  private failCalls(slot: Slot, error: Error): void {
+    for (const call of slot.calls.values()) call.reject(error);
+    slot.calls.clear();
   }
 
   private next(slot: Slot): void {
@@ -199,6 +230,7 @@ export class WorkerPool {
     const task = slot.task;
     slot.task = null;
     if (task) this.finish(task, () => task.reject(new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`)));
+    this.failCalls(slot, new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`));
     if (this.disposed) return;
     const index = this.slots.indexOf(slot);
     this.spawn().then(
@@ -217,4 +249,11 @@ export class WorkerPool {
       },
     );
   }
+}
+
+/** The error a task's failure message stands for on this side. */
+function taskError(message: Extract<FromWorker, { type: "failed" }>): Error {
+  if (message.name === "TaskCancelledError") return new TaskAbortedError();
+  if (message.clientError) return Object.assign(new ApiError(message.clientError.status, message.message, message.clientError.extra), { name: message.name });
+  return new InferenceError(`Inference processing failed: ${message.message}`);
 }
