@@ -335,7 +335,7 @@ export interface ChatEngine extends EngineBase {
    */
   plan(options: ChatGenerateOptions): PlannedChat | Promise<PlannedChat>;
   /** The same for a raw-text completion (no chat template), for the legacy completions API. */
-  planCompletion(options: CompleteOptions): PlannedCompletion;
+  planCompletion(options: CompleteOptions): PlannedCompletion | Promise<PlannedCompletion>;
   stats(): { sequences: number; busy: number; waiting: number; decode?: DecodeStats };
 }
 

@@ -108,10 +108,10 @@ export class CompletionService {
    * do), then the most the request can use is reserved, tokens per minute and credits, before
    * anything runs.
    */
-  private plan(prepared: PreparedCompletion): PlannedCompletion {
+  private async plan(prepared: PreparedCompletion): Promise<PlannedCompletion> {
     let planned: PlannedCompletion;
     try {
-      planned = prepared.engine.planCompletion(prepared.options);
+      planned = await prepared.engine.planCompletion(prepared.options);
     } catch (error) {
       throw error instanceof PlanRefusalError ? toInvalidRequest(error, prepared.options.prompts.length) : error;
     }
@@ -122,7 +122,7 @@ export class CompletionService {
 
   /** Non-streaming: the whole completion, or 504 past the configured timeout. */
   async complete(prepared: PreparedCompletion, clientSignal: AbortSignal): Promise<{ response: CompletionResponse; result: CompleteResult }> {
-    const planned = this.plan(prepared);
+    const planned = await this.plan(prepared);
     const timer = this.metrics.chatTimer(prepared.entry.id);
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, (signal) =>
       planned.generate({ signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
@@ -154,7 +154,7 @@ export class CompletionService {
    * (for metering). Aborting `signal` stops generation at once and frees the sequences.
    */
   async *stream(prepared: PreparedCompletion, signal: AbortSignal): AsyncGenerator<CompletionChunk, CompleteResult | undefined> {
-    const planned = this.plan(prepared);
+    const planned = await this.plan(prepared);
     const base = { id: prepared.id, object: "text_completion" as const, created: prepared.created, model: prepared.entry.id };
     const usageField = prepared.includeUsageChunk ? { usage: null } : {};
     const n = prepared.options.choices ?? 1;

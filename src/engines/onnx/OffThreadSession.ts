@@ -204,11 +204,3 @@ export function loadWithSessionsOffThread<T>(offThread: (modelFile: string) => b
 
 /** loadWithSessionsOffThread's choice for models whose every session runs once per request (or per tile). */
 export const everySession = () => true;
-
-/**
- * loadWithSessionsOffThread's choice for generative exports whose loop stays on this thread
- * (SmolVLM's vision chat): encoders go to the worker; the sessions the generation loop runs at
- * every token (the text decoder, with or without past, and token embeddings) stay. Whisper and
- * MusicGen run whole on workers of their own instead (EngineOnWorker).
- */
-export const exceptPerTokenSessions = (modelFile: string) => !/(^|[\\/])(decoder_model|decoder_with_past_model|embed_tokens)[^\\/]*\.onnx$/.test(modelFile);

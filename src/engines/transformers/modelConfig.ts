@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { Pooling } from "../embeddingMath.js";
+import type { ChatFeatures, SamplingOptions } from "../types.js";
 
 // Read from a transformers.js model directory without loading transformers.js itself (it costs
 // about 165 MiB of memory and a second of start-up): GET /models describes unloaded models with these.
@@ -28,3 +29,56 @@ export function inputLimit(dir: string, configured: number | undefined): number 
 
 /** The vision-language families (config.json model_type) the transformers backend chats with: Idefics3's processor and image tokens. */
 export const VISION_CHAT_FAMILIES = ["idefics3", "smolvlm"] as const;
+
+/** What config.json says that vision chat reads. */
+interface VisionModelConfig {
+  model_type?: string;
+  eos_token_id?: number | number[];
+  vocab_size?: number;
+  text_config?: { max_position_embeddings?: number; eos_token_id?: number | number[]; vocab_size?: number };
+}
+
+/** What a vision-language model's directory says about generation. */
+export interface VisionModelFacts {
+  contextSize: number;
+  vocabularySize: number;
+  /** Tokens that end an answer (config.json's eos_token_id). */
+  eosTokenIds: number[];
+}
+
+/** Reads and checks a vision-language model's config.json (Idefics3 / SmolVLM). */
+export function readVisionModelFacts(entry: ModelEntry): VisionModelFacts {
+  const dir = entry.file!;
+  const config = readJson(join(dir, "config.json")) as VisionModelConfig | undefined;
+  if (!config || !(VISION_CHAT_FAMILIES as readonly string[]).includes(config.model_type ?? "")) {
+    throw new Error(`${dir}: not an Idefics3/SmolVLM model (config.json model_type "${config?.model_type}"; this backend runs ${VISION_CHAT_FAMILIES.join(", ")})`);
+  }
+  const text = config.text_config ?? {};
+  return {
+    contextSize: entry.vision.contextSize ?? text.max_position_embeddings ?? 2048,
+    vocabularySize: text.vocab_size ?? config.vocab_size ?? 0,
+    eosTokenIds: [config.eos_token_id ?? text.eos_token_id].flat().filter((id): id is number => typeof id === "number"),
+  };
+}
+
+/** Choices one vision chat request may ask for: generated one after the other. */
+const MAX_VISION_CHOICES = 4;
+
+/** Sampling fields transformers.js' generate() has no processor for (top_p's warper is a stub in 4.x). */
+const IGNORED_VISION_SAMPLING: readonly (keyof SamplingOptions)[] = ["topP", "minP", "seed", "frequencyPenalty", "presencePenalty"];
+
+/** What the vision chat engine does: plain text and pictures, none of tools, reasoning, grammars or log probabilities. */
+export function visionChatFeatures(facts: VisionModelFacts): ChatFeatures {
+  return {
+    ignoredSampling: IGNORED_VISION_SAMPLING,
+    functionCalling: false,
+    reasoning: false,
+    reasoningToggle: false,
+    responseSchema: false,
+    logprobs: false,
+    dynamicTemperature: false,
+    maxChoices: MAX_VISION_CHOICES,
+    vocabularySize: facts.vocabularySize,
+    infill: false,
+  };
+}

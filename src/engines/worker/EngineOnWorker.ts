@@ -1,3 +1,4 @@
+import type { TransferListItem } from "node:worker_threads";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { TaskAbortedError, WorkerPool } from "./WorkerPool.js";
 
@@ -22,9 +23,9 @@ export abstract class EngineOnWorker {
   protected constructor(protected readonly pool: WorkerPool) {}
 
   /** Runs a task; a cancelled one fails with its signal's reason, as the engine in one thread would. */
-  protected async runTask<R>(task: unknown, signal: AbortSignal | undefined, onEvent?: (event: unknown) => void): Promise<R> {
+  protected async runTask<R>(task: unknown, signal: AbortSignal | undefined, onEvent?: (event: unknown) => void, transfer?: TransferListItem[]): Promise<R> {
     try {
-      return (await this.pool.run<R>(task, { signal, onEvent })).result;
+      return (await this.pool.run<R>(task, { signal, onEvent, transfer })).result;
     } catch (error) {
       if (error instanceof TaskAbortedError && signal?.aborted) throw signal.reason;
       throw error;
