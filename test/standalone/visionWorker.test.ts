@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TransformersVisionChatEngine } from "../../src/engines/transformers/TransformersVisionChatEngine.js";
 import { VisionGenerator } from "../../src/engines/transformers/VisionGenerator.js";
 import { VisionPrompts } from "../../src/engines/transformers/VisionPrompts.js";
-import type { ChatDelta, ChatGenerateOptions, ChatGenerateResult, DecodedImage } from "../../src/engines/types.js";
+import type { ChatDelta, ChatGenerateOptions, ChatGenerateResult, DecodedImage, PlannedChat } from "../../src/engines/types.js";
+import { ModelAtCapacityError } from "../../src/errors.js";
 import { tinyVisionEntry } from "../helpers/testServer.js";
 
 /**
@@ -141,6 +142,23 @@ describe("TransformersVisionChatEngine (generation on a worker thread)", () => {
       refusal: { kind: "tokenOutsideVocabulary", position: 1 },
     });
     await expect(engine.planCompletion({ prompts: ["x"], suffix: "y", sampling: { temperature: 0 } })).rejects.toMatchObject({ refusal: { kind: "noInfillTokens" } });
+  });
+
+  it("answers 503 at once to a burst past the queue, counting the requests being planned", async () => {
+    const small = await TransformersVisionChatEngine.load(tinyVisionEntry({ id: "tiny-vision-small-queue", queue: { maxWaiting: 1 } }), false);
+    try {
+      const running = (await small.plan(question(200))).generate({});
+      // One place left in the queue: of three picture questions at once, one is planned, two refused unplanned.
+      const burst = await Promise.allSettled([small.plan(question(4)), small.plan(question(4)), small.plan(question(4))]);
+      expect(burst.map((r) => r.status)).toEqual(["fulfilled", "rejected", "rejected"]);
+      for (const r of burst.slice(1)) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(ModelAtCapacityError);
+      const admitted = (burst[0] as PromiseFulfilledResult<PlannedChat>).value;
+      const [first, second] = await Promise.all([running, admitted.generate({})]);
+      expect(first.completionTokens).toBeGreaterThan(0);
+      expect(second.completionTokens).toBeGreaterThan(0);
+    } finally {
+      await small.dispose();
+    }
   });
 
   it("refuses a directory that is not a vision-language model before starting a worker", async () => {

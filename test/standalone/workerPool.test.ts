@@ -98,6 +98,8 @@ describe("WorkerPool", () => {
     const pool = await start({ size: 1, maxWaiting: 1 });
     const steps: number[] = [];
     const running = pool.run({ type: "spin", steps: 60 }, { onEvent: (e) => steps.push((e as { step: number }).step) });
+    expect(pool.hasRoom(1)).toBe(true);
+    expect(pool.hasRoom(2)).toBe(false);
     const waiting = pool.run({ type: "echo", value: "queued" });
     expect(pool.hasRoom()).toBe(false);
     // Answered between the running task's steps, long before that task (300 ms) and the queued one end.

@@ -4,6 +4,7 @@ import type { ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.
 import { PlanRefusalError } from "../PlanRefusal.js";
 import type {
   ChatEngine,
+  ChatMessage,
   ChatFeatures,
   ChatGenerateOptions,
   ChatGenerateResult,
@@ -45,6 +46,8 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
   readonly features: ChatFeatures;
   readonly contextSize: number;
   readonly executionProvider: ExecutionProviderChoice;
+  /** Requests being planned on the worker now. */
+  private planning = 0;
 
   private constructor(
     pool: WorkerPool,
@@ -68,7 +71,8 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
   }
 
   async plan(options: ChatGenerateOptions): Promise<PlannedChat> {
-    const { prompts, maxTokens } = await this.planOnWorker({ kind: "plan-chat", options: { messages: options.messages, maxTokens: options.maxTokens, choices: options.choices } });
+    const messages = options.messages.map(withoutSources);
+    const { prompts, maxTokens } = await this.planOnWorker({ kind: "plan-chat", options: { messages, maxTokens: options.maxTokens, choices: options.choices } });
     const count = options.choices ?? 1;
     return {
       promptTokens: prompts[0]!.promptTokens,
@@ -100,12 +104,21 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
     };
   }
 
-  /** Plans on the worker (a request the queue cannot take is refused first: planning a picture is most of a second of work). */
+  /**
+   * Plans on the worker. Planning a picture is most of a second of the worker's time, so a
+   * request the queue could not take is refused first, counting the plans already under way as
+   * places taken: a burst gets its 503s at once instead of after the worker planned them all.
+   */
   private async planOnWorker(task: Extract<VisionTask, { kind: "plan-chat" | "plan-completion" }>): Promise<{ prompts: WirePrompt[]; maxTokens: number }> {
-    if (!this.pool.hasRoom()) throw new ModelAtCapacityError(this.modelId);
-    const plan = await this.pool.call<VisionPlan>(task);
-    if ("refused" in plan) throw new PlanRefusalError(plan.refused, this.modelId);
-    return plan;
+    if (!this.pool.hasRoom(this.planning + 1)) throw new ModelAtCapacityError(this.modelId);
+    this.planning++;
+    try {
+      const plan = await this.pool.call<VisionPlan>(task);
+      if ("refused" in plan) throw new PlanRefusalError(plan.refused, this.modelId);
+      return plan;
+    } finally {
+      this.planning--;
+    }
   }
 
   private async generate(prompts: WirePrompt[], count: number, maxTokens: number, settings: GenerationSettings, call: GenerationCall): Promise<ChatGenerateResult> {
@@ -134,4 +147,13 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
     );
     return { ...result, queueMs };
   }
+}
+
+/**
+ * A message as the worker needs it: pictures and frames decoded, without the parts as the caller
+ * wrote them (`source`, for relays: a data URL can be megabytes the worker would only copy).
+ */
+function withoutSources(message: ChatMessage): ChatMessage {
+  if (message.role !== "user" || !message.parts) return message;
+  return { ...message, parts: message.parts.map((part) => (part.type === "text" ? part : { ...part, source: {} })) };
 }

@@ -110,13 +110,23 @@ export class WorkerPool {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       slot.calls.set(id, { resolve: resolve as (result: unknown) => void, reject });
-      slot.worker.postMessage({ type: "run", id, task: payload } satisfies ToWorker, options.transfer);
+      try {
+        slot.worker.postMessage({ type: "run", id, task: payload } satisfies ToWorker, options.transfer);
+      } catch (error) {
+        // A payload that cannot be cloned never reached the worker.
+        slot.calls.delete(id);
+        reject(error);
+      }
     });
   }
 
-  /** Whether run() would take a task now (a free worker, or room in the queue) rather than answer 503. */
-  hasRoom(): boolean {
-    return this.slots.some((s) => s.alive && !s.task) || this.waiting.length < this.options.maxWaiting;
+  /**
+   * Whether run() would take `more` tasks beyond those it holds (free workers, then room in the
+   * queue) rather than answer 503: a caller counts the requests it has promised places to.
+   */
+  hasRoom(more = 1): boolean {
+    const free = this.slots.filter((s) => s.alive && !s.task).length;
+    return free + this.options.maxWaiting - this.waiting.length >= more;
   }
 
   async dispose(): Promise<void> {
