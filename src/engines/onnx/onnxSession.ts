@@ -29,6 +29,7 @@ export function sessionOptions(settings: OnnxSettings, providers: readonly strin
     executionProviders: [...providers],
     graphOptimizationLevel: "all",
     ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {}),
+    ...(settings.memoryArena === false ? { enableCpuMemArena: false } : {}),
   };
 }
 

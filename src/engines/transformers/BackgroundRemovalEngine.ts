@@ -3,7 +3,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { type ExecutionProviderChoice, resolveExecutionProviders } from "../onnx/resolveExecutionProviders.js";
 import type { BackgroundRemovalEngine } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
-import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
 import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
@@ -35,7 +35,7 @@ export class TransformersBackgroundRemovalEngine implements BackgroundRemovalEng
     const segmenter = (await loadWithSessionsOffThread(everySession, () =>
       pipeline("background-removal", entry.file!, {
         dtype: entry.onnx.dtype,
-        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+        ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx)),
       }),
     )) as BackgroundRemovalPipeline;
     const modelType = String((segmenter.model.config as unknown as { model_type?: string }).model_type ?? "matting");

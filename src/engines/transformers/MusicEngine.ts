@@ -5,7 +5,7 @@ import { type ExecutionProviderChoice, resolveExecutionProviders } from "../onnx
 import type { MusicEngine, MusicOptions } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { readJson } from "./modelConfig.js";
-import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
 
 /** What the engine reads of a MusicGen config.json. */
@@ -86,7 +86,7 @@ export class TransformersMusicEngine implements MusicEngine {
     const tokenizer = await AutoTokenizer.from_pretrained(dir);
     const model = (await MusicgenForConditionalGeneration.from_pretrained(dir, {
       dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx)),
     })) as unknown as MusicgenModel;
     return new TransformersMusicEngine(model, tokenizer, sampleRate, frameRate, codebooks, entry.id, entry.queue.maxWaiting, placement);
   }

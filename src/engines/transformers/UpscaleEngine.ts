@@ -3,7 +3,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { type ExecutionProviderChoice, resolveExecutionProviders } from "../onnx/resolveExecutionProviders.js";
 import type { UpscaleEngine, UpscaleOptions } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
-import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
 import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 
@@ -63,7 +63,7 @@ export class TransformersUpscaleEngine implements UpscaleEngine {
     const upscaler = (await loadWithSessionsOffThread(everySession, () =>
       pipeline("image-to-image", entry.file!, {
         dtype: entry.onnx.dtype,
-        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+        ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx)),
       }),
     )) as ImageToImagePipeline;
     const scale = Number((upscaler.model.config as unknown as { upscale?: number }).upscale);

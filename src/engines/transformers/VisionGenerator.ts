@@ -2,7 +2,7 @@ import { AutoModelForImageTextToText, StoppingCriteria, type PreTrainedModel, ty
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import type { ChatChoiceResult, ChatGenerateResult, FinishReason, GenerationCall } from "../types.js";
-import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { configureTransformers } from "./transformersEnv.js";
 import { readVisionModelFacts } from "./modelConfig.js";
 import type { GenerationSettings } from "./VisionPrompts.js";
@@ -60,7 +60,7 @@ export class VisionGenerator {
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const model = (await AutoModelForImageTextToText.from_pretrained(dir, {
       dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx, false)),
     })) as unknown as GenerativeModel;
     return new VisionGenerator(model, tokenizer, facts.eosTokenIds, placement);
   }

@@ -2,7 +2,7 @@ import { pipeline, type TextToAudioPipeline } from "@huggingface/transformers";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { PcmSpeechEngine, SynthesizeOptions } from "../types.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
-import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { vitsVoices } from "./vitsVoices.js";
@@ -38,7 +38,7 @@ export class VitsEngine implements PcmSpeechEngine {
     const synthesizer = (await loadWithSessionsOffThread(everySession, () =>
       pipeline("text-to-audio", entry.file!, {
         dtype: entry.onnx.dtype,
-        ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+        ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx)),
       }),
     )) as TextToAudioPipeline;
     const config = synthesizer.model.config as unknown as { sampling_rate?: number };

@@ -5,7 +5,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { TranscribeOptions, TranscriptionEngine, TranscriptionResult, TranscriptionSegment } from "../types.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
-import { transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
+import { engineSessionOptions, transformersDeviceOptions } from "../transformers/transformersDeviceOptions.js";
 import { configureTransformers } from "../transformers/transformersEnv.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { WHISPER_SAMPLE_RATE } from "./whisperSampleRate.js";
@@ -127,7 +127,7 @@ export class WhisperEngine implements TranscriptionEngine {
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
     const transcriber = (await pipeline("automatic-speech-recognition", entry.file!, {
       dtype: entry.onnx.dtype,
-      ...transformersDeviceOptions(placement.providers, entry.onnx.threads > 0 ? { intraOpNumThreads: entry.onnx.threads } : {}),
+      ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx)),
     })) as AutomaticSpeechRecognitionPipeline;
     return new WhisperEngine(transcriber, entry.transcription, entry.id, entry.queue.maxWaiting, placement);
   }
