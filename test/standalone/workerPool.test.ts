@@ -116,6 +116,16 @@ describe("WorkerPool", () => {
     await expect(lost).rejects.toThrow(/exited with code 3/);
   });
 
+  it("a call made while the only worker is being replaced goes to the new one", async () => {
+    const pool = await start({ size: 1 });
+    const crashed = pool.run({ type: "crash" }).catch((e: unknown) => e);
+    expect(await crashed).toBeInstanceOf(InferenceError);
+    // The replacement is still loading: the call waits for it instead of failing.
+    expect(pool.stats().workers).toBe(0);
+    expect(await pool.call({ type: "echo", value: "after the crash" })).toEqual({ greeting: "hello", value: "after the crash" });
+    expect(pool.stats().workers).toBe(1);
+  });
+
   it("dispose() fails what is running and waiting", async () => {
     const pool = await start({ size: 1 });
     const running = pool.run({ type: "spin", steps: 1000 }).catch((e: unknown) => e);

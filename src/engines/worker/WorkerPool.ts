@@ -61,6 +61,9 @@ export class WorkerPool {
   private readonly waiting: Task[] = [];
   private nextId = 1;
   private disposed = false;
+  /** Workers being started in place of lost ones, and the calls waiting for one of them. */
+  private restarting = 0;
+  private callsAwaitingWorker: (() => void)[] = [];
   /** What the workers reported once loaded (the first one's). */
   info: unknown = null;
 
@@ -106,6 +109,10 @@ export class WorkerPool {
   call<R>(payload: unknown, options: Pick<RunOptions, "transfer"> = {}): Promise<R> {
     if (this.disposed) return Promise.reject(new InferenceError(`The model "${this.options.name}" is shutting down`));
     const slot = this.slots.find((s) => s.alive && !s.task) ?? this.slots.find((s) => s.alive);
+    if (!slot && this.restarting > 0) {
+      // Every worker is being replaced (one crashed): the call goes to the first that comes up.
+      return new Promise((resolve, reject) => this.callsAwaitingWorker.push(() => this.call<R>(payload, options).then(resolve, reject)));
+    }
     if (!slot) return Promise.reject(new InferenceError(`The ${this.options.name} workers could not be restarted`));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -131,6 +138,8 @@ export class WorkerPool {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    // Sent again, they find the pool shutting down.
+    for (const send of this.callsAwaitingWorker.splice(0)) send();
     for (const task of this.waiting.splice(0)) this.finish(task, () => task.reject(new InferenceError(`The model "${this.options.name}" was unloaded`)));
     await Promise.all(
       this.slots.map(async (slot) => {
@@ -243,18 +252,24 @@ export class WorkerPool {
     this.failCalls(slot, new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`));
     if (this.disposed) return;
     const index = this.slots.indexOf(slot);
+    this.restarting++;
     this.spawn().then(
       (replacement) => {
+        this.restarting--;
         if (this.disposed) {
           void replacement.worker.terminate();
           return;
         }
         this.slots[index] = replacement;
         this.next(replacement);
+        for (const send of this.callsAwaitingWorker.splice(0)) send();
       },
       () => {
+        this.restarting--;
         if (this.slots.every((s) => !s.alive)) {
           for (const waiting of this.waiting.splice(0)) this.finish(waiting, () => waiting.reject(new InferenceError(`The ${this.options.name} workers could not be restarted`)));
+          // Sent again, they find no worker and no restart, and fail.
+          if (this.restarting === 0) for (const send of this.callsAwaitingWorker.splice(0)) send();
         }
       },
     );
