@@ -64,6 +64,7 @@ beforeAll(async () => {
         tinyVisionEntry(),
         tinyVisionEntry({ id: "tiny-vision-priced", pricing: PRICED }),
         tinyVisionEntry({ id: "tiny-vision-stills", vision: { maxImages: 2, maxImagePixels: 300 * 300, contextSize: 100 } }),
+        tinyVisionEntry({ id: "tiny-vision-no-queue", pricing: PRICED, queue: { maxWaiting: 0 } }),
         tinyChatEntry(),
       ],
       config: { maxUploadMb: MAX_UPLOAD_MB },
@@ -273,6 +274,35 @@ describe("an image question", () => {
     expect(row!.completionTokens).toBeLessThan(1900);
     const spent = 5 - getBalances(server.db, accountId).USD / 1e6;
     expect(spent).toBeCloseTo((row!.promptTokens * PRICED.input.usd + row!.completionTokens * PRICED.output.usd) / 1e6, 6);
+  });
+});
+
+describe("a busy vision model", () => {
+  it("answers a picture question past its queue 503 in the standard shape, and charges nothing", async () => {
+    const busy = server.createKey({ usd: 5 });
+    const controller = new AbortController();
+    const first = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${busy.key}` },
+      body: JSON.stringify({ model: "tiny-vision-no-queue", messages: [{ role: "user", content: [image(await picture(64, 64)), QUESTION] }], max_tokens: 1900, stream: true }),
+      signal: controller.signal,
+    });
+    const reader = first.body!.getReader();
+    await reader.read();
+    try {
+      const { key, accountId } = server.createKey({ usd: 5 });
+      const res = await post(
+        server,
+        "/chat/completions",
+        { model: "tiny-vision-no-queue", messages: [{ role: "user", content: [image(await picture(64, 64)), QUESTION] }], max_tokens: 4 },
+        { key },
+      );
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toMatch(/tiny-vision-no-queue.*at capacity/);
+      expect(getBalances(server.db, accountId).USD).toBe(5_000_000);
+    } finally {
+      controller.abort();
+    }
   });
 });
 
