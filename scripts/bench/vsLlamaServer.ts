@@ -116,12 +116,11 @@ interface RoundResult {
   decode: { calls: number; callsPerToken: number; sequencesPerCall: number } | null;
 }
 
-const median = medianOf;
-
 /** Decode speed of one stream: 1000 / the median time per output token after the first. */
 const decodeTokensPerSecond = (metrics: ScenarioMetrics) => 1000 / metrics.tpotMs.median;
 /** Prompt processing: prompt tokens / time to first token (one output token requested), median over requests. */
-const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) => median(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
+const promptTokensPerSecond = (_: ScenarioMetrics, traces: RequestTrace[]) =>
+  medianOf(traces.map((t) => t.promptTokens / (((t.outputTimes[0] ?? t.endedAt) - t.startedAt) / 1000)));
 const aggregateTokensPerSecond = (metrics: ScenarioMetrics) => metrics.outputTokensPerSecond;
 
 /** A request of a burst that waited past its bound: its place in the burst, and turns waited against turns allowed. */
@@ -148,7 +147,7 @@ export function starvedRequests(traces: readonly RequestTrace[], sequences: numb
 
 /** How long each request of a burst (in the order sent) waited for its first token, in turns (starvedRequests). */
 export function firstTokenTurns(traces: readonly RequestTrace[]): number[] {
-  const turn = median(traces.map((t) => t.endedAt - (t.outputTimes[0] ?? t.endedAt)));
+  const turn = medianOf(traces.map((t) => t.endedAt - (t.outputTimes[0] ?? t.endedAt)));
   return traces.map((t) => ((t.outputTimes[0] ?? Number.POSITIVE_INFINITY) - t.startedAt) / turn);
 }
 
@@ -339,7 +338,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
           label: scenario.label,
           figure: scenario.figure.label,
           goal: scenario.goal,
-          medianRatio: median(rounds.map((r) => r.ratio)),
+          medianRatio: medianOf(rounds.map((r) => r.ratio)),
           medianRatioInterval: interval,
           verdict: verdictOf(interval, scenario.goal),
           rounds,
@@ -466,9 +465,9 @@ function summaryTable(results: readonly { scenario: Scenario; rounds: Round[] }[
     const ratios = rounds.map((r) => r.ratio);
     const interval = medianInterval(ratios);
     lines.push(
-      `| ${scenario.label} | ${scenario.figure.label} | ${fixed(median(rounds.map((r) => r.hearth.figure)))} | ${fixed(median(rounds.map((r) => r.llamaServer.figure)))} | ` +
-        `${ratios.map((r) => r.toFixed(2)).join(", ")} | **${median(ratios).toFixed(2)}** | ${intervalText(interval)} | ${scenario.goal} | ${verdictOf(interval, scenario.goal)} | ` +
-        `${fixed(median(rounds.map((r) => r.hearth.metrics.ttftMs.median)), 0)} / ${fixed(median(rounds.map((r) => r.llamaServer.metrics.ttftMs.median)), 0)} | ` +
+      `| ${scenario.label} | ${scenario.figure.label} | ${fixed(medianOf(rounds.map((r) => r.hearth.figure)))} | ${fixed(medianOf(rounds.map((r) => r.llamaServer.figure)))} | ` +
+        `${ratios.map((r) => r.toFixed(2)).join(", ")} | **${medianOf(ratios).toFixed(2)}** | ${intervalText(interval)} | ${scenario.goal} | ${verdictOf(interval, scenario.goal)} | ` +
+        `${fixed(medianOf(rounds.map((r) => r.hearth.metrics.ttftMs.median)), 0)} / ${fixed(medianOf(rounds.map((r) => r.llamaServer.metrics.ttftMs.median)), 0)} | ` +
         `${rounds.map((r) => r.loadBefore.toFixed(1)).join(", ")} |`,
     );
   }

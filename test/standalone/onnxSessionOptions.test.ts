@@ -2,8 +2,7 @@ import * as ort from "onnxruntime-node";
 import { describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { GraphBuilder } from "../../src/engines/onnx/graphBuilder.js";
-import { sessionOptions } from "../../src/engines/onnx/onnxSession.js";
-import { engineSessionOptions } from "../../src/engines/transformers/transformersDeviceOptions.js";
+import { engineSessionOptions, sessionOptions } from "../../src/engines/onnx/onnxSession.js";
 
 /**
  * A model's onnx settings as onnxruntime session options: threads, and the CPU memory arena,

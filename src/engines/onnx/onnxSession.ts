@@ -23,13 +23,22 @@ export function onnxFile(modelDir: string, dtype: OnnxSettings["dtype"], name = 
   return path;
 }
 
+/**
+ * The session options a model's onnx settings ask for: its threads, and onnxruntime's CPU memory
+ * arena off where the setting (or, for "auto", the engine's `arenaByDefault`) says so.
+ */
+export function engineSessionOptions(settings: Pick<OnnxSettings, "threads" | "memoryArena">, arenaByDefault = true): ort.InferenceSession.SessionOptions {
+  const arena = settings.memoryArena === "auto" ? arenaByDefault : settings.memoryArena;
+  return { ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads } : {}), ...(arena ? {} : { enableCpuMemArena: false }) };
+}
+
 /** onnxruntime session options from a model's onnx settings, on the providers resolveExecutionProviders chose. */
 export function sessionOptions(settings: OnnxSettings, providers: readonly string[]): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: [...providers],
     graphOptimizationLevel: "all",
-    ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads, interOpNumThreads: 1 } : {}),
-    ...(settings.memoryArena === false ? { enableCpuMemArena: false } : {}),
+    ...engineSessionOptions(settings),
+    ...(settings.threads > 0 ? { interOpNumThreads: 1 } : {}),
   };
 }
 

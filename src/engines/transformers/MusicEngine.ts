@@ -5,7 +5,8 @@ import { type ExecutionProviderChoice, resolveExecutionProviders } from "../onnx
 import type { MusicEngine, MusicOptions } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
 import { readJson } from "./modelConfig.js";
-import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions } from "../onnx/onnxSession.js";
 import { configureTransformers } from "./transformersEnv.js";
 
 /** What the engine reads of a MusicGen config.json. */

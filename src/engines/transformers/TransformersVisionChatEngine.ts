@@ -96,9 +96,8 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
           if (echo) for (const [p, prompt] of prompts.entries()) call.onEcho?.(p, { text: prompt.text, tokens: null });
           call.onStart?.();
         };
-        const texts = prompts.map((p) => p.text);
         const result: CompleteResult = await this.generate(prompts, count, maxTokens, options, { ...call, onStart, onDelta: call.onDelta as GenerationCall["onDelta"] });
-        if (echo) result.echoed = texts.map((text) => ({ text, tokens: null }));
+        if (echo) result.echoed = prompts.map((p) => ({ text: p.text, tokens: null }));
         return result;
       },
     };

@@ -3,7 +3,8 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { type ExecutionProviderChoice, resolveExecutionProviders } from "../onnx/resolveExecutionProviders.js";
 import type { UpscaleEngine, UpscaleOptions } from "../types.js";
 import { WorkQueue } from "../WorkQueue.js";
-import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions } from "../onnx/onnxSession.js";
 import { configureTransformers } from "./transformersEnv.js";
 import { everySession, loadWithSessionsOffThread } from "../onnx/OffThreadSession.js";
 

@@ -2,7 +2,8 @@ import { AutoModelForImageTextToText, StoppingCriteria, type PreTrainedModel, ty
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { resolveExecutionProviders, type ExecutionProviderChoice } from "../onnx/resolveExecutionProviders.js";
 import type { ChatChoiceResult, ChatGenerateResult, FinishReason, GenerationCall } from "../types.js";
-import { engineSessionOptions, transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
+import { engineSessionOptions } from "../onnx/onnxSession.js";
 import { configureTransformers } from "./transformersEnv.js";
 import { readVisionModelFacts } from "./modelConfig.js";
 import type { GenerationSettings } from "./VisionPrompts.js";

@@ -1,5 +1,4 @@
 import type { InferenceSession } from "onnxruntime-node";
-import type { OnnxSettings } from "../../config/backendSettings.js";
 
 /**
  * transformers.js loading options that run a model on the execution providers Hearth resolved
@@ -13,13 +12,4 @@ export function transformersDeviceOptions(providers: readonly string[], sessionO
     device: providers[0] === "cuda" ? ("cuda" as const) : ("cpu" as const),
     session_options: { ...sessionOptions, executionProviders: [...providers] },
   };
-}
-
-/**
- * The session options a model's onnx settings ask for: its threads, and onnxruntime's CPU memory
- * arena off where the setting (or, for "auto", the engine's `arenaByDefault`) says so.
- */
-export function engineSessionOptions(settings: Pick<OnnxSettings, "threads" | "memoryArena">, arenaByDefault = true): InferenceSession.SessionOptions {
-  const arena = settings.memoryArena === "auto" ? arenaByDefault : settings.memoryArena;
-  return { ...(settings.threads > 0 ? { intraOpNumThreads: settings.threads } : {}), ...(arena ? {} : { enableCpuMemArena: false }) };
 }

@@ -15,7 +15,7 @@ export function startEngineWorker(workerModule: URL, entry: ModelEntry, gpu: "au
 }
 
 /**
- * The main-thread side of an engine that runs whole on a worker thread (Whisper, MusicGen):
+ * The main-thread side of an engine that runs whole on a worker thread (Whisper, MusicGen, vision chat):
  * one task at a time there, the rest waiting here up to the model's queue limit (503 past it),
  * and the queue shown in the admin listing. Subclasses turn their engine interface into tasks.
  */
