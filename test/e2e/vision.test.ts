@@ -306,6 +306,19 @@ describe("a busy vision model", () => {
   });
 });
 
+describe("an overlong prompt", () => {
+  it("is refused by its length before the vision model's worker tokenizes it", async () => {
+    // tiny-vision-stills' context holds 100 tokens; its tokenizer's longest piece is 25 bytes.
+    const prompt = "a".repeat(100 * 25 + 1);
+    const completion = await post(server, "/completions", { model: "tiny-vision-stills", prompt, max_tokens: 1 });
+    expect(completion.status).toBe(400);
+    expect(((await completion.json()) as { error: string }).error).toMatch(/^prompt: this prompt has more than 100 tokens/);
+    const chat = await post(server, "/chat/completions", { model: "tiny-vision-stills", messages: [{ role: "user", content: prompt }], max_tokens: 1 });
+    expect(chat.status).toBe(400);
+    expect(((await chat.json()) as { error: string }).error).toMatch(/^messages\.0\.content: 2501 characters cannot fit/);
+  });
+});
+
 describe("the Responses API", () => {
   it("reads input_image parts as chat's image_url parts", async () => {
     const url = await picture(512, 512);

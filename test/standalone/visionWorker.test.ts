@@ -161,6 +161,16 @@ describe("TransformersVisionChatEngine (generation on a worker thread)", () => {
     }
   });
 
+  it("bounds a prompt's characters by its tokenizer, soundly: text that long never fits the context", async () => {
+    const longest = engine.maxPromptChars! / engine.contextSize;
+    expect(Number.isInteger(longest)).toBe(true);
+    const texts = ["plain words and spaces ".repeat(40), "数据中心的推理服务器".repeat(30), "🙂👍🏽🚀".repeat(50), "<image><fake_token_around_image><row_1_col_2>".repeat(20), "x"];
+    for (const text of texts) {
+      const [prompt] = prompts.planCompletion({ prompts: [text], maxTokens: 1 }).prompts;
+      expect(prompt!.promptTokens * longest, text.slice(0, 12)).toBeGreaterThanOrEqual(text.length);
+    }
+  });
+
   it("refuses a directory that is not a vision-language model before starting a worker", async () => {
     await expect(TransformersVisionChatEngine.load(tinyVisionEntry({ file: "/nonexistent/vlm" }), false)).rejects.toThrow(/not an Idefics3\/SmolVLM model/);
   });

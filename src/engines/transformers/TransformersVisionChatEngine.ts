@@ -18,7 +18,7 @@ import type {
 import { EngineOnWorker, startEngineWorker } from "../worker/EngineOnWorker.js";
 import { siblingModule } from "../worker/siblingModule.js";
 import type { WorkerPool } from "../worker/WorkerPool.js";
-import { readVisionModelFacts, visionChatFeatures } from "./modelConfig.js";
+import { longestTokenBytes, readVisionModelFacts, visionChatFeatures } from "./modelConfig.js";
 import type { VisionEvent, VisionPlan, VisionTask, VisionWorkerInfo } from "./visionChatWorker.js";
 import type { GenerationSettings } from "./VisionPrompts.js";
 import { promptsToWire, type WirePrompt } from "./visionWire.js";
@@ -46,6 +46,8 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
   readonly features: ChatFeatures;
   readonly contextSize: number;
   readonly executionProvider: ExecutionProviderChoice;
+  /** Longer text cannot fit the context: the chat and completions services refuse it before the worker tokenizes it (seconds for megabytes). */
+  readonly maxPromptChars: number | undefined;
   /** Requests being planned on the worker now. */
   private planning = 0;
 
@@ -53,17 +55,19 @@ export class TransformersVisionChatEngine extends EngineOnWorker implements Chat
     pool: WorkerPool,
     private readonly modelId: string,
     facts: ReturnType<typeof readVisionModelFacts>,
+    longestToken: number | undefined,
   ) {
     super(pool);
     this.features = visionChatFeatures(facts);
     this.contextSize = facts.contextSize;
+    this.maxPromptChars = longestToken === undefined ? undefined : facts.contextSize * longestToken;
     this.executionProvider = (pool.info as VisionWorkerInfo).executionProvider;
   }
 
   static async load(entry: ModelEntry, gpu: "auto" | false): Promise<TransformersVisionChatEngine> {
     // config.json first: a directory that is not a vision-language model is refused before a worker starts.
     const facts = readVisionModelFacts(entry);
-    return new TransformersVisionChatEngine(await startEngineWorker(WORKER, entry, gpu), entry.id, facts);
+    return new TransformersVisionChatEngine(await startEngineWorker(WORKER, entry, gpu), entry.id, facts, longestTokenBytes(entry.file!));
   }
 
   override stats() {

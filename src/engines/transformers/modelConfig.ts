@@ -82,3 +82,30 @@ export function visionChatFeatures(facts: VisionModelFacts): ChatFeatures {
     infill: false,
   };
 }
+
+/**
+ * The most UTF-8 bytes one token of a vision model's tokenizer stands for (its added tokens'
+ * text included), where that bounds a prompt's characters: a byte-level BPE without a
+ * normalizer turns every byte of the input into some token, so text of N UTF-16 code units
+ * (each at least one byte) is at least N / longest tokens. Its vocabulary is written in
+ * byte-level characters, one per byte. Undefined for any other tokenizer (one that normalizes
+ * can drop characters), or without a tokenizer.json.
+ */
+export function longestTokenBytes(dir: string): number | undefined {
+  const tokenizer = readJson(join(dir, "tokenizer.json")) as
+    | {
+        normalizer?: unknown;
+        pre_tokenizer?: { type?: string; pretokenizers?: { type?: string }[] };
+        model?: { type?: string; vocab?: Record<string, number> };
+        added_tokens?: { content?: string }[];
+      }
+    | undefined;
+  const pre = tokenizer?.pre_tokenizer;
+  const byteLevel = pre?.type === "ByteLevel" || (pre?.type === "Sequence" && (pre.pretokenizers ?? []).some((p) => p.type === "ByteLevel"));
+  if (!tokenizer || tokenizer.normalizer || !byteLevel || tokenizer.model?.type !== "BPE" || !tokenizer.model.vocab) return undefined;
+  // An unknown character becomes one token at most 4 bytes long, whatever the vocabulary.
+  let longest = 4;
+  for (const piece of Object.keys(tokenizer.model.vocab)) longest = Math.max(longest, piece.length);
+  for (const added of tokenizer.added_tokens ?? []) longest = Math.max(longest, Buffer.byteLength(added.content ?? ""));
+  return longest;
+}
