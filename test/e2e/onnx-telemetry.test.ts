@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -23,6 +23,10 @@ describe("onnxruntime's telemetry", () => {
     // import it), so only Hearth's own setting keeps this node quiet.
     const diffusion = { id: "tiny-sd", type: "image", backend: "onnx-diffusion", file: join(fixturesDir(), "tiny-sd") };
     writeFileSync(registry, JSON.stringify({ models: [diffusion] }));
+    // Other processes on this machine may have left debug logs, named by a pid the server can be
+    // given again: what counts is a log this server wrote, absent before or changed since.
+    const logDirs = [...new Set(["/tmp", tmpdir()])];
+    const logsBefore = new Map(logDirs.flatMap((dir) => debugLogs(dir)));
     const { child, output } = await hearthServe(["--port", "0", "--data-dir", dataDir, "--config", registry, "--preload", "tiny-sd"], {
       HOME: home,
       ORT_DISABLE_TELEMETRY: undefined,
@@ -33,10 +37,21 @@ describe("onnxruntime's telemetry", () => {
       // Give an uploader started at initialization a moment to write what it writes.
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(existsSync(join(home, ".cache", "Microsoft"))).toBe(false);
-      for (const dir of new Set(["/tmp", tmpdir()])) expect(existsSync(join(dir, `mat-debug-${child.pid}.log`))).toBe(false);
+      for (const dir of logDirs) {
+        const log = join(dir, `mat-debug-${child.pid}.log`);
+        const written = existsSync(log) && statSync(log).mtimeMs !== logsBefore.get(log);
+        expect(written, `${log} written by the server`).toBe(false);
+      }
     } finally {
       child.kill("SIGTERM");
       expect(await exited(child)).toBe(0);
     }
   });
 });
+
+/** onnxruntime's telemetry debug logs in a directory, with their modification times. */
+function debugLogs(dir: string): [string, number][] {
+  return readdirSync(dir)
+    .filter((name) => /^mat-debug-\d+\.log$/.test(name))
+    .map((name) => [join(dir, name), statSync(join(dir, name)).mtimeMs]);
+}
