@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { encodeVideo } from "../../src/media/ffmpeg.js";
 import { inspectModel } from "../../src/models/inspectModel.js";
-import { getBalances } from "../../src/store/ledger.js";
+import { getBalances, ledgerTotals } from "../../src/store/ledger.js";
+import { countReservations } from "../../src/store/reservations.js";
 import { listUsage } from "../../src/store/usage.js";
 import { fixturesDir, post, startTestServer, tinyChatEntry, tinyVisionEntry, type TestServer } from "../helpers/testServer.js";
 
@@ -303,6 +304,52 @@ describe("a busy vision model", () => {
     } finally {
       controller.abort();
     }
+  });
+});
+
+describe("a burst of picture questions whose clients leave", () => {
+  it("charges exactly what each request produced and holds nothing once they are done", async () => {
+    const { key, accountId } = server.createKey({ usd: 50 });
+    const url = await picture(96, 96);
+    const statuses: string[] = [];
+    // Forty at once, streamed and whole; every other client leaves at its own moment (while its
+    // picture is planned, while it waits in the queue, or mid-answer).
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const controller = new AbortController();
+        if (i % 2 === 0) setTimeout(() => controller.abort(), (i * 37) % 900);
+        try {
+          const res = await fetch(`${server.baseUrl}/chat/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+            body: JSON.stringify({
+              model: "tiny-vision-priced",
+              stream: i % 3 !== 0,
+              max_tokens: 200,
+              messages: [{ role: "user", content: [image(url), text(`What is in picture ${i}?`)] }],
+            }),
+            signal: controller.signal,
+          });
+          await res.text();
+          statuses.push(String(res.status));
+        } catch {
+          statuses.push("left");
+        }
+      }),
+    );
+    const deadline = Date.now() + 30_000;
+    while ((countReservations(server.db) > 0 || listUsage(server.db, accountId).length < statuses.length - statuses.filter((s) => s === "left").length) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const rows = listUsage(server.db, accountId);
+    // The burst did what it is for: some answered, some clients left mid-request.
+    expect(statuses).toContain("200");
+    expect(statuses).toContain("left");
+    expect(rows.some((row) => row.status === 499)).toBe(true);
+    expect(countReservations(server.db)).toBe(0);
+    const charged = rows.reduce((sum, row) => sum + row.promptTokens * PRICED.input.usd + row.completionTokens * PRICED.output.usd, 0);
+    expect(50_000_000 - getBalances(server.db, accountId).USD).toBe(charged);
+    expect(ledgerTotals(server.db, accountId)).toEqual(getBalances(server.db, accountId));
   });
 });
 
