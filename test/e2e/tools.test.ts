@@ -159,6 +159,17 @@ describe("tool calls with the official openai client", () => {
     expect(long.usage!.prompt_tokens - short.usage!.prompt_tokens).toBeGreaterThan(40);
   });
 
+  it("takes an unanswered call and a result without its call as sent (docs/api.md): both reach the prompt", async () => {
+    const call: OpenAI.ChatCompletionMessageToolCall = { id: "call_1", type: "function", function: { name: "get_time", arguments: '{"zone":"UTC"}' } };
+    const answer = (messages: OpenAI.ChatCompletionMessageParam[]) =>
+      server.openai().chat.completions.create({ model: "tiny-chat", messages, tools, max_tokens: 2, temperature: 0 });
+    const plain = await answer([...ask, { role: "user", content: "Never mind." }]);
+    const unanswered = await answer([...ask, { role: "assistant", content: null, tool_calls: [call] }, { role: "user", content: "Never mind." }]);
+    const stray = await answer([...ask, { role: "tool", tool_call_id: "call_elsewhere", content: "12:00" }, { role: "user", content: "Never mind." }]);
+    expect(unanswered.usage!.prompt_tokens).toBeGreaterThan(plain.usage!.prompt_tokens);
+    expect(stray.usage!.prompt_tokens).toBeGreaterThan(plain.usage!.prompt_tokens);
+  });
+
   it("tool_choice auto: a call the model starts on its own is detected, held to the grammar and returned", async () => {
     const one = await server.openai().chat.completions.create({ model: "eager-caller", messages: ask, tools, parallel_tool_calls: false, max_tokens: 200, temperature: 0 });
     expect(one.choices[0]!.finish_reason).toBe("tool_calls");
