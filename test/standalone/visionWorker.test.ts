@@ -51,7 +51,7 @@ let prompts: VisionPrompts;
 let inThread: VisionGenerator;
 beforeAll(async () => {
   [engine, prompts] = await Promise.all([TransformersVisionChatEngine.load(entry, false), VisionPrompts.load(entry)]);
-  inThread = await VisionGenerator.load(entry, false, prompts.tokenizer);
+  inThread = await VisionGenerator.load(entry, false, prompts);
 });
 afterAll(async () => {
   await Promise.all([engine?.dispose(), inThread?.dispose()]);

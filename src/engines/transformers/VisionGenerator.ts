@@ -5,7 +5,7 @@ import type { ChatChoiceResult, ChatGenerateResult, FinishReason, GenerationCall
 import { transformersDeviceOptions } from "./transformersDeviceOptions.js";
 import { engineSessionOptions } from "../onnx/onnxSession.js";
 import { configureTransformers } from "./transformersEnv.js";
-import { readVisionModelFacts } from "./modelConfig.js";
+import type { VisionModelFacts } from "./modelConfig.js";
 import type { GenerationSettings } from "./VisionPrompts.js";
 
 interface GenerativeModel extends PreTrainedModel {
@@ -53,9 +53,11 @@ export class VisionGenerator {
     this.eosTokenIds = new Set(eosTokenIds);
   }
 
-  /** Loads the model; `tokenizer` is the one its prompts were made with (VisionPrompts'). */
-  static async load(entry: ModelEntry, gpu: "auto" | false, tokenizer: Detokenizer): Promise<VisionGenerator> {
-    const facts = readVisionModelFacts(entry);
+  /**
+   * Loads the model. `prompts` is the planner its prompts come from (VisionPrompts): its
+   * tokenizer turns tokens back into text, and it has read the model's end-of-answer tokens.
+   */
+  static async load(entry: ModelEntry, gpu: "auto" | false, prompts: { tokenizer: Detokenizer; facts: Pick<VisionModelFacts, "eosTokenIds"> }): Promise<VisionGenerator> {
     configureTransformers();
     const dir = entry.file!;
     const placement = await resolveExecutionProviders(entry.onnx.executionProviders, { gpu });
@@ -63,7 +65,7 @@ export class VisionGenerator {
       dtype: entry.onnx.dtype,
       ...transformersDeviceOptions(placement.providers, engineSessionOptions(entry.onnx, false)),
     })) as unknown as GenerativeModel;
-    return new VisionGenerator(model, tokenizer, facts.eosTokenIds, placement);
+    return new VisionGenerator(model, prompts.tokenizer, prompts.facts.eosTokenIds, placement);
   }
 
   async dispose(): Promise<void> {

@@ -44,7 +44,7 @@ serveWorker<{ prompts: VisionPrompts; generator: VisionGenerator }, VisionTask>(
   async load(data) {
     const { entry, gpu } = data as EngineWorkerData;
     const prompts = await VisionPrompts.load(entry);
-    const generator = await VisionGenerator.load(entry, gpu, prompts.tokenizer);
+    const generator = await VisionGenerator.load(entry, gpu, prompts);
     const info: VisionWorkerInfo = { executionProvider: generator.executionProvider };
     return { context: { prompts, generator }, info };
   },
