@@ -48,6 +48,17 @@ describe("POST /audio/transcriptions with the openai client", () => {
     expect(result.cost.usd).toBeCloseTo(result.duration * 0.0001, 6);
   });
 
+  it("conditions on prompt (the demo model, whose text ends at a fixed position, has no room left after one), charged as without it", async () => {
+    const plain = (await transcribe(server.openai(), { response_format: "verbose_json" })) as { text: string; duration: number };
+    const prompted = (await transcribe(server.openai(), { response_format: "verbose_json", prompt: "Hearth, transcribing its own voice." })) as {
+      text: string;
+      duration: number;
+      segments: unknown[];
+    };
+    expect(plain.text).not.toBe("");
+    expect(prompted).toMatchObject({ text: "", segments: [], duration: plain.duration });
+  });
+
   it("text: the same transcript as plain text, cost in headers", async () => {
     const json = (await transcribe(server.openai(), {})) as { text: string };
     const { data, response } = await server

@@ -75,6 +75,7 @@ const FormNumber = z.union([
 const TranscriptionFields = z.looseObject({
   model: z.string().min(1).optional(),
   language: z.string().min(2).max(32).optional(),
+  /** Text the first 30 s window is conditioned on (Whisper keeps its last 223 tokens): names, spellings, the style of the text before. */
   prompt: z.string().max(4096).optional(),
   response_format: z.enum(TRANSCRIPTION_FORMATS).default("json"),
   /** The reference's switch: segment timestamps, and word timestamps where the model has them. */

@@ -21,6 +21,10 @@ const FRAMES_PER_TIMESTAMP = 2;
 const TIMESTAMP_SECONDS = 0.02;
 /** Tokens one window may generate (openai/whisper's sample_len: half the decoder's context). */
 const MAX_NEW_TOKENS = 224;
+/** openai/whisper's max_initial_timestamp, 1 s, in timestamp steps (for a generation config that does not say). */
+const MAX_INITIAL_TIMESTAMP_STEPS = 50;
+/** Whisper's decoder context, for a model whose config does not say (every released size has 448). */
+const DEFAULT_DECODER_POSITIONS = 448;
 
 interface PipelineChunk {
   text: string;
@@ -29,9 +33,12 @@ interface PipelineChunk {
 
 /** The pieces of transformers.js' Whisper that the windowed decoder drives directly. */
 interface WhisperModel {
+  config: { max_target_positions?: number };
   generation_config: {
     alignment_heads?: unknown[];
     no_timestamps_token_id?: number;
+    prev_sot_token_id?: number;
+    max_initial_timestamp_index?: number;
     eos_token_id: number | number[];
     decoder_start_token_id: number;
     is_multilingual?: boolean;
@@ -39,8 +46,11 @@ interface WhisperModel {
   };
   forward(inputs: unknown): Promise<{ logits: Tensor }>;
   generate(options: Record<string, unknown>): Promise<Tensor>;
+  /** <|startoftranscript|> [<|lang|> <|task|>] for a generation config: transformers.js' own reading of language names and codes. */
+  _retrieve_init_tokens(generationConfig: Record<string, unknown>): number[];
 }
 interface WhisperTokenizer {
+  encode(text: string, options: { add_special_tokens: boolean }): number[];
   decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
   convert_tokens_to_ids(tokens: string[]): (number | undefined)[];
 }
@@ -79,6 +89,27 @@ class TokenLogprobs extends LogitsProcessor {
 }
 
 /**
+ * openai/whisper's max_initial_timestamp (1 s): a window's first timestamp, the start of its
+ * first segment, comes at most that far into the window. transformers.js reads the setting but
+ * never applies it (its timestamp processor leaves the first step before that rule), so without
+ * this a window could open with any time up to 30 s. It runs before transformers.js' processors,
+ * which at that step rule out text: together they leave the timestamps from 0 to 1 s.
+ */
+class MaxInitialTimestamp extends LogitsProcessor {
+  constructor(
+    private readonly beginIndex: number,
+    private readonly lastAllowed: number,
+  ) {
+    super();
+  }
+
+  override _call(inputIds: bigint[][], logits: Tensor): Tensor {
+    if (inputIds[0]!.length === this.beginIndex) (logits.data as Float32Array).fill(-Infinity, this.lastAllowed + 1);
+    return logits;
+  }
+}
+
+/**
  * Whisper-family models through transformers.js, offline, on 16 kHz mono audio decoded by
  * ffmpeg. Segments come from Whisper's own windowed decoding (openai/whisper's seek loop over
  * 30 s windows with timestamp tokens), which also reports each window's tokens, average log
@@ -99,6 +130,12 @@ export class WhisperEngine implements TranscriptionEngine {
   /** Sees the raw logits of every decoder call (the no-speech probability and language detection read them). */
   private onLogits: ((logits: Tensor) => void) | undefined;
   private readonly noSpeechToken: number | undefined;
+  /** <|startofprev|>, which opens the text a window is conditioned on (a request's prompt). */
+  private readonly startOfPrevious: number | undefined;
+  /** The decoder's context: conditioning, start-of-transcript tokens and generated tokens together. */
+  private readonly decoderPositions: number;
+  /** The first timestamp token, <|0.00|> (every token from it on is a timestamp). */
+  private readonly timestampBegin: number;
 
   private constructor(
     private readonly transcriber: AutomaticSpeechRecognitionPipeline,
@@ -115,6 +152,9 @@ export class WhisperEngine implements TranscriptionEngine {
     this.supportsTranslation = generation.is_multilingual === true;
     const [noSpeech, noCaptions] = this.tokenizer.convert_tokens_to_ids(["<|nospeech|>", "<|nocaptions|>"]);
     this.noSpeechToken = noSpeech ?? noCaptions;
+    this.startOfPrevious = generation.prev_sot_token_id ?? this.tokenizer.convert_tokens_to_ids(["<|startofprev|>"])[0];
+    this.decoderPositions = this.model.config.max_target_positions ?? DEFAULT_DECODER_POSITIONS;
+    this.timestampBegin = (generation.no_timestamps_token_id ?? Number.MAX_SAFE_INTEGER - 1) + 1;
     const forward = this.model.forward.bind(this.model);
     this.model.forward = async (inputs) => {
       const outputs = await forward(inputs);
@@ -157,14 +197,16 @@ export class WhisperEngine implements TranscriptionEngine {
           : {};
         return this.run(options.audio, { ...base, ...chunking, return_timestamps: "word" });
       };
-      // Word timestamps alone: one pass with token-level alignment gives the text too.
-      if (wantWords && !wantSegments) {
+      const prompt = this.promptTokens(options.prompt);
+      // Word timestamps alone: one pass with token-level alignment gives the text too (unprompted:
+      // transformers.js' pipeline would return a prompt's tokens as text, so a prompt takes the windowed decoder).
+      if (wantWords && !wantSegments && prompt.length === 0) {
         const aligned = await alignWords();
         const text = aligned.text.trim();
         options.onSegment?.({ start: 0, end: duration, text });
         return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks), language };
       }
-      const decoded = await this.decodeWindows(options.audio, base, options);
+      const decoded = await this.decodeWindows(options.audio, base, prompt, options);
       // Both granularities: a second pass aligns the words.
       const words = wantWords ? (decoded.text ? toWords((await alignWords()).chunks) : []) : undefined;
       return { ...decoded, words, language };
@@ -172,13 +214,32 @@ export class WhisperEngine implements TranscriptionEngine {
   }
 
   /**
+   * A request's prompt as Whisper conditions on it (openai/whisper's initial_prompt: the text with
+   * a leading space, without special tokens), kept to its last tokens that fit half the decoder's
+   * context with <|startofprev|>. Empty for no prompt, or for a model without <|startofprev|>.
+   */
+  private promptTokens(prompt: string | undefined): number[] {
+    const text = prompt?.trim();
+    if (!text || this.startOfPrevious === undefined) return [];
+    const limit = Math.floor(this.decoderPositions / 2) - 1;
+    return this.tokenizer.encode(` ${text}`, { add_special_tokens: false }).slice(-limit);
+  }
+
+  /**
    * openai/whisper's transcription loop: decode a 30 s window with timestamp tokens, cut it into
    * segments at consecutive timestamp pairs, and move on to the end of the last complete segment
-   * (or past the window when it ended with a lone timestamp).
+   * (or past the window when it ended with a lone timestamp). The prompt conditions the first
+   * window only, as openai/whisper does without condition_on_previous_text and as transformers'
+   * default ("first-segment") does.
    */
-  private async decodeWindows(audio: Float32Array, base: Record<string, unknown>, options: TranscribeOptions): Promise<Omit<TranscriptionResult, "words" | "language">> {
+  private async decodeWindows(
+    audio: Float32Array,
+    base: Record<string, unknown>,
+    prompt: number[],
+    options: TranscribeOptions,
+  ): Promise<Omit<TranscriptionResult, "words" | "language">> {
     const generation = this.model.generation_config;
-    const timestampBegin = (generation.no_timestamps_token_id ?? Number.MAX_SAFE_INTEGER - 1) + 1;
+    const timestampBegin = this.timestampBegin;
     const endOfText = Array.isArray(generation.eos_token_id) ? generation.eos_token_id[0]! : generation.eos_token_id;
     const temperature = (base.temperature as number | undefined) ?? 0;
     const totalFrames = Math.ceil(audio.length / HOP_SAMPLES);
@@ -190,26 +251,21 @@ export class WhisperEngine implements TranscriptionEngine {
       options.signal?.throwIfAborted();
       const windowFrames = Math.min(WINDOW_FRAMES, totalFrames - seek);
       const offset = (seek * HOP_SAMPLES) / this.sampleRate;
-      const window = await this.decodeWindow(audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES), base);
+      const window = await this.decodeWindow(audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES), base, seek === 0 ? prompt : []);
       const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
       const isTimestamp = tokens.map((t) => t >= timestampBegin);
       const textTokens = tokens.filter((_, i) => !isTimestamp[i]);
       outputTokens += textTokens.length;
       const stats = {
         avgLogprob: window.logprobs.reduce((a, b) => a + b, 0) / (tokens.length + 1),
-        compressionRatio: compressionRatio(this.tokenizer.decode(textTokens, { skip_special_tokens: true })),
+        compressionRatio: compressionRatio(this.text(textTokens)),
         noSpeechProb: window.noSpeechProb,
         temperature,
         seek,
       };
       const time = (token: number) => offset + (token - timestampBegin) * TIMESTAMP_SECONDS;
       const add = (sliced: number[], start: number, end: number) => {
-        const text = this.tokenizer
-          .decode(
-            sliced.filter((t) => t < timestampBegin),
-            { skip_special_tokens: true },
-          )
-          .trim();
+        const text = this.text(sliced.filter((t) => t < timestampBegin)).trim();
         if (!text) return;
         const segment = { start, end: Math.min(Math.max(end, start), duration), text, tokens: sliced, ...stats };
         segments.push(segment);
@@ -239,23 +295,49 @@ export class WhisperEngine implements TranscriptionEngine {
     return { text: segments.map((s) => s.text).join(" "), segments, outputTokens };
   }
 
-  /** One 30 s window (zero-padded): its generated tokens, their log probabilities and the no-speech probability. */
-  private async decodeWindow(samples: Float32Array, base: Record<string, unknown>): Promise<{ tokens: number[]; logprobs: number[]; noSpeechProb: number | null }> {
+  /** Text tokens as text; none (a window of timestamps alone, such as <|0.00|><|endoftext|>) is empty text, where transformers.js would throw. */
+  private text(tokens: number[]): string {
+    return tokens.length === 0 ? "" : this.tokenizer.decode(tokens, { skip_special_tokens: true });
+  }
+
+  /**
+   * One 30 s window (zero-padded), after `prompt` (<|startofprev|> and the prompt's tokens) when one
+   * is given: its generated tokens, their log probabilities and the no-speech probability.
+   */
+  private async decodeWindow(
+    samples: Float32Array,
+    base: Record<string, unknown>,
+    prompt: number[],
+  ): Promise<{ tokens: number[]; logprobs: number[]; noSpeechProb: number | null }> {
     const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(samples)) as { input_features: Tensor };
     const recorder = new TokenLogprobs();
     const processors = new LogitsProcessorList();
     processors.push(recorder);
     let noSpeechProb: number | null = null;
     let first = true;
+    const conditioning = prompt.length > 0 ? [this.startOfPrevious!, ...prompt] : [];
     this.onLogits = (logits) => {
       if (!first) return;
       first = false;
-      // At the start-of-transcript position (the first row of the prompt), as openai/whisper reads it.
-      if (this.noSpeechToken !== undefined) noSpeechProb = Math.exp(logSoftmaxAt(row(logits, 0), this.noSpeechToken));
+      // At the start-of-transcript position (the first row after the conditioning), as openai/whisper reads it.
+      if (this.noSpeechToken !== undefined) noSpeechProb = Math.exp(logSoftmaxAt(row(logits, conditioning.length), this.noSpeechToken));
     };
     let sequence: number[];
     try {
-      const output = await this.model.generate({ inputs: input_features, ...base, return_timestamps: true, max_new_tokens: MAX_NEW_TOKENS, logits_processor: processors });
+      const decoderInput = [...conditioning, ...this.model._retrieve_init_tokens({ ...this.model.generation_config, ...base, return_timestamps: true })];
+      processors.push(
+        new MaxInitialTimestamp(decoderInput.length, this.timestampBegin + (this.model.generation_config.max_initial_timestamp_index ?? MAX_INITIAL_TIMESTAMP_STEPS)),
+      );
+      // A long prompt leaves fewer positions to generate in (openai/whisper stops at the context too).
+      const maxNewTokens = Math.min(MAX_NEW_TOKENS, this.decoderPositions - decoderInput.length);
+      const output = await this.model.generate({
+        inputs: input_features,
+        ...base,
+        return_timestamps: true,
+        decoder_input_ids: decoderInput,
+        max_new_tokens: maxNewTokens,
+        logits_processor: processors,
+      });
       sequence = (output.tolist() as bigint[][])[0]!.map(Number);
     } catch (error) {
       if (isSilenceError(error)) return { tokens: [], logprobs: [], noSpeechProb };
