@@ -250,6 +250,19 @@ export const TranscriptionSettings = z.strictObject({
     .number()
     .positive()
     .default(3 * 3600),
+  /**
+   * openai/whisper's temperature fallback, at a request's temperature 0 (the standard's default):
+   * a 30 s window whose text fails the two thresholds below is decoded again, sampled at each of
+   * these temperatures in turn, and the first that passes (or the last) is kept. [] decodes
+   * greedily once. A request with a temperature above 0 samples at it, once.
+   */
+  fallbackTemperatures: z.array(z.number().positive().max(1)).max(10).default([0.2, 0.4, 0.6, 0.8, 1]),
+  /** A window's text compressing more than this (zlib) is a repetition loop: fall back. */
+  compressionRatioThreshold: z.number().positive().default(2.4),
+  /** A window whose tokens' average log probability is below this is unlikely text: fall back. */
+  logprobThreshold: z.number().max(0).default(-1),
+  /** A window whose no-speech probability is above this, and whose text is below logprobThreshold, is silence: no text, no fallback. */
+  noSpeechThreshold: z.number().min(0).max(1).default(0.6),
 });
 export type TranscriptionSettings = z.infer<typeof TranscriptionSettings>;
 

@@ -15,7 +15,8 @@ import { tinyWhisperEntry } from "../helpers/testServer.js";
  *
  * The demo Whisper ends its text at a fixed decoding position (prompt tokens included), so a
  * prompt would leave it no room; this file's model never ends a window by itself, and every
- * window runs to its token limit.
+ * window runs to its token limit. Its random text would fail Whisper's fallback thresholds at
+ * every temperature, so the fallback is off here (whisperFallback.test.ts tests it).
  */
 
 const RATE = 16000;
@@ -31,7 +32,10 @@ let countTokens: (text: string) => number;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "hearth-whisper-prompt-"));
   await writeWhisperModel(dir, { endOfTextPosition: 1000 });
-  engine = await WhisperEngine.load(ModelEntry.parse({ id: "unending-whisper", type: "asr", backend: "whisper", file: dir, onnx: { threads: 1 } }), false);
+  engine = await WhisperEngine.load(
+    ModelEntry.parse({ id: "unending-whisper", type: "asr", backend: "whisper", file: dir, onnx: { threads: 1 }, transcription: { fallbackTemperatures: [] } }),
+    false,
+  );
   const tokenizerJson = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { added_tokens: { id: number; content: string }[] };
   ids = Object.fromEntries(tokenizerJson.added_tokens.map((t) => [t.content, t.id]));
   const tokenizer = await AutoTokenizer.from_pretrained(dir);

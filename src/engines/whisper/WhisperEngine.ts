@@ -1,5 +1,5 @@
 import { deflateSync } from "node:zlib";
-import { LogitsProcessor, LogitsProcessorList, pipeline, type AutomaticSpeechRecognitionPipeline, type Tensor } from "@huggingface/transformers";
+import { LogitsProcessor, LogitsProcessorList, pipeline, random, Tensor, type AutomaticSpeechRecognitionPipeline } from "@huggingface/transformers";
 import type { TranscriptionSettings } from "../../config/backendSettings.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError } from "../../errors.js";
@@ -25,6 +25,18 @@ const MAX_NEW_TOKENS = 224;
 const MAX_INITIAL_TIMESTAMP_STEPS = 50;
 /** Whisper's decoder context, for a model whose config does not say (every released size has 448). */
 const DEFAULT_DECODER_POSITIONS = 448;
+
+/** One window's decode, as the seek loop reads it. */
+interface DecodedWindow {
+  /** Generated tokens, timestamps included, end-of-text left out. */
+  tokens: number[];
+  textTokens: number[];
+  /** Mean log probability of the tokens, end-of-text included (openai/whisper's avg_logprob). */
+  avgLogprob: number;
+  compressionRatio: number;
+  noSpeechProb: number | null;
+  temperature: number;
+}
 
 interface PipelineChunk {
   text: string;
@@ -60,7 +72,7 @@ interface WhisperTokenizer {
  * from, after Whisper's rules (suppressed tokens, timestamp constraints) and before the
  * temperature, as openai/whisper sums them. It runs before the processors Whisper appends and
  * keeps a reference to the logits, which those processors change in place: the distribution is
- * read one step later, when the sampled token is known.
+ * read one step later, when the sampled token is known (SampleAtTemperature divides a copy).
  */
 class TokenLogprobs extends LogitsProcessor {
   promptTokens = -1;
@@ -110,6 +122,38 @@ class MaxInitialTimestamp extends LogitsProcessor {
 }
 
 /**
+ * The sampling temperature, applied last, as openai/whisper samples: Whisper's timestamp rules
+ * compare the model's own probabilities (transformers.js would divide the logits before every
+ * processor, and at a low temperature the timestamps' summed probability never wins). It divides
+ * a copy, so TokenLogprobs reads the distribution before the temperature.
+ */
+class SampleAtTemperature extends LogitsProcessor {
+  constructor(private readonly temperature: number) {
+    super();
+  }
+
+  override _call(_inputIds: bigint[][], logits: Tensor): Tensor {
+    return new Tensor(
+      "float32",
+      Float32Array.from(logits.data as Float32Array, (value) => value / this.temperature),
+      logits.dims,
+    );
+  }
+}
+
+/** A processor list that keeps its first processor last when transformers.js' Whisper appends its rules. */
+class ProcessorsEndingWith extends LogitsProcessorList {
+  constructor(last: LogitsProcessor) {
+    super();
+    this.processors.push(last);
+  }
+
+  override push(item: LogitsProcessor): void {
+    this.processors.splice(this.processors.length - 1, 0, item);
+  }
+}
+
+/**
  * Whisper-family models through transformers.js, offline, on 16 kHz mono audio decoded by
  * ffmpeg. Segments come from Whisper's own windowed decoding (openai/whisper's seek loop over
  * 30 s windows with timestamp tokens), which also reports each window's tokens, average log
@@ -136,6 +180,7 @@ export class WhisperEngine implements TranscriptionEngine {
   private readonly decoderPositions: number;
   /** The first timestamp token, <|0.00|> (every token from it on is a timestamp). */
   private readonly timestampBegin: number;
+  private readonly endOfText: number;
 
   private constructor(
     private readonly transcriber: AutomaticSpeechRecognitionPipeline,
@@ -155,6 +200,7 @@ export class WhisperEngine implements TranscriptionEngine {
     this.startOfPrevious = generation.prev_sot_token_id ?? this.tokenizer.convert_tokens_to_ids(["<|startofprev|>"])[0];
     this.decoderPositions = this.model.config.max_target_positions ?? DEFAULT_DECODER_POSITIONS;
     this.timestampBegin = (generation.no_timestamps_token_id ?? Number.MAX_SAFE_INTEGER - 1) + 1;
+    this.endOfText = Array.isArray(generation.eos_token_id) ? generation.eos_token_id[0]! : generation.eos_token_id;
     const forward = this.model.forward.bind(this.model);
     this.model.forward = async (inputs) => {
       const outputs = await forward(inputs);
@@ -184,10 +230,10 @@ export class WhisperEngine implements TranscriptionEngine {
       // An English-only model hears English whatever the hint says.
       const language = !this.supportsTranslation ? "en" : (options.language ?? (await this.detectLanguage(options.audio)));
       // English-only models take neither a task nor a language (transformers.js refuses both).
-      const base = {
-        ...(this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {}),
-        ...(options.temperature && options.temperature > 0 ? { do_sample: true, temperature: options.temperature } : {}),
-      };
+      const prefix = this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {};
+      const requested = options.temperature ?? 0;
+      // The word alignment pass samples at a request's temperature through the pipeline.
+      const base = { ...prefix, ...(requested > 0 ? { do_sample: true, temperature: requested } : {}) };
       const toWords = (chunks: PipelineChunk[] | undefined) =>
         (chunks ?? []).map((c) => ({ word: c.text.trim(), start: c.timestamp[0], end: c.timestamp[1] ?? duration })).filter((w) => w.word);
       const alignWords = async () => {
@@ -206,7 +252,9 @@ export class WhisperEngine implements TranscriptionEngine {
         options.onSegment?.({ start: 0, end: duration, text });
         return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks), language };
       }
-      const decoded = await this.decodeWindows(options.audio, base, prompt, options);
+      // The standard's temperature 0 is openai/whisper's fallback: greedy first, then sampled at each fallback temperature.
+      const temperatures = requested > 0 ? [requested] : [0, ...this.settings.fallbackTemperatures];
+      const decoded = await this.decodeWindows(options.audio, prefix, temperatures, prompt, options);
       // Both granularities: a second pass aligns the words.
       const words = wantWords ? (decoded.text ? toWords((await alignWords()).chunks) : []) : undefined;
       return { ...decoded, words, language };
@@ -230,18 +278,17 @@ export class WhisperEngine implements TranscriptionEngine {
    * segments at consecutive timestamp pairs, and move on to the end of the last complete segment
    * (or past the window when it ended with a lone timestamp). The prompt conditions the first
    * window only, as openai/whisper does without condition_on_previous_text and as transformers'
-   * default ("first-segment") does.
+   * default ("first-segment") does. A window the model finds silent (decodeWithFallback) adds
+   * nothing and the loop moves past it, as openai/whisper's no_speech_threshold does.
    */
   private async decodeWindows(
     audio: Float32Array,
-    base: Record<string, unknown>,
+    prefix: Record<string, unknown>,
+    temperatures: number[],
     prompt: number[],
     options: TranscribeOptions,
   ): Promise<Omit<TranscriptionResult, "words" | "language">> {
-    const generation = this.model.generation_config;
     const timestampBegin = this.timestampBegin;
-    const endOfText = Array.isArray(generation.eos_token_id) ? generation.eos_token_id[0]! : generation.eos_token_id;
-    const temperature = (base.temperature as number | undefined) ?? 0;
     const totalFrames = Math.ceil(audio.length / HOP_SAMPLES);
     const duration = audio.length / this.sampleRate;
     const segments: TranscriptionSegment[] = [];
@@ -251,18 +298,16 @@ export class WhisperEngine implements TranscriptionEngine {
       options.signal?.throwIfAborted();
       const windowFrames = Math.min(WINDOW_FRAMES, totalFrames - seek);
       const offset = (seek * HOP_SAMPLES) / this.sampleRate;
-      const window = await this.decodeWindow(audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES), base, seek === 0 ? prompt : []);
-      const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
+      const samples = audio.subarray(seek * HOP_SAMPLES, (seek + WINDOW_FRAMES) * HOP_SAMPLES);
+      const window = await this.decodeWithFallback(samples, prefix, temperatures, seek === 0 ? prompt : [], seek);
+      if (this.isSilence(window)) {
+        seek += windowFrames;
+        continue;
+      }
+      const { tokens, textTokens } = window;
       const isTimestamp = tokens.map((t) => t >= timestampBegin);
-      const textTokens = tokens.filter((_, i) => !isTimestamp[i]);
       outputTokens += textTokens.length;
-      const stats = {
-        avgLogprob: window.logprobs.reduce((a, b) => a + b, 0) / (tokens.length + 1),
-        compressionRatio: compressionRatio(this.text(textTokens)),
-        noSpeechProb: window.noSpeechProb,
-        temperature,
-        seek,
-      };
+      const stats = { avgLogprob: window.avgLogprob, compressionRatio: window.compressionRatio, noSpeechProb: window.noSpeechProb, temperature: window.temperature, seek };
       const time = (token: number) => offset + (token - timestampBegin) * TIMESTAMP_SECONDS;
       const add = (sliced: number[], start: number, end: number) => {
         const text = this.text(sliced.filter((t) => t < timestampBegin)).trim();
@@ -295,6 +340,41 @@ export class WhisperEngine implements TranscriptionEngine {
     return { text: segments.map((s) => s.text).join(" "), segments, outputTokens };
   }
 
+  /**
+   * openai/whisper's decode_with_fallback: a window decoded at each temperature in turn until its
+   * text passes (not repetitive past compressionRatioThreshold, not improbable below
+   * logprobThreshold) or the model finds it silent; the last decode is kept. Sampling after a
+   * greedy decode is seeded by the window's place and the attempt, so a file transcribes the same
+   * every time at temperature 0, fallback and all.
+   */
+  private async decodeWithFallback(samples: Float32Array, prefix: Record<string, unknown>, temperatures: number[], prompt: number[], seek: number): Promise<DecodedWindow> {
+    const endOfText = this.endOfText;
+    let decoded: DecodedWindow | undefined;
+    for (const [attempt, temperature] of temperatures.entries()) {
+      // transformers.js samples with its global generator; a Whisper engine has its worker thread to itself.
+      if (temperature > 0 && temperatures[0] === 0) random.seed(seek * 16 + attempt);
+      const window = await this.decodeWindow(samples, prefix, temperature, prompt);
+      const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
+      const textTokens = tokens.filter((t) => t < this.timestampBegin);
+      decoded = {
+        tokens,
+        textTokens,
+        avgLogprob: window.logprobs.reduce((a, b) => a + b, 0) / (tokens.length + 1),
+        compressionRatio: compressionRatio(this.text(textTokens)),
+        noSpeechProb: window.noSpeechProb,
+        temperature,
+      };
+      const failed = decoded.compressionRatio > this.settings.compressionRatioThreshold || decoded.avgLogprob < this.settings.logprobThreshold;
+      if (!failed || this.isSilence(decoded)) break;
+    }
+    return decoded!;
+  }
+
+  /** openai/whisper's silence: the no-speech token likely at the start of the transcript, and the text improbable. */
+  private isSilence(window: DecodedWindow): boolean {
+    return window.noSpeechProb !== null && window.noSpeechProb > this.settings.noSpeechThreshold && window.avgLogprob < this.settings.logprobThreshold;
+  }
+
   /** Text tokens as text; none (a window of timestamps alone, such as <|0.00|><|endoftext|>) is empty text, where transformers.js would throw. */
   private text(tokens: number[]): string {
     return tokens.length === 0 ? "" : this.tokenizer.decode(tokens, { skip_special_tokens: true });
@@ -302,16 +382,18 @@ export class WhisperEngine implements TranscriptionEngine {
 
   /**
    * One 30 s window (zero-padded), after `prompt` (<|startofprev|> and the prompt's tokens) when one
-   * is given: its generated tokens, their log probabilities and the no-speech probability.
+   * is given, greedy at temperature 0 and sampled above: its generated tokens, their log
+   * probabilities and the no-speech probability.
    */
   private async decodeWindow(
     samples: Float32Array,
-    base: Record<string, unknown>,
+    prefix: Record<string, unknown>,
+    temperature: number,
     prompt: number[],
   ): Promise<{ tokens: number[]; logprobs: number[]; noSpeechProb: number | null }> {
     const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(samples)) as { input_features: Tensor };
     const recorder = new TokenLogprobs();
-    const processors = new LogitsProcessorList();
+    const processors = temperature > 0 && temperature !== 1 ? new ProcessorsEndingWith(new SampleAtTemperature(temperature)) : new LogitsProcessorList();
     processors.push(recorder);
     let noSpeechProb: number | null = null;
     let first = true;
@@ -324,7 +406,7 @@ export class WhisperEngine implements TranscriptionEngine {
     };
     let sequence: number[];
     try {
-      const decoderInput = [...conditioning, ...this.model._retrieve_init_tokens({ ...this.model.generation_config, ...base, return_timestamps: true })];
+      const decoderInput = [...conditioning, ...this.model._retrieve_init_tokens({ ...this.model.generation_config, ...prefix, return_timestamps: true })];
       processors.push(
         new MaxInitialTimestamp(decoderInput.length, this.timestampBegin + (this.model.generation_config.max_initial_timestamp_index ?? MAX_INITIAL_TIMESTAMP_STEPS)),
       );
@@ -332,7 +414,9 @@ export class WhisperEngine implements TranscriptionEngine {
       const maxNewTokens = Math.min(MAX_NEW_TOKENS, this.decoderPositions - decoderInput.length);
       const output = await this.model.generate({
         inputs: input_features,
-        ...base,
+        ...prefix,
+        // Sampled from the whole distribution (transformers.js would keep its default top 50), at SampleAtTemperature's temperature.
+        ...(temperature > 0 ? { do_sample: true, temperature: 1, top_k: 0 } : {}),
         return_timestamps: true,
         decoder_input_ids: decoderInput,
         max_new_tokens: maxNewTokens,
