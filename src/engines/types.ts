@@ -59,6 +59,8 @@ export interface SamplingOptions {
   repetitionPenalty?: number;
   frequencyPenalty?: number;
   presencePenalty?: number;
+  /** The standard's logit_bias: token id -> a value from -100 to 100 added to that token's logit before sampling. */
+  logitBias?: ReadonlyMap<number, number>;
   /**
    * Entropy-scaled temperature (llama.cpp's "dynatemp"): each token is sampled at a
    * temperature between `min` and `max`, higher where the model is unsure.

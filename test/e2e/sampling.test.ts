@@ -11,6 +11,14 @@ afterAll(() => server.stop());
 
 const ask = [{ role: "user" as const, content: "Tell me something" }];
 
+/** Token ids of log-probability entries, from the model's own vocabulary (byte-level BPE spelled through GPT-2's byte table). */
+async function tokenIds(entries: readonly { bytes: number[] | null }[]): Promise<number[]> {
+  const info = await readGgufFileInfo(tinyChatPath(), { readTensorInfo: false });
+  const vocabulary = info.metadata.tokenizer.ggml.tokens as string[];
+  const table = byteToUnicode();
+  return entries.map((e) => vocabulary.indexOf(e.bytes!.map((b) => table[b]).join("")));
+}
+
 describe("log probabilities", () => {
   it("non-streaming: one entry per token in the standard's shape and the reference's summary, top_logprobs as asked", async () => {
     const completion = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3 });
@@ -135,6 +143,44 @@ describe("sampling controls", () => {
     );
   });
 
+  it("logit_bias adds to the logits before sampling: +100 makes a token greedy decoding's every pick, -100 keeps out the one it took first", async () => {
+    const plain = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 6, temperature: 0, logprobs: true });
+    const entries = plain.choices[0]!.logprobs!.content!;
+    const ids = await tokenIds(entries);
+    const favoured = entries.findIndex((e, i) => i > 0 && e.token !== entries[0]!.token);
+    expect(favoured).toBeGreaterThan(0);
+    const forced = await server.openai().chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 6, temperature: 0, logit_bias: { [ids[favoured]!]: 100 } });
+    expect(forced.choices[0]!.message.content).toBe(entries[favoured]!.token.repeat(6));
+    const banned = await server
+      .openai()
+      .chat.completions.create({ model: "tiny-chat", messages: ask, max_tokens: 6, temperature: 0, logprobs: true, logit_bias: { [ids[0]!]: -100 } });
+    const bannedIds = await tokenIds(banned.choices[0]!.logprobs!.content!);
+    expect(bannedIds).toHaveLength(6);
+    expect(bannedIds).not.toContain(ids[0]);
+    // /completions takes it the same way.
+    const completion = (await (
+      await post(server, "/completions", { model: "tiny-chat", prompt: "Once", max_tokens: 4, temperature: 0, logit_bias: { [ids[favoured]!]: 100 } })
+    ).json()) as {
+      choices: { text: string }[];
+    };
+    expect(completion.choices[0]!.text).toBe(entries[favoured]!.token.repeat(4));
+  });
+
+  it("logit_bias reaches the end-of-turn token too: -100 keeps the model answering to max_tokens, +100 ends the answer at once", async () => {
+    const info = await readGgufFileInfo(tinyChatPath(), { readTensorInfo: false });
+    const endOfTurn = info.metadata.tokenizer.ggml.eos_token_id as number;
+    // At temperature 1 the random model ends its turn every ~85 tokens on average.
+    const body = { model: "tiny-chat", messages: [{ role: "user" as const, content: "Hi" }], temperature: 1, seed: 7 };
+    const ended = await server.openai().chat.completions.create({ ...body, max_tokens: 1500 });
+    expect(ended.choices[0]!.finish_reason).toBe("stop");
+    const length = ended.usage!.completion_tokens + 20;
+    const kept = await server.openai().chat.completions.create({ ...body, max_tokens: length, logit_bias: { [endOfTurn]: -100 } });
+    expect(kept.choices[0]!.finish_reason).toBe("length");
+    expect(kept.usage!.completion_tokens).toBe(length);
+    const cut = await server.openai().chat.completions.create({ ...body, max_tokens: 50, logit_bias: { [endOfTurn]: 100 } });
+    expect(cut.choices[0]).toMatchObject({ finish_reason: "stop", message: { content: "" } });
+  });
+
   it.each([
     ["n above the model's parallel sequences", { n: 5 }, ["n"], /at most 4 choices/],
     ["top_logprobs without logprobs", { top_logprobs: 2 }, ["top_logprobs"], /needs logprobs/],
@@ -142,6 +188,9 @@ describe("sampling controls", () => {
     ["min_temp above max_temp", { min_temp: 1.5, max_temp: 0.5 }, ["min_temp"], /above max_temp/],
     ["max_temp out of range", { max_temp: 3 }, ["max_temp"], /./],
     ["a stop token outside the vocabulary", { stop_token_ids: [5, 999999] }, ["stop_token_ids", "1"], /outside this model's vocabulary/],
+    ["a logit_bias token outside the vocabulary", { logit_bias: { 5: 1, 999999: -100 } }, ["logit_bias", "999999"], /outside this model's vocabulary/],
+    ["a logit_bias key that is not a token id", { logit_bias: { hello: 1 } }, ["logit_bias", "hello"], /token ids/],
+    ["a logit_bias value above 100", { logit_bias: { 5: 101 } }, ["logit_bias", "5"], /./],
   ])("%s -> 400 naming the field", async (_name, extra, path, message) => {
     const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: ask, max_tokens: 3, ...extra });
     expect(res.status).toBe(400);

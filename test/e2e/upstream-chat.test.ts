@@ -117,6 +117,15 @@ describe("chat relayed to an upstream server of the chat-completions standard", 
     expect(countReservations(front.db)).toBe(0);
   });
 
+  it("relays logit_bias: the upstream applies it, as when asked directly", async () => {
+    const request = { messages: user("Tell me a story"), max_tokens: 5, temperature: 0, logit_bias: { 300: 100 } };
+    const direct = await upstream.openai().chat.completions.create({ model: "tiny-chat", ...request });
+    const plain = await upstream.openai().chat.completions.create({ model: "tiny-chat", ...request, logit_bias: undefined });
+    expect(direct.choices[0]!.message.content).not.toBe(plain.choices[0]!.message.content);
+    const relayed = await front.openai().chat.completions.create({ model: "relay-chat", ...request });
+    expect(relayed.choices[0]!.message.content).toBe(direct.choices[0]!.message.content);
+  });
+
   it("streams token by token, with the same text as the non-streaming answer, and the usage and cost at the end", async () => {
     const { key, accountId } = front.createKey({ usd: 1 });
     const request = { model: "relay-chat", messages: user("Once upon a time"), max_tokens: 40, temperature: 0, seed: 9 };

@@ -236,9 +236,10 @@ describe("an image question", () => {
       n: 2,
       top_p: 0.5,
       seed: 7,
+      logit_bias: { 5: 10 },
     });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-service-unsupported-parameters")).toBe("top_p,seed");
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("top_p,seed,logit_bias");
     const body = (await res.json()) as OpenAI.ChatCompletion;
     expect(body.choices).toHaveLength(2);
     for (const choice of body.choices) {

@@ -121,8 +121,24 @@ export function toSampling(request: ChatCompletionRequest, entry: ModelEntry, fe
     repetitionPenalty: request.repetition_penalty ?? undefined,
     frequencyPenalty: request.frequency_penalty ?? undefined,
     presencePenalty: request.presence_penalty ?? undefined,
+    logitBias: toLogitBias(request.logit_bias),
     dynamicTemperature,
   };
+}
+
+/** logit_bias: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */
+export function checkLogitBias(bias: ReadonlyMap<number, number> | undefined, features: ChatFeatures): void {
+  const vocabulary = features.vocabularySize;
+  if (vocabulary === 0 || !bias) return;
+  for (const id of bias.keys()) {
+    if (id >= vocabulary) throw InvalidRequestError.forField(["logit_bias", String(id)], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+  }
+}
+
+/** logit_bias's keys as token ids; undefined when it biases nothing. */
+export function toLogitBias(bias: Record<string, number> | null | undefined): Map<number, number> | undefined {
+  const entries = Object.entries(bias ?? {});
+  return entries.length > 0 ? new Map(entries.map(([token, value]) => [Number(token), value])) : undefined;
 }
 
 export function toLogprobs(request: ChatCompletionRequest, modelId: string, features: ChatFeatures): { top: number } | undefined {

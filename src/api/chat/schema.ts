@@ -167,6 +167,13 @@ const ResponseFormat = z.discriminatedUnion("type", [
 const ReasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
 export type ReasoningEffort = z.infer<typeof ReasoningEffort>;
 
+const MAX_LOGIT_BIAS_TOKENS = 1024;
+/** The standard's logit_bias: token ids (as the object's keys) to a value added to the token's logit, -100 (a ban) to 100. */
+export const LogitBias = z
+  .record(z.string().regex(/^\d{1,10}$/, "logit_bias keys are token ids"), z.number().min(-100).max(100))
+  .refine((bias) => Object.keys(bias).length <= MAX_LOGIT_BIAS_TOKENS, `logit_bias holds at most ${MAX_LOGIT_BIAS_TOKENS} tokens`)
+  .nullish();
+
 const ChatCompletionFields = z
   .looseObject({
     /** Optional only when a character supplies the model. */
@@ -188,6 +195,7 @@ const ChatCompletionFields = z
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     presence_penalty: z.number().min(-2).max(2).nullish(),
     repetition_penalty: z.number().min(0).nullish(),
+    logit_bias: LogitBias,
     n: z.number().int().min(1).max(128).nullish(),
     /** The caller's end user and labels: kept on the request's usage row (GET /billing/usage shows them). */
     user: z.string().max(256).nullish(),

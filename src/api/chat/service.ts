@@ -12,6 +12,7 @@ import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
+  checkLogitBias,
   engineFormat,
   toChoiceCount,
   toEngineMessages,
@@ -231,6 +232,7 @@ export class ChatService {
    */
   private async plan(chat: PreparedChat): Promise<PlannedChat> {
     checkStopTokenIds(chat.options.stopTokenIds, chat.engine.features);
+    checkLogitBias(chat.options.sampling.logitBias, chat.engine.features);
     let planned: PlannedChat;
     try {
       planned = await chat.engine.plan(chat.options);
@@ -362,11 +364,13 @@ const SAMPLING_WIRE_NAMES: Partial<Record<keyof ChatGenerateOptions["sampling"],
   repetitionPenalty: "repetition_penalty",
   frequencyPenalty: "frequency_penalty",
   presencePenalty: "presence_penalty",
+  logitBias: "logit_bias",
 };
 function unsupportedSampling(request: ChatCompletionRequest, features: ChatFeatures): string[] {
   return (features.ignoredSampling ?? []).flatMap((field) => {
     const wire = SAMPLING_WIRE_NAMES[field];
-    return wire !== undefined && request[wire] != null ? [wire] : [];
+    const value = wire !== undefined ? request[wire] : undefined;
+    return value != null && !(typeof value === "object" && Object.keys(value).length === 0) ? [wire!] : [];
   });
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Cost, Usage } from "../chat/schema.js";
+import { Cost, LogitBias, Usage } from "../chat/schema.js";
 
 /**
  * POST /completions: the standard's legacy text completions. The prompt is raw text given
@@ -42,8 +42,7 @@ export const CompletionRequest = z
     user: z.string().nullish(),
     /** Accepted; not honoured (named in x-service-unsupported-parameters when it would change the answer). */
     best_of: z.number().int().min(1).max(128).nullish(),
-    /** Accepted; not honoured (named in x-service-unsupported-parameters). */
-    logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullish(),
+    logit_bias: LogitBias,
   })
   .superRefine((body, ctx) => {
     if (body.best_of != null && body.best_of < (body.n ?? 1)) {

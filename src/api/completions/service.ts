@@ -8,6 +8,7 @@ import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
+import { checkLogitBias, toLogitBias } from "../chat/fromChatRequest.js";
 import { startStreamedGeneration } from "../chat/streamedGeneration.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
@@ -73,7 +74,9 @@ export class CompletionService {
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
     const unsupported: string[] = [];
     if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
-    if (request.logit_bias && Object.keys(request.logit_bias).length > 0) unsupported.push("logit_bias");
+    const logitBias = toLogitBias(request.logit_bias);
+    if (logitBias && features.ignoredSampling?.includes("logitBias")) unsupported.push("logit_bias");
+    checkLogitBias(logitBias, features);
     const meter = call.meterFor(entry.id);
     return {
       id: `cmpl-${call.ctx.requestId.replaceAll("-", "")}`,
@@ -92,6 +95,7 @@ export class CompletionService {
           seed: request.seed ?? undefined,
           frequencyPenalty: request.frequency_penalty ?? undefined,
           presencePenalty: request.presence_penalty ?? undefined,
+          logitBias,
         },
         stop: stop.filter((s) => s.length > 0),
         logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,

@@ -8,6 +8,7 @@ import { ReasoningSplitter } from "./ReasoningSplitter.js";
 import { samplerBuffers } from "./SamplerBufferCollector.js";
 import type { StepBarrier } from "./StepBarrier.js";
 import { StreamingDetokenizer } from "./StreamingDetokenizer.js";
+import { tokenBiasFor } from "./tokenBiasFor.js";
 import type { TokenDescriber } from "./TokenDescriber.js";
 
 /** Everything one request decided before generation; shared by its choices. */
@@ -218,6 +219,7 @@ export class ChoiceGeneration {
       seed: this.seed,
       grammarEvaluationState: this.grammarState,
       yieldEogToken: true,
+      tokenBias: sampling.logitBias?.size ? () => tokenBiasFor(this.runtime.model, sampling.logitBias!) : undefined,
       repeatPenalty: hasRepeatPenalty(sampling)
         ? {
             punishTokens: () => this.output,

@@ -65,7 +65,7 @@ export function readVisionModelFacts(entry: ModelEntry): VisionModelFacts {
 const MAX_VISION_CHOICES = 4;
 
 /** Sampling fields transformers.js' generate() has no processor for (top_p's warper is a stub in 4.x). */
-const IGNORED_VISION_SAMPLING: readonly (keyof SamplingOptions)[] = ["topP", "minP", "seed", "frequencyPenalty", "presencePenalty"];
+const IGNORED_VISION_SAMPLING: readonly (keyof SamplingOptions)[] = ["topP", "minP", "seed", "frequencyPenalty", "presencePenalty", "logitBias"];
 
 /** What the vision chat engine does: plain text and pictures, none of tools, reasoning, grammars or log probabilities. */
 export function visionChatFeatures(facts: VisionModelFacts): ChatFeatures {

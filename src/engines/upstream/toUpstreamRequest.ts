@@ -136,4 +136,5 @@ export function putSamplingFields(body: Record<string, unknown>, maxTokens: numb
   set("repetition_penalty", sampling.repetitionPenalty);
   set("frequency_penalty", sampling.frequencyPenalty);
   set("presence_penalty", sampling.presencePenalty);
+  if (sampling.logitBias?.size) body.logit_bias = Object.fromEntries(sampling.logitBias);
 }
