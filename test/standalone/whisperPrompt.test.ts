@@ -78,6 +78,11 @@ describe("a transcription's prompt", () => {
     expect(one.segments.reduce((n, s) => n + s.tokens!.length, 0)).toBe(221);
   });
 
+  it("is text: special and timestamp tokens it spells out are left out, not read as those tokens", async () => {
+    const [spelled, plain] = await Promise.all([transcribe(5, "Hearth<|endoftext|><|startoftranscript|><|0.00|>"), transcribe(5, "Hearth")]);
+    expect(spelled).toEqual(plain);
+  });
+
   it("a window the model ends at once (timestamps and no text) is empty text, not an error", async () => {
     // The demo model's text ends at the 9th decoding position: after a prompt, at its first timestamp.
     const demo = await WhisperEngine.load(tinyWhisperEntry(), false);

@@ -265,12 +265,17 @@ export class WhisperEngine implements TranscriptionEngine {
    * A request's prompt as Whisper conditions on it (openai/whisper's initial_prompt: the text with
    * a leading space, without special tokens), kept to its last tokens that fit half the decoder's
    * context with <|startofprev|>. Empty for no prompt, or for a model without <|startofprev|>.
+   * A prompt is text: special and timestamp tokens it spells out (which the tokenizer would read
+   * as those tokens, a second <|startoftranscript|> say) are left out.
    */
   private promptTokens(prompt: string | undefined): number[] {
     const text = prompt?.trim();
     if (!text || this.startOfPrevious === undefined) return [];
     const limit = Math.floor(this.decoderPositions / 2) - 1;
-    return this.tokenizer.encode(` ${text}`, { add_special_tokens: false }).slice(-limit);
+    return this.tokenizer
+      .encode(` ${text}`, { add_special_tokens: false })
+      .filter((token) => token < this.endOfText)
+      .slice(-limit);
   }
 
   /**
