@@ -38,6 +38,12 @@ interface DecodedWindow {
   temperature: number;
 }
 
+/** A window's log-mel features, and the encoder's output once a decode has computed it. */
+interface WindowAudio {
+  features: Tensor;
+  encoded?: Tensor;
+}
+
 interface PipelineChunk {
   text: string;
   timestamp: [number, number | null];
@@ -173,6 +179,8 @@ export class WhisperEngine implements TranscriptionEngine {
   private readonly tokenizer: WhisperTokenizer;
   /** Sees the raw logits of every decoder call (the no-speech probability and language detection read them). */
   private onLogits: ((logits: Tensor) => void) | undefined;
+  /** Sees the encoder's output a decoder call was given (a window's fallback decodes reuse it). */
+  private onEncoded: ((encoderOutputs: Tensor) => void) | undefined;
   private readonly noSpeechToken: number | undefined;
   /** <|startofprev|>, which opens the text a window is conditioned on (a request's prompt). */
   private readonly startOfPrevious: number | undefined;
@@ -203,6 +211,8 @@ export class WhisperEngine implements TranscriptionEngine {
     this.endOfText = Array.isArray(generation.eos_token_id) ? generation.eos_token_id[0]! : generation.eos_token_id;
     const forward = this.model.forward.bind(this.model);
     this.model.forward = async (inputs) => {
+      const encoded = (inputs as { encoder_outputs?: Tensor }).encoder_outputs;
+      if (encoded) this.onEncoded?.(encoded);
       const outputs = await forward(inputs);
       this.onLogits?.(outputs.logits);
       return outputs;
@@ -354,11 +364,14 @@ export class WhisperEngine implements TranscriptionEngine {
    */
   private async decodeWithFallback(samples: Float32Array, prefix: Record<string, unknown>, temperatures: number[], prompt: number[], seek: number): Promise<DecodedWindow> {
     const endOfText = this.endOfText;
+    const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(samples)) as { input_features: Tensor };
+    // The audio is encoded once: each fallback decode runs the decoder alone, as openai/whisper's does.
+    const audio: WindowAudio = { features: input_features };
     let decoded: DecodedWindow | undefined;
     for (const [attempt, temperature] of temperatures.entries()) {
       // transformers.js samples with its global generator; a Whisper engine has its worker thread to itself.
       if (temperature > 0 && temperatures[0] === 0) random.seed(seek * 16 + attempt);
-      const window = await this.decodeWindow(samples, prefix, temperature, prompt);
+      const window = await this.decodeWindow(audio, prefix, temperature, prompt);
       const tokens = window.tokens.at(-1) === endOfText ? window.tokens.slice(0, -1) : window.tokens;
       const textTokens = tokens.filter((t) => t < this.timestampBegin);
       decoded = {
@@ -391,12 +404,11 @@ export class WhisperEngine implements TranscriptionEngine {
    * probabilities and the no-speech probability.
    */
   private async decodeWindow(
-    samples: Float32Array,
+    audio: WindowAudio,
     prefix: Record<string, unknown>,
     temperature: number,
     prompt: number[],
   ): Promise<{ tokens: number[]; logprobs: number[]; noSpeechProb: number | null }> {
-    const { input_features } = (await (this.transcriber.processor as unknown as (a: Float32Array) => Promise<{ input_features: Tensor }>)(samples)) as { input_features: Tensor };
     const recorder = new TokenLogprobs();
     const processors = temperature > 0 && temperature !== 1 ? new ProcessorsEndingWith(new SampleAtTemperature(temperature)) : new LogitsProcessorList();
     processors.push(recorder);
@@ -409,6 +421,9 @@ export class WhisperEngine implements TranscriptionEngine {
       // At the start-of-transcript position (the first row after the conditioning), as openai/whisper reads it.
       if (this.noSpeechToken !== undefined) noSpeechProb = Math.exp(logSoftmaxAt(row(logits, conditioning.length), this.noSpeechToken));
     };
+    this.onEncoded = (encoded) => {
+      audio.encoded ??= encoded;
+    };
     let sequence: number[];
     try {
       const decoderInput = [...conditioning, ...this.model._retrieve_init_tokens({ ...this.model.generation_config, ...prefix, return_timestamps: true })];
@@ -418,7 +433,8 @@ export class WhisperEngine implements TranscriptionEngine {
       // A long prompt leaves fewer positions to generate in (openai/whisper stops at the context too).
       const maxNewTokens = Math.min(MAX_NEW_TOKENS, this.decoderPositions - decoderInput.length);
       const output = await this.model.generate({
-        inputs: input_features,
+        inputs: audio.features,
+        ...(audio.encoded ? { encoder_outputs: audio.encoded } : {}),
         ...prefix,
         // Sampled from the whole distribution (transformers.js would keep its default top 50), at SampleAtTemperature's temperature.
         ...(temperature > 0 ? { do_sample: true, temperature: 1, top_k: 0 } : {}),
@@ -433,6 +449,7 @@ export class WhisperEngine implements TranscriptionEngine {
       throw translateError(error);
     } finally {
       this.onLogits = undefined;
+      this.onEncoded = undefined;
     }
     recorder.finish(sequence.at(-1));
     return { tokens: sequence.slice(Math.max(recorder.promptTokens, 0)), logprobs: recorder.values, noSpeechProb };
