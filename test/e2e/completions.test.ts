@@ -332,6 +332,13 @@ describe("POST /completions on the llama engine", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
+  it("refuses a logit_bias token outside the vocabulary with a 400 naming its key", async () => {
+    const res = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 2, logit_bias: { "5": 1, "999999": -100 } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { details: { logit_bias: Record<string, { _errors: string[] }> } };
+    expect(body.details.logit_bias["999999"]!._errors.join(" ")).toMatch(/outside this model's vocabulary/);
+  });
+
   it("keeps user on the request's usage row", async () => {
     const res = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 2, user: "completions-user-1" });
     expect(res.status).toBe(200);

@@ -126,12 +126,17 @@ export function toSampling(request: ChatCompletionRequest, entry: ModelEntry, fe
   };
 }
 
-/** logit_bias: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */
-export function checkLogitBias(bias: ReadonlyMap<number, number> | undefined, features: ChatFeatures): void {
+/**
+ * Token ids a request names (stop_token_ids, logit_bias), each with its place in `field`: ids of
+ * the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own).
+ */
+export function checkTokenIds(field: string, ids: Iterable<readonly [place: string | number, id: number]>, features: ChatFeatures): void {
   const vocabulary = features.vocabularySize;
-  if (vocabulary === 0 || !bias) return;
-  for (const id of bias.keys()) {
-    if (id >= vocabulary) throw InvalidRequestError.forField(["logit_bias", String(id)], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+  if (vocabulary === 0) return;
+  for (const [place, id] of ids) {
+    if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
+      throw InvalidRequestError.forField([field, place], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
+    }
   }
 }
 

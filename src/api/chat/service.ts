@@ -12,7 +12,7 @@ import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
 import {
   assembleConversation,
-  checkLogitBias,
+  checkTokenIds,
   engineFormat,
   toChoiceCount,
   toEngineMessages,
@@ -231,8 +231,12 @@ export class ChatService {
    * anything runs. A refusal or a 402/429 here comes before any byte of the response.
    */
   private async plan(chat: PreparedChat): Promise<PlannedChat> {
-    checkStopTokenIds(chat.options.stopTokenIds, chat.engine.features);
-    checkLogitBias(chat.options.sampling.logitBias, chat.engine.features);
+    checkTokenIds("stop_token_ids", (chat.options.stopTokenIds ?? []).entries(), chat.engine.features);
+    checkTokenIds(
+      "logit_bias",
+      Array.from(chat.options.sampling.logitBias?.keys() ?? [], (id) => [String(id), id] as const),
+      chat.engine.features,
+    );
     let planned: PlannedChat;
     try {
       planned = await chat.engine.plan(chat.options);
@@ -372,17 +376,6 @@ function unsupportedSampling(request: ChatCompletionRequest, features: ChatFeatu
     const value = wire !== undefined ? request[wire] : undefined;
     return value != null && !(typeof value === "object" && Object.keys(value).length === 0) ? [wire!] : [];
   });
-}
-
-/** stop_token_ids: ids of the model's vocabulary, where the engine tokenizes locally (a relay's upstream checks its own). */
-function checkStopTokenIds(ids: readonly number[] | undefined, features: ChatFeatures): void {
-  const vocabulary = features.vocabularySize;
-  if (vocabulary === 0) return;
-  for (const [index, id] of (ids ?? []).entries()) {
-    if (!Number.isInteger(id) || id < 0 || id >= vocabulary) {
-      throw InvalidRequestError.forField(["stop_token_ids", index], `token id ${id} is outside this model's vocabulary (0 to ${vocabulary - 1})`);
-    }
-  }
 }
 
 /** What a chat engine refuses while planning, as the wire's 400. */

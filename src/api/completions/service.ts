@@ -8,7 +8,7 @@ import { PlanRefusalError } from "../../engines/PlanRefusal.js";
 import type { ChatEngine, CompleteOptions, CompleteResult, CompletionPrompt, EchoedPrompt, PlannedCompletion, TokenLogprob } from "../../engines/types.js";
 import type { Metrics } from "../../metrics/Metrics.js";
 import type { ModelManager } from "../../models/ModelManager.js";
-import { checkLogitBias, toLogitBias } from "../chat/fromChatRequest.js";
+import { checkTokenIds, toLogitBias } from "../chat/fromChatRequest.js";
 import { startStreamedGeneration } from "../chat/streamedGeneration.js";
 import { toUsage, toWireFinish } from "../chat/toChatCompletion.js";
 import type { CompletionChunk, CompletionLogprobs, CompletionRequest, CompletionResponse } from "./schema.js";
@@ -76,7 +76,11 @@ export class CompletionService {
     if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
     const logitBias = toLogitBias(request.logit_bias);
     if (logitBias && features.ignoredSampling?.includes("logitBias")) unsupported.push("logit_bias");
-    checkLogitBias(logitBias, features);
+    checkTokenIds(
+      "logit_bias",
+      Object.keys(request.logit_bias ?? {}).map((key) => [key, Number(key)] as const),
+      features,
+    );
     const meter = call.meterFor(entry.id);
     return {
       id: `cmpl-${call.ctx.requestId.replaceAll("-", "")}`,

@@ -130,7 +130,7 @@ class MaxInitialTimestamp extends LogitsProcessor {
 /**
  * The sampling temperature, applied last, as openai/whisper samples: Whisper's timestamp rules
  * compare the model's own probabilities (transformers.js would divide the logits before every
- * processor, and at a low temperature the timestamps' summed probability never wins). It divides
+ * processor, and at a low temperature the timestamps' summed probability seldom wins). It divides
  * a copy, so TokenLogprobs reads the distribution before the temperature.
  */
 class SampleAtTemperature extends LogitsProcessor {
