@@ -167,11 +167,22 @@ export const MESSAGE_LIMIT = 1000;
  */
 export function clipMessage(text: string): string {
   if (text.length <= QUOTE_LIMIT) return text;
-  // One linear pass (error paths only); the cap then bounds what is sent.
-  const clipped = text.replace(LONG_RUN, (run) => `${run.slice(0, QUOTE_LIMIT)}…`);
+  // Run by run, from one whitespace character to the next, stopping once past the cap. (A
+  // regular expression matching the runs themselves overflows V8's stack on a run of megabytes:
+  // a 10 MB key quoted in an error's path was a 500.)
+  let clipped = "";
+  let at = 0;
+  while (at < text.length && clipped.length <= MESSAGE_LIMIT) {
+    WHITESPACE.lastIndex = at;
+    const space = WHITESPACE.exec(text);
+    const end = space ? space.index : text.length;
+    clipped += end - at > QUOTE_LIMIT ? `${text.slice(at, at + QUOTE_LIMIT)}…` : text.slice(at, end);
+    if (space) clipped += space[0];
+    at = end + 1;
+  }
   return clipped.length > MESSAGE_LIMIT ? `${clipped.slice(0, MESSAGE_LIMIT)}…` : clipped;
 }
-const LONG_RUN = new RegExp(`\\S{${QUOTE_LIMIT + 1},}`, "g");
+const WHITESPACE = /\s/g;
 
 /**
  * `details` as sent: strings clipped, keys clipped, at most MAX_DETAIL_NODES entries, walked

@@ -133,6 +133,17 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     expect(errorsAt(big.json, ["messages", "2", "content"])).toHaveLength(1);
   });
 
+  it.each([
+    ["logit_bias", { logit_bias: { ["1".repeat(10 * MB)]: 1 } }],
+    ["metadata", { metadata: { ["k".repeat(10 * MB)]: "v" } }],
+  ])("a 10 MB key in %s is a 400 quoting 100 characters of it, not a 500", async (field, extra) => {
+    const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 1, ...extra });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text.length).toBeLessThan(5000);
+    expect(JSON.parse(text).error).toMatch(new RegExp(`^(Invalid request parameters: )?${field}`));
+  });
+
   it("messages each under the bound but together over it: a 400 naming messages", async () => {
     const probe = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "z".repeat(3 * MB) }] })).json()) as ErrorJson;
     const bound = Number(/never more than (\d+) characters/.exec(probe.error)![1]);

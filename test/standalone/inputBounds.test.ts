@@ -49,6 +49,9 @@ describe("error messages quote a short prefix", () => {
     const many = clipMessage("word ".repeat(1000));
     expect(many.length).toBe(1001);
     expect(many.endsWith("…")).toBe(true);
+    // A run of megabytes (a 10 MB key in an error's path) is cut the same way.
+    expect(clipMessage(`logit_bias.${"1".repeat(10_000_000)}: keys are token ids`)).toBe(`logit_bias.${"1".repeat(89)}… keys are token ids`);
+    expect(clipMessage(`a\t\n  ${"b".repeat(101)}\u00a0c`)).toBe(`a\t\n  ${"b".repeat(100)}…\u00a0c`);
   });
 
   it("clips details without recursion: keys, strings, and at most 200 entries", () => {
