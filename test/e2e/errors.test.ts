@@ -175,6 +175,19 @@ describe("bad input gets a clear 4xx in the reference's error shapes", () => {
     }
   });
 
+  it("audio output is a 400 naming modalities, not a reply without the audio asked for; text output is served", async () => {
+    const audio = await post(server, "/chat/completions", { ...valid, modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } });
+    expect(audio.status).toBe(400);
+    const body = (await audio.json()) as any;
+    expect(body.details).toHaveProperty("modalities");
+    expect(body.error).toMatch(/text only.*\/audio\/speech/);
+    const text = await post(server, "/chat/completions", { ...valid, modalities: ["text"] });
+    expect(text.status).toBe(200);
+    expect(text.headers.get("x-service-unsupported-parameters")).toBeNull();
+    const unknown = await post(server, "/chat/completions", { ...valid, modalities: ["image"] });
+    expect(unknown.status).toBe(400);
+  });
+
   it("/responses names text.verbosity and max_tool_calls as not honoured", async () => {
     const res = await post(server, "/responses", { model: "tiny-chat", input: "hi", max_output_tokens: 2, text: { verbosity: "high" }, max_tool_calls: 2 });
     expect(res.status).toBe(200);

@@ -206,6 +206,10 @@ const ChatCompletionFields = z
     /** Accepted; not honoured (named in x-service-unsupported-parameters): completions are not stored, verbosity is the model's own. */
     store: z.boolean().nullish(),
     verbosity: z.enum(["low", "medium", "high"]).nullish(),
+    /** The standard's output kinds: "audio" is refused below (the models here answer in text). */
+    modalities: z.array(z.enum(["text", "audio"])).max(2).nullish(),
+    /** The standard's audio output settings: only meaningful with modalities ["audio"], which is refused. */
+    audio: z.looseObject({ voice: z.union([z.string(), z.looseObject({})]).optional(), format: z.string().optional() }).nullish(),
     logprobs: z.boolean().nullish(),
     /** Above MAX_TOP_LOGPROBS it is served as that many, and the response says so (x-service-clamped-parameters). */
     top_logprobs: z.number().int().min(0).nullish(),
@@ -225,6 +229,14 @@ const ChatCompletionFields = z
     }
     if (body.top_logprobs != null && body.top_logprobs > 0 && body.logprobs !== true) {
       ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs needs logprobs: true" });
+    }
+    if (body.modalities?.includes("audio")) {
+      // What the standard answers for a model without audio output, rather than a reply without the audio asked for.
+      ctx.addIssue({
+        code: "custom",
+        path: ["modalities"],
+        message: "this node's chat models answer in text only: audio output is not available (send the answer to POST /audio/speech to hear it)",
+      });
     }
     if (body.min_temp != null && body.max_temp != null && body.min_temp > body.max_temp) {
       ctx.addIssue({ code: "custom", path: ["min_temp"], message: "min_temp is above max_temp" });
