@@ -238,6 +238,12 @@ export interface CompleteOptions extends Pick<ChatGenerateOptions, "maxTokens" |
   suffix?: string;
   /** Report each prompt's text (and with `logprobs`, its tokens' log probabilities) to echo it. */
   echo?: boolean;
+  /**
+   * With `echo` and `logprobs`: whether the prompt's tokens' log probabilities are reported too
+   * (default true). False when only the choices' are needed (best_of ranks candidates by them):
+   * reading a prompt's costs evaluating it afresh, past the prompt cache.
+   */
+  echoLogprobs?: boolean;
 }
 
 /** A completion's run: content deltas only, and each prompt's echo before its choices' deltas. */

@@ -324,12 +324,62 @@ describe("POST /completions on the llama engine", () => {
     }
   });
 
-  it("names best_of in x-service-unsupported-parameters when it is not honoured (logit_bias is)", async () => {
-    const res = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 2, best_of: 3, logit_bias: { "50": 5 } });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("x-service-unsupported-parameters")).toBe("best_of");
-    const plain = await post(server, "/completions", { model: "tiny-chat", prompt: "Hi", max_tokens: 2, best_of: 1 });
-    expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
+  describe("best_of", () => {
+    // Choice i samples with seed + i, so n: 3 shows the three candidates best_of: 3 generates.
+    const sampled = { model: "tiny-chat", prompt: "Once upon", max_tokens: 6, temperature: 1, seed: 1 } as const;
+    type Legacy = { index: number; text: string; logprobs: { token_logprobs: number[] } | null };
+    type Body = { choices: Legacy[]; usage: { prompt_tokens: number; completion_tokens: number }; cost: { usd: number } };
+    const meanLogprob = (choice: Legacy) => choice.logprobs!.token_logprobs.reduce((sum, lp) => sum + lp, 0) / choice.logprobs!.token_logprobs.length;
+    let candidates: Body;
+    let ranked: Legacy[];
+    beforeAll(async () => {
+      candidates = (await (await post(server, "/completions", { ...sampled, n: 3, logprobs: 1 })).json()) as Body;
+      ranked = [...candidates.choices].sort((a, b) => meanLogprob(b) - meanLogprob(a));
+      // This seed's best candidate is not the first generated: ranking has something to do.
+      expect(ranked.map((c) => c.index)).toEqual([2, 1, 0]);
+    });
+
+    it("returns the n candidates with the highest log probability per token, best first, and bills every candidate", async () => {
+      const res = await post(server, "/completions", { ...sampled, n: 2, best_of: 3, logprobs: 1 });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-service-unsupported-parameters")).toBeNull();
+      const body = (await res.json()) as Body;
+      expect(body.choices.map((c) => [c.index, c.text])).toEqual([
+        [0, ranked[0]!.text],
+        [1, ranked[1]!.text],
+      ]);
+      // The same tokens' log probabilities, to float noise (the prompt came partly from the cache this time).
+      for (const [i, lp] of body.choices[0]!.logprobs!.token_logprobs.entries()) expect(lp).toBeCloseTo(ranked[0]!.logprobs!.token_logprobs[i]!, 5);
+      expect(body.usage.completion_tokens).toBe(candidates.usage.completion_tokens);
+      expect(body.cost.usd).toBe(candidates.cost.usd);
+    });
+
+    it("ranks without showing log probabilities that were not asked for, echo included", async () => {
+      const res = await post(server, "/completions", { ...sampled, best_of: 3, echo: true });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Body;
+      expect(body.choices).toHaveLength(1);
+      expect(body.choices[0]).toMatchObject({ index: 0, text: `Once upon${ranked[0]!.text}`, logprobs: null });
+    });
+
+    it("ranks a relayed model's candidates on the log probabilities its upstream reports (echo too: the relay echoes text)", async () => {
+      const res = await post(relay, "/completions", { ...sampled, model: "relay-chat", best_of: 3, echo: true }, { key: relay.createKey({ usd: 10 }).key });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-service-unsupported-parameters")).toBeNull();
+      const body = (await res.json()) as Body;
+      expect(body.choices.map((c) => c.text)).toEqual([`Once upon${ranked[0]!.text}`]);
+      expect(body.usage.completion_tokens).toBe(candidates.usage.completion_tokens);
+    });
+
+    it("is a 400 naming best_of with stream, or past the model's sequences", async () => {
+      for (const extra of [{ best_of: 2, stream: true }, { best_of: 5 }, { prompt: ["a", "b"], n: 2, best_of: 3 }]) {
+        const res = await post(server, "/completions", { ...sampled, ...extra });
+        expect(res.status, JSON.stringify(extra)).toBe(400);
+        expect(Object.keys(((await res.json()) as { details: Record<string, unknown> }).details)).toContain("best_of");
+      }
+      // best_of equal to n is n, streamed or not.
+      expect((await post(server, "/completions", { ...sampled, n: 2, best_of: 2, stream: true })).status).toBe(200);
+    });
   });
 
   it("refuses a logit_bias token outside the vocabulary with a 400 naming its key", async () => {

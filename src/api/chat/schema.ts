@@ -207,7 +207,10 @@ const ChatCompletionFields = z
     store: z.boolean().nullish(),
     verbosity: z.enum(["low", "medium", "high"]).nullish(),
     /** The standard's output kinds: "audio" is refused below (the models here answer in text). */
-    modalities: z.array(z.enum(["text", "audio"])).max(2).nullish(),
+    modalities: z
+      .array(z.enum(["text", "audio"]))
+      .max(2)
+      .nullish(),
     /** The standard's audio output settings: only meaningful with modalities ["audio"], which is refused. */
     audio: z.looseObject({ voice: z.union([z.string(), z.looseObject({})]).optional(), format: z.string().optional() }).nullish(),
     logprobs: z.boolean().nullish(),

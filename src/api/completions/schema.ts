@@ -40,13 +40,17 @@ export const CompletionRequest = z
     frequency_penalty: z.number().min(-2).max(2).nullish(),
     presence_penalty: z.number().min(-2).max(2).nullish(),
     user: z.string().nullish(),
-    /** Accepted; not honoured (named in x-service-unsupported-parameters when it would change the answer). */
+    /** Candidates generated per prompt; the n with the highest log probability per token are returned (not with stream). */
     best_of: z.number().int().min(1).max(128).nullish(),
     logit_bias: LogitBias,
   })
   .superRefine((body, ctx) => {
     if (body.best_of != null && body.best_of < (body.n ?? 1)) {
       ctx.addIssue({ code: "custom", path: ["best_of"], message: "best_of must be at least n" });
+    }
+    if (body.best_of != null && body.best_of > (body.n ?? 1) && body.stream === true) {
+      // As the standard: the best candidates are known only once every one has finished.
+      ctx.addIssue({ code: "custom", path: ["best_of"], message: "best_of above n cannot be streamed: the best candidates are known only once all have finished" });
     }
   });
 export type CompletionRequest = z.infer<typeof CompletionRequest>;

@@ -28,6 +28,10 @@ export interface PreparedCompletion {
   includeUsageChunk: boolean;
   /** Response headers this request adds (parameters accepted but not honoured). */
   headers: Record<string, string>;
+  /** The legacy log probabilities were asked for (the engine may report them for ranking alone). */
+  logprobs: boolean;
+  /** best_of above n: the engine generates `candidates` per prompt, the response keeps the `n` best of each. */
+  bestOf?: { n: number; candidates: number };
   meter: RequestMeter;
   /** Holds the planned request's most tokens against the key's TPM (429). */
   reserveTokens: (count: number) => void;
@@ -60,9 +64,17 @@ export class CompletionService {
     const { features } = engine;
     const prompts = toPrompts(request.prompt);
     const n = request.n ?? 1;
-    if (n * prompts.length > features.maxChoices) {
-      const field = prompts.length > 1 ? "prompt" : "n";
-      throw InvalidRequestError.forField([field], `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times n)`);
+    const unsupported: string[] = [];
+    // Candidates are ranked by their tokens' log probabilities: an engine that reports none serves n, and says so.
+    const bestOf = request.best_of != null && request.best_of > n && features.logprobs ? { n, candidates: request.best_of } : undefined;
+    if (request.best_of != null && request.best_of > n && !bestOf) unsupported.push("best_of");
+    const generated = bestOf?.candidates ?? n;
+    if (generated * prompts.length > features.maxChoices) {
+      const field = bestOf ? "best_of" : prompts.length > 1 ? "prompt" : "n";
+      throw InvalidRequestError.forField(
+        [field],
+        `the model "${entry.id}" generates at most ${features.maxChoices} choices per request (prompts times ${bestOf ? "best_of" : "n"})`,
+      );
     }
     if (request.logprobs != null && !features.logprobs) throw InvalidRequestError.forField(["logprobs"], `the model "${entry.id}" does not report log probabilities`);
     // An empty suffix asks for nothing a model without FIM tokens cannot do: a plain completion.
@@ -72,8 +84,6 @@ export class CompletionService {
     }
     await refuseOverlongPrompts(engine, entry.id, prompts, suffix);
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
-    const unsupported: string[] = [];
-    if (request.best_of != null && request.best_of > n) unsupported.push("best_of");
     const logitBias = toLogitBias(request.logit_bias);
     if (logitBias && features.ignoredSampling?.includes("logitBias")) unsupported.push("logit_bias");
     checkTokenIds(
@@ -89,9 +99,10 @@ export class CompletionService {
       engine,
       options: {
         prompts,
-        choices: n,
+        choices: generated,
         suffix,
         echo: request.echo === true,
+        echoLogprobs: request.logprobs != null,
         maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
         sampling: {
           temperature: request.temperature ?? entry.constraints.temperature.default,
@@ -102,10 +113,13 @@ export class CompletionService {
           logitBias,
         },
         stop: stop.filter((s) => s.length > 0),
-        logprobs: request.logprobs != null ? { top: request.logprobs } : undefined,
+        // Ranking needs each sampled token's log probability, not its alternatives.
+        logprobs: request.logprobs != null ? { top: request.logprobs } : bestOf ? { top: 0 } : undefined,
       },
       includeUsageChunk: request.stream_options?.include_usage === true,
       headers: unsupported.length > 0 ? { "x-service-unsupported-parameters": unsupported.join(",") } : {},
+      logprobs: request.logprobs != null,
+      bestOf,
       meter,
       reserveTokens: (count) => call.reserveTokens(count),
     };
@@ -136,10 +150,12 @@ export class CompletionService {
       planned.generate({ signal, onStart: () => timer.started(), onDelta: (index) => timer.piece(index) }),
     );
     timer.finished(result);
+    // Every candidate is charged (usage counts their tokens), as the standard bills best_of.
     const cost = settle(prepared, result);
-    const n = prepared.options.choices ?? 1;
-    const wantLogprobs = prepared.options.logprobs !== undefined;
-    const choices = result.choices.map((choice): WireChoice => {
+    const n = prepared.bestOf?.n ?? prepared.options.choices ?? 1;
+    const wantLogprobs = prepared.logprobs;
+    const kept = prepared.bestOf ? bestCandidates(result.choices, prepared.bestOf) : result.choices;
+    const choices = kept.map((choice): WireChoice => {
       const echoed = result.echoed?.[Math.floor(choice.index / n)];
       const logprobs = new LegacyLogprobs();
       let text = "";
@@ -166,7 +182,7 @@ export class CompletionService {
     const base = { id: prepared.id, object: "text_completion" as const, created: prepared.created, model: prepared.entry.id };
     const usageField = prepared.includeUsageChunk ? { usage: null } : {};
     const n = prepared.options.choices ?? 1;
-    const wantLogprobs = prepared.options.logprobs !== undefined;
+    const wantLogprobs = prepared.logprobs;
     const total = n * prepared.options.prompts.length;
     // Offsets continue across a choice's chunks, so each choice keeps its own.
     const offsets = Array.from({ length: total }, () => new LegacyLogprobs());
@@ -219,6 +235,28 @@ export class CompletionService {
     if (prepared.includeUsageChunk) yield { ...base, choices: [], usage: toUsage(result), cost };
     return result;
   }
+}
+
+/**
+ * best_of: of each prompt's candidates, the `n` with the highest mean log probability per token
+ * (the standard's rule), best first, numbered as n choices per prompt are. A candidate with no
+ * tokens has no such mean and ranks last; ties keep the order generated.
+ */
+export function bestCandidates<C extends { index: number; logprobs: readonly { logprob: number }[] | null }>(
+  candidates: readonly C[],
+  { n, candidates: perPrompt }: { n: number; candidates: number },
+): C[] {
+  const meanLogprob = (choice: C) => {
+    const tokens = choice.logprobs ?? [];
+    return tokens.length === 0 ? Number.NEGATIVE_INFINITY : tokens.reduce((sum, t) => sum + t.logprob, 0) / tokens.length;
+  };
+  const kept: C[] = [];
+  for (let prompt = 0; prompt * perPrompt < candidates.length; prompt++) {
+    const own = candidates.filter((choice) => Math.floor(choice.index / perPrompt) === prompt);
+    const ranked = own.map((choice) => ({ choice, score: meanLogprob(choice) })).sort((a, b) => b.score - a.score || a.choice.index - b.choice.index);
+    for (const [j, { choice }] of ranked.slice(0, n).entries()) kept.push({ ...choice, index: prompt * n + j });
+  }
+  return kept;
 }
 
 /** What a chat engine refuses while planning completion prompts, as the wire's 400 naming the prompt. */

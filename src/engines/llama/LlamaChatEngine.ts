@@ -291,7 +291,9 @@ export class LlamaChatEngine implements ChatEngine {
           onStart,
           onDelta: onDelta && ((choice, delta) => onDelta(p * count + choice, delta)),
           indexOffset: p * count,
-          echo: options.echo ? { prompt: options.prompts[p]!, logprobs: options.logprobs, onEcho: (echoed) => call.onEcho?.(p, echoed) } : undefined,
+          echo: options.echo
+            ? { prompt: options.prompts[p]!, logprobs: options.echoLogprobs === false ? undefined : options.logprobs, onEcho: (echoed) => call.onEcho?.(p, echoed) }
+            : undefined,
         }).catch((error: unknown) => {
           failed.abort(error);
           throw error;

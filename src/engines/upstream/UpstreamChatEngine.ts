@@ -112,7 +112,7 @@ export class UpstreamChatEngine implements ChatEngine {
   /** Raw-text completion relayed to the upstream's legacy POST /completions (same streaming, usage and errors as chat). */
   planCompletion(options: CompleteOptions): PlannedCompletion {
     const count = (options.choices ?? 1) * options.prompts.length;
-    if (options.echo && (options.logprobs || options.prompts.some((p) => typeof p !== "string"))) {
+    if (options.echo && ((options.logprobs && options.echoLogprobs !== false) || options.prompts.some((p) => typeof p !== "string"))) {
       throw new PlanRefusalError({ kind: "echoUnavailable" }, this.modelId);
     }
     const body = toUpstreamCompletionRequest(options, this.upstreamModel);
