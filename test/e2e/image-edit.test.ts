@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import OpenAI, { toFile } from "openai";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sizeForAspectRatio } from "../../src/api/images/service.js";
@@ -55,6 +56,21 @@ async function pixels(png: Buffer) {
   return { data, width: info.width, height: info.height };
 }
 
+/** Of two 64x64 pictures: the largest difference on the right half (kept) and the summed difference on the left (repainted). */
+function leftHalfDiffs(out: { data: Buffer }, input: { data: Buffer }) {
+  let keptDiff = 0;
+  let repaintedDiff = 0;
+  for (let y = 0; y < 64; y++)
+    for (let x = 0; x < 64; x++)
+      for (let c = 0; c < 3; c++) {
+        const i = (y * 64 + x) * 3 + c;
+        const d = Math.abs(out.data[i]! - input.data[i]!);
+        if (x >= 32) keptDiff = Math.max(keptDiff, d);
+        else repaintedDiff += d;
+      }
+  return { keptDiff, repaintedDiff };
+}
+
 const edit = (body: Record<string, unknown>, key?: string) => post(server, "/image/edit", { prompt: "make it a sunset", seed: 7, ...body }, { key });
 
 describe("POST /image/edit", () => {
@@ -90,16 +106,7 @@ describe("POST /image/edit", () => {
     const out = await pixels(Buffer.from(await res.arrayBuffer()));
     const input = await pixels(original);
     expect({ width: out.width, height: out.height }).toEqual({ width: 64, height: 64 });
-    let keptDiff = 0;
-    let repaintedDiff = 0;
-    for (let y = 0; y < 64; y++)
-      for (let x = 0; x < 64; x++)
-        for (let c = 0; c < 3; c++) {
-          const i = (y * 64 + x) * 3 + c;
-          const d = Math.abs(out.data[i]! - input.data[i]!);
-          if (x >= 32) keptDiff = Math.max(keptDiff, d);
-          else repaintedDiff += d;
-        }
+    const { keptDiff, repaintedDiff } = leftHalfDiffs(out, input);
     expect(keptDiff).toBe(0);
     expect(repaintedDiff / (32 * 64 * 3)).toBeGreaterThan(5);
   });
@@ -148,5 +155,112 @@ describe("POST /image/multi-edit", () => {
     expect(withQuality.status).toBe(200);
     expect(withQuality.headers.get("content-type")).toBe("image/jpeg");
     expect(withQuality.headers.get("x-service-unsupported-parameters")).toBe("quality");
+  });
+});
+
+/** Opaque everywhere but the left half, which is transparent: the standard's mask (transparent = repaint). */
+function transparentLeftHalfMask(width: number, height: number): Promise<Buffer> {
+  const rgba = Buffer.alloc(width * height * 4, 255);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width / 2; x++) rgba[(y * width + x) * 4 + 3] = 0;
+  return sharp(rgba, { raw: { width, height, channels: 4 } })
+    .png()
+    .toBuffer();
+}
+
+describe("POST /images/edits (the standard's, as the openai client sends it)", () => {
+  const client = (key: string) => new OpenAI({ baseURL: server.baseUrl, apiKey: key, maxRetries: 0 });
+  const png = async (bytes: Buffer, name = "in.png") => toFile(bytes, name, { type: "image/png" });
+
+  it("edits a picture at its own aspect ratio, an OpenAI model name meaning the default edit model, charged as one image", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const result = await client(key).images.edit({ model: "gpt-image-1", image: await png(await picture(120, 90)), prompt: "make it a sunset" });
+    expect(result.data).toHaveLength(1);
+    const meta = await sharp(Buffer.from(result.data![0]!.b64_json!, "base64")).metadata();
+    expect(meta.format).toBe("png");
+    expect({ width: meta.width, height: meta.height }).toEqual(sizeForAspectRatio("120:90", tinyImageEntry({ image: { defaultWidth: 64, defaultHeight: 64 } })));
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 10_000);
+  });
+
+  it("makes the exact size asked for, as a data URL for response_format url, in the output_format asked for", async () => {
+    const result = await client(server.adminKey).images.edit({
+      image: await png(await picture(120, 90)),
+      prompt: "snow",
+      size: "256x256",
+      response_format: "url",
+      output_format: "webp",
+    });
+    const url = result.data![0]!.url!;
+    expect(url.startsWith("data:image/webp;base64,")).toBe(true);
+    const meta = await sharp(Buffer.from(url.slice(url.indexOf(",") + 1), "base64")).metadata();
+    expect({ format: meta.format, width: meta.width, height: meta.height }).toEqual({ format: "webp", width: 256, height: 256 });
+  });
+
+  it("repaints only where the mask is transparent: the rest is the picture's own pixels", async () => {
+    const original = await picture(64, 64);
+    const result = await client(server.adminKey).images.edit({
+      image: await png(original),
+      mask: await png(await transparentLeftHalfMask(64, 64), "mask.png"),
+      prompt: "a red door",
+    });
+    const out = await pixels(Buffer.from(result.data![0]!.b64_json!, "base64"));
+    const input = await pixels(original);
+    const { keptDiff, repaintedDiff } = leftHalfDiffs(out, input);
+    expect(keptDiff).toBe(0);
+    expect(repaintedDiff / (32 * 64 * 3)).toBeGreaterThan(5);
+  });
+
+  it("names quality and input_fidelity as not honoured", async () => {
+    const res = await client(server.adminKey)
+      .images.edit({ image: await png(await picture(64, 64)), prompt: "x", quality: "high", input_fidelity: "high" })
+      .asResponse();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-unsupported-parameters")).toBe("quality,input_fidelity");
+  });
+
+  it("answers bad input with a 4xx naming the field, and charges nothing", async () => {
+    const { key, accountId } = server.createKey({ usd: 1 });
+    const image = await picture(64, 64);
+    const send = async (fields: Record<string, string>, files: [string, Buffer][]) => {
+      const form = new FormData();
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      for (const [name, bytes] of files) form.append(name, new Blob([new Uint8Array(bytes)], { type: "image/png" }), `${name}.png`);
+      return fetch(`${server.baseUrl}/images/edits`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    };
+    const cases: [Record<string, string>, [string, Buffer][], number, string][] = [
+      [{ prompt: "x" }, [], 400, "image"],
+      [
+        { prompt: "x" },
+        [
+          ["image[]", image],
+          ["image[]", image],
+        ],
+        400,
+        "image",
+      ],
+      [{ prompt: "x" }, [["image", Buffer.from("not a picture")]], 400, "image"],
+      [
+        { prompt: "x" },
+        [
+          ["image", image],
+          ["mask", await transparentLeftHalfMask(32, 32)],
+        ],
+        400,
+        "mask",
+      ],
+      [{ prompt: "x", size: "1792x1024" }, [["image", image]], 400, "size"],
+      [{ prompt: "x", size: "300x300" }, [["image", image]], 400, "size"],
+      [{ prompt: "x", n: "2" }, [["image", image]], 400, "n"],
+      [{ prompt: "x", stream: "true" }, [["image", image]], 400, "stream"],
+      [{ prompt: "" }, [["image", image]], 400, "prompt"],
+      [{ prompt: "x", output_format: "jpeg", background: "transparent" }, [["image", image]], 400, "background"],
+    ];
+    for (const [fields, files, status, name] of cases) {
+      const res = await send(fields, files);
+      expect(res.status, name).toBe(status);
+      expect(JSON.stringify(await res.json()), name).toContain(name);
+    }
+    const json = await post(server, "/images/edits", { prompt: "x", image: image.toString("base64") }, { key });
+    expect(json.status).toBe(415);
+    expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
   });
 });

@@ -215,23 +215,18 @@ describe("POST /image/generate", () => {
     expect(plain.headers.get("x-service-unsupported-parameters")).toBeNull();
   });
 
-  it("says the standard's edits and variations are not available here, and upscaling and background removal without their models", async () => {
+  it("says the standard's variations are not available here, and upscaling and background removal without their models", async () => {
     const upscale = await post(server, "/image/upscale", { image: "x" });
     expect(upscale.status).toBe(404);
     expect((await json(upscale)).error).toBe("Image upscaling (POST /image/upscale) is not available on this node: no upscale model is configured.");
     const background = await post(server, "/image/background-remove", { image: "x" });
     expect(background.status).toBe(404);
     expect((await json(background)).error).toBe("Background removal (POST /image/background-remove) is not available on this node: no background-removal model is configured.");
-    for (const [path, name] of [
-      ["/images/edits", "Image editing"],
-      ["/images/variations", "Image variations"],
-    ]) {
-      const res = await post(server, path!, { image: "x" });
-      expect(res.status).toBe(404);
-      expect((await json(res)).error).toBe(
-        `${name} (POST ${path}) is not available on this node. Hearth serves text-to-image generation: POST /image/generate and POST /images/generations.`,
-      );
-    }
+    const variations = await post(server, "/images/variations", { image: "x" });
+    expect(variations.status).toBe(404);
+    expect((await json(variations)).error).toBe(
+      "Image variations (POST /images/variations) is not available on this node. Hearth generates images (POST /image/generate, /images/generations) and edits them with a prompt (POST /images/edits, /image/edit).",
+    );
   });
 
   it("keeps serving other requests while a long generation runs in a worker thread", async () => {

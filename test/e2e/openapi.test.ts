@@ -129,7 +129,7 @@ describe("route coverage", () => {
   });
 
   it("leaves out the routes that only answer 404 (media a node cannot serve), which still say so", async () => {
-    for (const path of ["/images/edits", "/images/variations"]) {
+    for (const path of ["/images/variations"]) {
       expect(doc.paths[path], path).toBeUndefined();
       const res = await post(server, path, {});
       expect(res.status, path).toBe(404);
@@ -148,6 +148,14 @@ describe("route coverage", () => {
       expect(res.status, path).toBe(404);
       expect(((await res.json()) as { error: string }).error).toMatch(/serves no image models/);
     }
+    // The standard's edit takes multipart only.
+    expect(doc.paths["/images/edits"]).toBeDefined();
+    const form = new FormData();
+    form.set("prompt", "x");
+    form.set("image", new Blob([Buffer.from("hi")], { type: "image/png" }), "a.png");
+    const standard = await fetch(`${server.baseUrl}/images/edits`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
+    expect(standard.status).toBe(404);
+    expect(((await standard.json()) as { error: string }).error).toMatch(/serves no image models/);
   });
 
   it("finds a route that is not documented (the walk sees what routers register)", () => {

@@ -1,6 +1,7 @@
 import { IMAGE_FORMATS } from "../../media/image.js";
 import { binary, COST_HEADERS, defineApiGroup, INFERENCE_ERRORS, INFERENCE_HEADERS } from "../openapi/Operation.js";
 import * as schemas from "./editSchema.js";
+import { SimpleGenerateImageResponse } from "./schema.js";
 
 const edited = Object.fromEntries(Object.values(IMAGE_FORMATS).map((type) => [type, binary("The edited picture")]));
 const description =
@@ -45,6 +46,28 @@ export const editApi = defineApiGroup({
         },
       },
       responses: { 200: { description: "The edited picture", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: edited } },
+      errors: { 403: INFERENCE_ERRORS[403], 404: INFERENCE_ERRORS[404], 413: "The upload is too large" },
+    },
+    {
+      method: "post",
+      path: "/images/edits",
+      operationId: "simpleEditImage",
+      summary: "Edit an image (chat-completions standard)",
+      description:
+        "The standard's edit, as the openai client's `images.edit` sends it: the file part `image` (one picture; `image[]` is read too), an optional `mask` file (transparent, or white, where to repaint; the picture's size) and the text fields. " +
+        "A `model` this node does not have (an OpenAI model name, say) means the default edit model: the default inpaint model, else the default image model. " +
+        "`size` is the result's exact size, within the model's largest and on its size grid (a 400 naming `size` otherwise; the picture is cropped to its aspect ratio); `auto` or none keeps the picture's aspect ratio on the model's size grid. " +
+        "`n` is 1; `output_format`, `output_compression` and `background: transparent` work as on /images/generations; `quality` other than auto and `input_fidelity` are named in `x-service-unsupported-parameters`; `stream: true` is a 400 naming `stream`. " +
+        "`url` results are data URLs. Priced as one generated image; the image rate-limit class applies.",
+      access: "paid",
+      body: {
+        content: {
+          "multipart/form-data": { fields: schemas.StandardEditImageRequest, files: { image: "The picture to edit", mask: "Where to repaint (transparent or white)" } },
+        },
+      },
+      responses: {
+        200: { description: "The edited picture", headers: { ...INFERENCE_HEADERS, ...COST_HEADERS }, content: { "application/json": SimpleGenerateImageResponse } },
+      },
       errors: { 403: INFERENCE_ERRORS[403], 404: INFERENCE_ERRORS[404], 413: "The upload is too large" },
     },
   ],

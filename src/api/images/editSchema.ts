@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { IMAGE_FORMAT_NAMES } from "./schema.js";
+import { IMAGE_FORMAT_NAMES, IMAGE_SIZES } from "./schema.js";
 
 /**
  * POST /image/edit and /image/multi-edit: the reference's EditImageRequest and
@@ -51,3 +51,38 @@ export const MultiEditImageRequest = z.looseObject({
   quality: z.enum(["low", "medium", "high"]).optional(),
 });
 export type MultiEditImageRequest = z.infer<typeof MultiEditImageRequest>;
+
+/** A multipart text field the standard sends as "true" / "false". */
+const FormBoolean = z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean());
+
+/**
+ * POST /images/edits, the chat-completions standard's edit (what the openai client's
+ * images.edit sends): multipart/form-data with the file part `image` (or `image[]`), an optional
+ * `mask` file (transparent where to repaint) and these text fields.
+ */
+export const StandardEditImageRequest = z
+  .looseObject({
+    prompt: z.string().min(1).max(32000),
+    /** A model this node does not have (an OpenAI model name, say) means the default edit model. */
+    model: z.string().min(1).optional(),
+    /** One picture per request, as /images/generations. */
+    n: z.coerce.number().int().min(1).max(1).optional(),
+    /** The result's size; auto (or none) keeps the picture's aspect ratio on the model's size grid. */
+    size: z.enum(IMAGE_SIZES).optional(),
+    response_format: z.enum(["b64_json", "url"]).optional(),
+    output_format: OutputFormat,
+    output_compression: z.coerce.number().int().min(0).max(100).optional(),
+    background: z.enum(["transparent", "opaque", "auto"]).optional(),
+    quality: z.enum(["auto", "high", "medium", "low", "standard"]).optional(),
+    input_fidelity: z.enum(["high", "low"]).optional(),
+    /** Partial images as server-sent events: not offered (a 400 naming stream). */
+    stream: FormBoolean.optional(),
+    partial_images: z.coerce.number().int().min(0).max(3).optional(),
+    user: z.string().max(256).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.stream === true) {
+      ctx.addIssue({ code: "custom", path: ["stream"], message: "edits are not streamed on this node: send stream false (the whole picture comes in one response)" });
+    }
+  });
+export type StandardEditImageRequest = z.infer<typeof StandardEditImageRequest>;

@@ -5,7 +5,7 @@ import type { Cost } from "../../billing/credits.js";
 import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import { readMultipart } from "../../http/multipart.js";
-import { EditImageRequest, MultiEditImageRequest } from "./editSchema.js";
+import { EditImageRequest, MultiEditImageRequest, StandardEditImageRequest } from "./editSchema.js";
 import { decodeBase64Field, type ImageSource, readImageInput } from "./imageInput.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { parse, requireJson } from "../../http/parse.js";
@@ -26,7 +26,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
   for (const [path, operation] of Object.entries(UNAVAILABLE_IMAGE_OPERATIONS)) {
     router.post(path, () => {
       throw new NotFoundError(
-        `${operation} (POST ${path}) is not available on this node. Hearth serves text-to-image generation: POST /image/generate and POST /images/generations.`,
+        `${operation} (POST ${path}) is not available on this node. Hearth generates images (POST /image/generate, /images/generations) and edits them with a prompt (POST /images/edits, /image/edit).`,
       );
     });
   }
@@ -148,19 +148,38 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
       const plan = service.planSimple(body);
       paid.attribute({ user: body.user });
       const outcome = await generate(plan, paid);
-      // The reference's `url` is a data URL: Hearth keeps no image store to link to.
-      const contentType = IMAGE_FORMATS[plan.format];
-      const response: SimpleGenerateImageResponse = {
-        created: Math.floor(res.locals.ctx.startedAt / 1000),
-        data: outcome.files.map((file) =>
-          body.response_format === "url" ? { url: `data:${contentType};base64,${file.toString("base64")}` } : { b64_json: file.toString("base64") },
-        ),
-      };
-      res.json(response);
+      res.json(standardImagesResponse(plan, outcome.files, body.response_format, res.locals.ctx.startedAt));
+    }),
+  );
+
+  router.post("/images/edits", deps.authenticate, multipartBody, (req, res) =>
+    metered(deps, res, { endpoint: "/images/edits" }, async (paid) => {
+      const form = readMultipart(req);
+      const body = parse(StandardEditImageRequest, form.textFields());
+      paid.attribute({ user: body.user });
+      const uploads = form.parts.filter((part) => part.filename !== undefined && (part.name === "image" || part.name === "image[]"));
+      if (uploads.length === 0) throw InvalidRequestError.forField(["image"], "a picture to edit is required (the file part image)");
+      // Stable Diffusion edits one picture: more is refused, naming the field.
+      if (uploads.length > 1) throw InvalidRequestError.forField(["image"], `this node's image models edit one picture at a time; got ${uploads.length}`);
+      // The model first: a node without one says so before the picture is read.
+      const entry = service.standardEditModel(body);
+      const picture = await readImageInput({ upload: uploads[0]!.data }, deps.config, paid.signal);
+      const plan = await service.planStandardEdit(entry, body, picture, form.file("mask")?.data);
+      const outcome = await generate(plan, paid);
+      res.json(standardImagesResponse(plan, outcome.files, body.response_format, res.locals.ctx.startedAt));
     }),
   );
 
   return router;
+}
+
+/** The standard's images answer: base64, or for response_format url a data URL (Hearth keeps no image store to link to). */
+function standardImagesResponse(plan: ImagePlan, files: readonly Buffer[], responseFormat: "url" | "b64_json" | null | undefined, startedAt: number): SimpleGenerateImageResponse {
+  const contentType = IMAGE_FORMATS[plan.format];
+  return {
+    created: Math.floor(startedAt / 1000),
+    data: files.map((file) => (responseFormat === "url" ? { url: `data:${contentType};base64,${file.toString("base64")}` } : { b64_json: file.toString("base64") })),
+  };
 }
 
 /** A picture named in JSON: an http(s) URL, or base64 (a data: URL too). */

@@ -94,6 +94,5 @@ export const ImageStylesResponse = z.object({ object: z.literal("list"), data: z
  * is no operation a client can use).
  */
 export const UNAVAILABLE_IMAGE_OPERATIONS = {
-  "/images/edits": "Image editing",
   "/images/variations": "Image variations",
 } as const;

@@ -3,7 +3,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import type { BackgroundRemovalEngine, ImageEngine, ImageGenerateResult } from "../../engines/types.js";
 import { decodeMask, encodeImage, type ImageFormat, resizeRgb } from "../../media/image.js";
-import type { EditImageRequest, MultiEditImageRequest } from "./editSchema.js";
+import type { EditImageRequest, MultiEditImageRequest, StandardEditImageRequest } from "./editSchema.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { GenerateImageRequest, SimpleGenerateImageRequest } from "./schema.js";
 import { applyStyle, type ImageStyles } from "./styles.js";
@@ -124,6 +124,12 @@ export class ImageService {
     return this.models.resolve(modelId, "inpaint") ?? this.models.get(modelId, "image");
   }
 
+  /** The model of a standard edit: the one it names when this node has it, else the default edit model (see editModel). */
+  standardEditModel(request: StandardEditImageRequest): ModelEntry {
+    const named = request.model === undefined ? undefined : (this.models.resolve(request.model, "inpaint") ?? this.models.resolve(request.model, "image"));
+    return named ?? this.editModel({ prompt: request.prompt, safe_mode: true });
+  }
+
   /**
    * An edit (/image/edit, /image/multi-edit): the picture resized to the model's size grid at its
    * own aspect ratio (or `aspect_ratio`, cropping the centre), the mask resized with it.
@@ -133,14 +139,17 @@ export class ImageService {
     request: EditImageRequest | MultiEditImageRequest,
     picture: { rgb: Uint8Array; width: number; height: number },
     maskBytes: Buffer | undefined,
+    /** An exact result size (the standard's `size`), checked against the model's limits and named as this field. */
+    size?: { width: number; height: number; field: string },
   ): Promise<ImagePlan> {
     const settings = entry.image;
     if (request.prompt.length > settings.promptCharacterLimit) throw field("prompt", `${entry.id} takes prompts of at most ${settings.promptCharacterLimit} characters`);
     const steps = request.steps ?? settings.defaultSteps;
     if (steps > settings.maxSteps) throw field("steps", `${entry.id} runs at most ${settings.maxSteps} steps`);
     const explicitRatio = request.aspect_ratio !== undefined && request.aspect_ratio !== "auto";
-    const { width, height } = sizeForAspectRatio(explicitRatio ? request.aspect_ratio! : `${picture.width}:${picture.height}`, entry);
-    const fit = explicitRatio ? "cover" : "fill";
+    if (size) checkDimensions(entry, size.width, size.height, size.field, size.field);
+    const { width, height } = size ?? sizeForAspectRatio(explicitRatio ? request.aspect_ratio! : `${picture.width}:${picture.height}`, entry);
+    const fit = explicitRatio || size ? "cover" : "fill";
     const resized = await resizeRgb(picture.rgb, picture.width, picture.height, width, height, fit);
     let mask: Uint8Array | undefined;
     if (maskBytes) {
@@ -175,6 +184,30 @@ export class ImageService {
     };
   }
 
+  /**
+   * The standard's edit (/images/edits) as an edit: an exact `size` (auto: the picture's aspect
+   * ratio), model names this node lacks meaning its default edit model, and the output options of
+   * /images/generations.
+   */
+  async planStandardEdit(
+    entry: ModelEntry,
+    request: StandardEditImageRequest,
+    picture: { rgb: Uint8Array; width: number; height: number },
+    maskBytes: Buffer | undefined,
+  ): Promise<ImagePlan> {
+    const [width, height] = request.size && request.size !== "auto" ? request.size.split("x").map(Number) : [];
+    const plan = await this.planEdit(
+      entry,
+      { prompt: request.prompt, output_format: request.output_format, safe_mode: true },
+      picture,
+      maskBytes,
+      width !== undefined && height !== undefined ? { width, height, field: "size" } : undefined,
+    );
+    applyOutputOptions(plan, request, field, this.models.defaultFor("background-removal"));
+    if (request.input_fidelity !== undefined) plan.unsupported.push("input_fidelity");
+    return plan;
+  }
+
   /** The standard's request: model ids this node lacks fall back to the default image model, as the reference says. */
   planSimple(request: SimpleGenerateImageRequest): ImagePlan {
     const known = this.models.resolve(request.model, "image");
@@ -198,33 +231,14 @@ export class ImageService {
       format: request.output_format,
       unsupported: [],
     };
-    // output_compression is the lossy encoders' quality (100: the least compression); PNG is lossless.
-    if (request.output_compression != null) {
-      if (plan.format === "png") plan.unsupported.push("output_compression");
-      else plan.quality = Math.max(1, request.output_compression);
-    }
-    // A transparent background is the generated picture cut out by a background-removal model (when the node has one).
-    if (request.background === "transparent") {
-      if (plan.format === "jpeg") throw field("background", "a transparent background needs output_format png or webp (JPEG has no alpha channel)");
-      const remover = this.models.defaultFor("background-removal");
-      if (remover) plan.transparentWith = remover;
-      else plan.unsupported.push("background");
-    }
-    if (request.quality != null && request.quality !== "auto") plan.unsupported.push("quality");
+    applyOutputOptions(plan, request, field, this.models.defaultFor("background-removal"));
     if (request.style === "vivid") plan.unsupported.push("style");
     this.checkSize(plan, "size", "size");
     return plan;
   }
 
   private checkSize(plan: ImagePlan, widthField: string, heightField: string): void {
-    const { image } = plan.entry;
-    for (const [name, value, max, wire] of [
-      ["width", plan.width, image.maxWidth, widthField],
-      ["height", plan.height, image.maxHeight, heightField],
-    ] as const) {
-      if (value > max) throw field(wire, `${plan.entry.id} generates images up to ${image.maxWidth}x${image.maxHeight}; ${name} ${value} is too large`);
-      if (value % image.widthHeightDivisor !== 0) throw field(wire, `${name} must be a multiple of ${image.widthHeightDivisor} for ${plan.entry.id} (got ${value})`);
-    }
+    checkDimensions(plan.entry, plan.width, plan.height, widthField, heightField);
   }
 
   /** Holds the image model loaded; the route releases the lease when the request ends. */
@@ -265,6 +279,42 @@ export class ImageService {
 }
 
 /** "16:9" -> a size of about the model's default area, on its size grid and within its limits. */
+/** A size the model can make: within its largest, on its size grid (a 400 naming the field otherwise). */
+function checkDimensions(entry: ModelEntry, width: number, height: number, widthField: string, heightField: string): void {
+  const { image } = entry;
+  for (const [name, value, max, wire] of [
+    ["width", width, image.maxWidth, widthField],
+    ["height", height, image.maxHeight, heightField],
+  ] as const) {
+    if (value > max) throw field(wire, `${entry.id} generates images up to ${image.maxWidth}x${image.maxHeight}; ${name} ${value} is too large`);
+    if (value % image.widthHeightDivisor !== 0) throw field(wire, `${name} must be a multiple of ${image.widthHeightDivisor} for ${entry.id} (got ${value})`);
+  }
+}
+
+/**
+ * The standard's output options (/images/generations and /images/edits): output_compression is
+ * the lossy encoders' quality (100: the least compression; PNG is lossless), a transparent
+ * background is the picture cut out by the node's background-removal model (named as not honoured
+ * without one), and a quality other than auto is the model's own.
+ */
+function applyOutputOptions(
+  plan: ImagePlan,
+  request: { output_compression?: number | null; background?: string | null; quality?: string | null },
+  refuse: (name: string, message: string) => Error,
+  remover: ModelEntry | undefined,
+): void {
+  if (request.output_compression != null) {
+    if (plan.format === "png") plan.unsupported.push("output_compression");
+    else plan.quality = Math.max(1, request.output_compression);
+  }
+  if (request.background === "transparent") {
+    if (plan.format === "jpeg") throw refuse("background", "a transparent background needs output_format png or webp (JPEG has no alpha channel)");
+    if (remover) plan.transparentWith = remover;
+    else plan.unsupported.push("background");
+  }
+  if (request.quality != null && request.quality !== "auto") plan.unsupported.push("quality");
+}
+
 export function sizeForAspectRatio(ratio: string, entry: ModelEntry): { width: number; height: number } {
   const match = /^(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(ratio.trim());
   if (!match || Number(match[1]) <= 0 || Number(match[2]) <= 0) throw field("aspect_ratio", `"${ratio}" is not an aspect ratio like "16:9"`);
