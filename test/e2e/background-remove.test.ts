@@ -4,6 +4,7 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalances } from "../../src/store/ledger.js";
 import { tinyBackgroundRemovalEntry, tinyImageEntry } from "../helpers/mediaModels.js";
+import { noisePng } from "../helpers/pictures.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;
@@ -66,6 +67,11 @@ describe("POST /image/background-remove", () => {
     const multipart = await fetch(`${server.baseUrl}/image/background-remove`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
     expect(multipart.status).toBe(200);
     expect((await alphaOf(Buffer.from(await multipart.arrayBuffer()))).info.channels).toBe(4);
+    // A photo's size: its bytes are not read as JSON.
+    const photo = new FormData();
+    photo.append("image", new Blob([new Uint8Array(await noisePng(400, 400))], { type: "image/png" }), "photo.png");
+    const large = await fetch(`${server.baseUrl}/image/background-remove`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: photo });
+    expect(large.status, await large.clone().text()).toBe(200);
     const byUrl = await post(server, "/image/background-remove", { image_url: `${peerUrl}/portrait.png` });
     expect(byUrl.status).toBe(200);
     expect((await alphaOf(Buffer.from(await byUrl.arrayBuffer()))).info.width).toBe(80);

@@ -8,6 +8,7 @@ import { sizeForAspectRatio } from "../../src/api/images/service.js";
 import { writeStableDiffusionModel } from "../../src/fixtures/onnx/index.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { tinyImageEntry } from "../helpers/mediaModels.js";
+import { noisePng } from "../helpers/pictures.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
 const noEncoderDir = mkdtempSync(join(tmpdir(), "hearth-sd-no-encoder-"));
@@ -136,6 +137,24 @@ describe("POST /image/edit", () => {
     const big = await fetch(`${server.baseUrl}/image/edit`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
     expect(big.status).toBe(413);
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000);
+  });
+});
+
+describe("uploads of a photo's size", () => {
+  it("edits a multipart picture of hundreds of kilobytes on every edit route (its bytes are not read as JSON)", async () => {
+    const photo = await noisePng(400, 400);
+    expect(photo.length).toBeGreaterThan(400_000);
+    for (const [path, field] of [
+      ["/image/edit", "image"],
+      ["/image/multi-edit", "images"],
+      ["/images/edits", "image"],
+    ] as const) {
+      const form = new FormData();
+      form.append("prompt", "x");
+      form.append(field, new Blob([new Uint8Array(photo)], { type: "image/png" }), "photo.png");
+      const res = await fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
+      expect(res.status, `${path}: ${await res.clone().text()}`).toBe(200);
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getBalances } from "../../src/store/ledger.js";
 import { tinyUpscaleEntry } from "../helpers/mediaModels.js";
+import { noisePng } from "../helpers/pictures.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
 let server: TestServer;
@@ -61,6 +62,16 @@ describe("POST /image/upscale", () => {
     const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
     expect({ width: meta.width, height: meta.height }).toEqual({ width: 160, height: 120 });
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - 8000);
+  });
+
+  it("upscales a multipart picture of hundreds of kilobytes (its bytes are not read as JSON)", async () => {
+    const photo = await noisePng(400, 400);
+    const form = new FormData();
+    form.append("image", new Blob([new Uint8Array(photo)], { type: "image/png" }), "photo.png");
+    const res = await fetch(`${server.baseUrl}/image/upscale`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    expect({ width: meta.width, height: meta.height }).toEqual({ width: 800, height: 800 });
   });
 
   it("tiles a picture larger than a tile with no seam: the tiled result equals the whole-picture result", async () => {
