@@ -107,16 +107,21 @@ export async function rawToRgb(
 /**
  * An edit mask: any picture sharp reads, to one byte per pixel (255 = repaint), resized the way
  * its picture is (`fit`) to `toWidth` x `toHeight`. Alpha counts: a transparent pixel is repainted.
+ * A mask whose header says it is not `source`'s size is not decoded (mask: null): a small file can
+ * hold a picture whose pixels would take gigabytes.
  */
 export async function decodeMask(
   bytes: Buffer,
+  source: { width: number; height: number },
   toWidth: number,
   toHeight: number,
   fit: "fill" | "cover",
-): Promise<{ mask: Uint8Array; sourceWidth: number; sourceHeight: number }> {
+): Promise<{ mask: Uint8Array | null; sourceWidth: number; sourceHeight: number }> {
   const sharp = await loadSharp();
-  const image = sharp(bytes);
+  // No pixel limit of sharp's own: the size check below bounds the mask to its picture's.
+  const image = sharp(bytes, { limitInputPixels: false });
   const { width = 0, height = 0, hasAlpha } = await image.metadata();
+  if (width !== source.width || height !== source.height) return { mask: null, sourceWidth: width, sourceHeight: height };
   // A PNG mask with alpha: transparent means repaint (the standard's convention); otherwise white means repaint.
   const grey = hasAlpha ? image.ensureAlpha().extractChannel(3).negate() : image.greyscale().toColourspace("b-w");
   const { data } = await grey.resize(toWidth, toHeight, { fit, kernel: "nearest" }).raw().toBuffer({ resolveWithObject: true });

@@ -8,7 +8,7 @@ import { sizeForAspectRatio } from "../../src/api/images/service.js";
 import { writeStableDiffusionModel } from "../../src/fixtures/onnx/index.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { tinyImageEntry } from "../helpers/mediaModels.js";
-import { noisePng } from "../helpers/pictures.js";
+import { noisePng, pngClaiming } from "../helpers/pictures.js";
 import { post, startTestServer, type TestServer } from "../helpers/testServer.js";
 
 const noEncoderDir = mkdtempSync(join(tmpdir(), "hearth-sd-no-encoder-"));
@@ -120,6 +120,8 @@ describe("POST /image/edit", () => {
       [{ image: Buffer.from("not a picture").toString("base64") }, 400, "image"],
       [{ image, mask: (await leftHalfMask(32, 32)).toString("base64") }, 400, "mask"],
       [{ image, mask: "%%%" }, 400, "mask"],
+      // A header claiming 10 billion pixels: refused on its size, never decoded (decoding it is what fails).
+      [{ image, mask: pngClaiming(100_000, 100_000).toString("base64") }, 400, "the mask is 100000x100000; it must be the image's size"],
       [{ image, strength: 0 }, 400, "strength"],
       [{ image, prompt: "" }, 400, "prompt"],
       [{ image, model: "sd-no-encoder" }, 400, "model"],

@@ -153,10 +153,10 @@ export class ImageService {
     const resized = await resizeRgb(picture.rgb, picture.width, picture.height, width, height, fit);
     let mask: Uint8Array | undefined;
     if (maskBytes) {
-      const decoded = await decodeMask(maskBytes, width, height, fit).catch(() => {
+      const decoded = await decodeMask(maskBytes, picture, width, height, fit).catch(() => {
         throw field("mask", "the mask could not be decoded (a picture: white or transparent where to repaint)");
       });
-      if (decoded.sourceWidth !== picture.width || decoded.sourceHeight !== picture.height) {
+      if (decoded.mask === null) {
         throw field("mask", `the mask is ${decoded.sourceWidth}x${decoded.sourceHeight}; it must be the image's size, ${picture.width}x${picture.height}`);
       }
       mask = decoded.mask;
