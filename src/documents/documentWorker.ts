@@ -1,5 +1,5 @@
 import { serveWorker } from "../engines/worker/serveWorker.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import { extractDocument, type ExtractedDocument } from "./extractDocument.js";
 import type { DocumentHints } from "./detectDocumentType.js";
 
@@ -15,7 +15,10 @@ export interface DocumentTask {
 
 export type DocumentTaskResult =
   | { ok: true; document: ExtractedDocument }
-  | { ok: false; error: { kind: "unsupported"; described: string } | { kind: "unreadable"; type: string; reason: string } };
+  | {
+      ok: false;
+      error: { kind: "unsupported"; described: string } | { kind: "unreadable"; type: string; reason: string } | { kind: "tooLarge"; type: string; limitBytes: number };
+    };
 
 serveWorker<null, DocumentTask>({
   load: async () => ({ context: null }),
@@ -27,6 +30,8 @@ serveWorker<null, DocumentTask>({
       if (error instanceof UnsupportedDocumentError) return { result: { ok: false, error: { kind: "unsupported", described: error.described } } satisfies DocumentTaskResult };
       if (error instanceof UnreadableDocumentError)
         return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
+      if (error instanceof DocumentTooLargeError)
+        return { result: { ok: false, error: { kind: "tooLarge", type: error.type, limitBytes: error.limitBytes } } satisfies DocumentTaskResult };
       throw error;
     }
   },

@@ -21,3 +21,14 @@ export class UnreadableDocumentError extends Error {
     super(`could not read the ${type} file: ${reason}`);
   }
 }
+
+/** An Office file (a zip) that expands past what this node reads: a zip bomb, or a document far past the character limit. */
+export class DocumentTooLargeError extends Error {
+  override name = "DocumentTooLargeError";
+  constructor(
+    readonly type: string,
+    readonly limitBytes: number,
+  ) {
+    super(`the ${type} file expands to more than ${limitBytes / 2 ** 20} MB when unzipped; this node reads Office files of at most ${limitBytes / 2 ** 20} MB unzipped`);
+  }
+}

@@ -1,7 +1,8 @@
 import Papa from "papaparse";
 import { detectDocumentType, SUPPORTED_DOCUMENTS, type DocumentHints, type DocumentType } from "./detectDocumentType.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import { readHtml } from "./readHtml.js";
+import { MAX_OFFICE_EXPANDED_BYTES, zipExpansionPastLimit } from "./zipExpansion.js";
 
 /**
  * Documents to plain text a language model can read, one well-kept library per format. Each
@@ -65,12 +66,18 @@ export interface ExtractedDocument {
   text: string;
 }
 
-/** Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError or UnreadableDocumentError. */
+/** The formats that are zips of XML parts, measured unzipped before their library reads them. */
+const ZIPPED_TYPES: ReadonlySet<DocumentType> = new Set(["docx", "pptx", "xlsx"]);
+
+/** Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError, UnreadableDocumentError or DocumentTooLargeError. */
 export async function extractDocument(data: Buffer, hints: DocumentHints = {}): Promise<ExtractedDocument> {
   const type = detectDocumentType(data, hints);
   if (!type) {
     const declared = [hints.mimeType, hints.filename].filter(Boolean).join(", ") || "no MIME type or filename, and the bytes are not recognised";
     throw new UnsupportedDocumentError(`${declared}; supported: ${SUPPORTED_DOCUMENTS}`);
+  }
+  if (ZIPPED_TYPES.has(type) && zipExpansionPastLimit(data, MAX_OFFICE_EXPANDED_BYTES) !== null) {
+    throw new DocumentTooLargeError(TYPE_NAMES[type], MAX_OFFICE_EXPANDED_BYTES);
   }
   let text: string;
   try {

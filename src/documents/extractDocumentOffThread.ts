@@ -1,7 +1,7 @@
 import { WorkerPool } from "../engines/worker/WorkerPool.js";
 import type { DocumentHints } from "./detectDocumentType.js";
 import type { DocumentTask, DocumentTaskResult } from "./documentWorker.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import type { ExtractedDocument } from "./extractDocument.js";
 import { siblingModule } from "../engines/worker/siblingModule.js";
 
@@ -23,7 +23,9 @@ export async function extractDocumentOffThread(data: Buffer, hints: DocumentHint
   const { result } = await pool.run<DocumentTaskResult>(task, { signal });
   if (result.ok) return result.document;
   const { error } = result;
-  throw error.kind === "unsupported" ? new UnsupportedDocumentError(error.described) : new UnreadableDocumentError(error.type, error.reason);
+  if (error.kind === "unsupported") throw new UnsupportedDocumentError(error.described);
+  if (error.kind === "tooLarge") throw new DocumentTooLargeError(error.type, error.limitBytes);
+  throw new UnreadableDocumentError(error.type, error.reason);
 }
 
 let shared: Promise<WorkerPool> | undefined;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { tinyEmbeddingEntry, tinyGgufEmbeddingEntry, tinyImageEntry, tinyVideoEntry } from "../helpers/mediaModels.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 import { listLedgerEntries } from "../../src/store/ledger.js";
+import { makeDocx, makeZip } from "../helpers/documents.js";
 
 /**
  * Requests built to hurt the node: inputs of megabytes, schemas nested thousands deep, ids
@@ -203,6 +204,29 @@ describe("document extraction runs off the event loop", () => {
     expect(big.status).toBe(400);
     expect(big.json.error).toMatch(/^messages\.0\.content\.1\.file: the file's text is \d+ characters long; this node reads at most 1000000 characters per file$/);
     expect(order).toEqual(["models", "big"]);
+  });
+
+  it("an Office zip bomb (under 1 MB, 65 MB of XML unzipped) is a 413 in chat and /augment/text-parser, and the next document is read", async () => {
+    const bomb = makeZip([{ name: "word/document.xml", data: Buffer.alloc(65 * 2 ** 20, "<w:p><w:r><w:t>a</w:t></w:r></w:p>") }]);
+    expect(bomb.length).toBeLessThan(MB);
+    const docxType = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    const chatWith = (file: Buffer) =>
+      post(server, "/chat/completions", {
+        model: "tiny-chat",
+        max_tokens: 1,
+        messages: [{ role: "user", content: [{ type: "file", file: { filename: "f.docx", file_data: `data:${docxType};base64,${file.toString("base64")}` } }] }],
+      });
+    const chat = await chatWith(bomb);
+    expect(chat.status).toBe(413);
+    expect(((await chat.json()) as ErrorJson).error).toBe(
+      "messages.0.content.0.file: the DOCX file expands to more than 64 MB when unzipped; this node reads Office files of at most 64 MB unzipped",
+    );
+    const form = new FormData();
+    form.append("file", new Blob([new Uint8Array(bomb)], { type: docxType }), "f.docx");
+    const parsed = await fetch(`${server.baseUrl}/augment/text-parser`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form });
+    expect(parsed.status).toBe(413);
+    expect(((await parsed.json()) as ErrorJson).error).toMatch(/DOCX file expands to more than 64 MB/);
+    expect((await chatWith(await makeDocx(["a real document"]))).status).toBe(200);
   });
 });
 

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { crc32, deflateSync } from "node:zlib";
+import { deflateSync } from "node:zlib";
+import { crc32 } from "./crc32.js";
 import sharp from "sharp";
 
 /**

@@ -2,7 +2,7 @@ import { webScrapeCost, webSearchCost } from "../../billing/pricing.js";
 import type { CostLine } from "../../billing/money.js";
 import { costLine } from "../../billing/money.js";
 import type { ServerConfig } from "../../config/serverSettings.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import type { MultipartPart } from "../../http/multipart.js";
@@ -100,6 +100,7 @@ export class AugmentService {
       if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) {
         throw new ApiError(415, `Could not parse the document: ${error.message}`, { code: "UNSUPPORTED_DOCUMENT" });
       }
+      if (error instanceof DocumentTooLargeError) throw new PayloadTooLargeError(`Could not parse the document: ${error.message}`);
       throw error;
     }
     return { text, tokens: await this.countTokens(text) };

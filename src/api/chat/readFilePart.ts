@@ -1,10 +1,10 @@
 import { detectDocumentType, type DocumentHints } from "../../documents/detectDocumentType.js";
 import { extractDocument } from "../../documents/extractDocument.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { scannedPagePictures } from "../../documents/scannedPages.js";
 import type { UserContentPart } from "../../engines/types.js";
-import { InvalidRequestError } from "../../errors.js";
+import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { encodeImage, rawToRgb } from "../../media/image.js";
 import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
@@ -42,6 +42,7 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
     ({ text } = await (parsesOffThread(decoded.data, hints) ? extractDocumentOffThread(decoded.data, hints, ctx.signal) : extractDocument(decoded.data, hints)));
   } catch (error) {
     if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) throw InvalidRequestError.forField(path, error.message);
+    if (error instanceof DocumentTooLargeError) throw new PayloadTooLargeError(`${path.join(".")}: ${error.message}`);
     throw error;
   }
   if (text.length > maxFileChars) {
