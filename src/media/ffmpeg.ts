@@ -93,8 +93,12 @@ export class FfmpegError extends Error {
 }
 
 /** Decodes any audio ffmpeg reads into mono float32 PCM at `sampleRate` (what speech models take). */
-export async function decodeAudio(input: Buffer, sampleRate: number, signal?: AbortSignal): Promise<Float32Array> {
-  const raw = await collect(command(input).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le"), signal);
+export async function decodeAudio(input: Buffer, sampleRate: number, signal?: AbortSignal, options: { maxSeconds?: number } = {}): Promise<Float32Array> {
+  const cmd = command(input).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le");
+  // Decoded no further than a second past the limit: a few MB of FLAC can hold hours of silence,
+  // gigabytes of samples once decoded. What comes back longer than the limit is over it.
+  if (options.maxSeconds !== undefined) cmd.duration(options.maxSeconds + 1);
+  const raw = await collect(cmd, signal);
   return new Float32Array(raw.buffer, raw.byteOffset, Math.floor(raw.byteLength / 4));
 }
 

@@ -22,7 +22,14 @@ let wav: Buffer;
 beforeAll(async () => {
   [server, deaf] = await Promise.all([
     startTestServer({
-      models: [tinyChatEntry(), tinyChatEntry({ id: "tiny-chat-audio", audioInput: { transcriptionModel: "whisper-priced" } }), tinyWhisperEntry(), tinyWhisperEntry(PRICED_ASR)],
+      models: [
+        tinyChatEntry(),
+        tinyChatEntry({ id: "tiny-chat-audio", audioInput: { transcriptionModel: "whisper-priced" } }),
+        tinyChatEntry({ id: "tiny-chat-short-ears", audioInput: { transcriptionModel: "whisper-one-second" } }),
+        tinyWhisperEntry(),
+        tinyWhisperEntry(PRICED_ASR),
+        tinyWhisperEntry({ id: "whisper-one-second", transcription: { maxAudioSeconds: 1 } }),
+      ],
       config: { maxUploadMb: MAX_UPLOAD_MB, maxFileChars: MAX_FILE_CHARS },
     }),
     startTestServer({ models: [tinyChatEntry()] }),
@@ -285,6 +292,10 @@ describe("refusals name the offending field", () => {
     const tooBig = await refusal(audio({ data: Buffer.alloc(MAX_UPLOAD_MB * 1e6 + 3).toString("base64") }), { key });
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error).toMatch(/^messages\.0\.content\.1\.input_audio\.data: the audio is 0\.2 MB/);
+    // Two seconds for a model that takes one: decoded no further than a second past its limit.
+    const tooLong = await refusal(audio({ data: wav.toString("base64"), format: "wav" }), { key, model: "tiny-chat-short-ears" });
+    expect(tooLong.status).toBe(413);
+    expect(tooLong.body.error).toBe("messages.0.content.1.input_audio.data: the audio is longer than 1 s; whisper-one-second accepts at most 1 s");
   });
 
   it("input_audio on a node with no speech-to-text model: 400 naming the part", async () => {

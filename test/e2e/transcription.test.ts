@@ -17,7 +17,12 @@ let spokenMp3: Buffer;
 
 beforeAll(async () => {
   server = await startTestServer({
-    models: [tinyKokoroEntry(), tinyWhisperEntry(PRICED), tinyWhisperEntry({ id: "openai/whisper-large-v3", name: "Tiny Whisper under the reference's id" })],
+    models: [
+      tinyKokoroEntry(),
+      tinyWhisperEntry(PRICED),
+      tinyWhisperEntry({ id: "openai/whisper-large-v3", name: "Tiny Whisper under the reference's id" }),
+      tinyWhisperEntry({ id: "whisper-one-second", transcription: { maxAudioSeconds: 1 } }),
+    ],
     config: { maxUploadMb: 0.5 },
   });
   const speech = (format: string) =>
@@ -155,6 +160,12 @@ describe("transcription errors", () => {
     expect(((await response.json()) as { code: string }).code).toBe("PAYLOAD_TOO_LARGE");
     const error = await transcribe(server.openai(), {}, big, "big.wav").catch((e: unknown) => e);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(413);
+  });
+
+  it("413 for audio longer than the model accepts, decoded no further than a second past it (its length is not known)", async () => {
+    const response = await upload({ model: "whisper-one-second" }, { data: spokenWav, name: "spoken.wav" });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toEqual({ error: "The audio is longer than 1 s; whisper-one-second accepts at most 1 s.", code: "PAYLOAD_TOO_LARGE" });
   });
 
   it("415 for bytes that are not audio, and for a body that is not multipart", async () => {

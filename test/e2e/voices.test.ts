@@ -18,6 +18,7 @@ beforeAll(async () => {
       tinyKokoroEntry(),
       // A second cloning model, and one that accepts WAV samples only.
       tinyKokoroEntry({ id: "tts-kokoro-wav-only", voiceCloning: { encoder: tinyKokoroEntry().voiceCloning!.encoder, acceptedFormats: ["wav"] } }),
+      tinyKokoroEntry({ id: "tts-kokoro-short-samples", voiceCloning: { encoder: tinyKokoroEntry().voiceCloning!.encoder, maxSampleSeconds: 2 } }),
       tinyVitsEntry(),
     ],
   });
@@ -157,6 +158,10 @@ describe("voice upload errors", () => {
     const wrongContainer = await uploadVoice({ model: "tts-kokoro-wav-only" }, { data: mp3, name: "x.mp3", type: "audio/mpeg" });
     expect(wrongContainer.status).toBe(400);
     expect(((await wrongContainer.json()) as { error: string }).error).toMatch(/accepts wav samples, not mp3/);
+    // Six seconds for a model that takes two: decoded no further than a second past its limit.
+    const long = await uploadVoice({ model: "tts-kokoro-short-samples" }, { data: sample, name: "me.wav" });
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as { error: string }).error).toBe("file: the sample is longer than 2 s; at most 2 s is accepted");
   });
 
   it("415 for a file that is not audio, 413 above the upload limit, 404 for an unknown model", async () => {

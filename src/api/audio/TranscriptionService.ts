@@ -111,14 +111,14 @@ export class TranscriptionService {
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, async (signal) => {
       let audio: Float32Array;
       try {
-        audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal);
+        audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal, { maxSeconds: job.entry.transcription.maxAudioSeconds });
       } catch (error) {
         if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
         throw error;
       }
       job.audioSeconds = audio.length / job.engine.sampleRate;
       const limit = job.entry.transcription.maxAudioSeconds;
-      if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is ${Math.round(job.audioSeconds)} s long; ${job.entry.id} accepts at most ${limit} s.`);
+      if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is longer than ${limit} s; ${job.entry.id} accepts at most ${limit} s.`);
       job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
       return job.engine.transcribe({
         audio,

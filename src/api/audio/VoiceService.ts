@@ -75,7 +75,7 @@ export class VoiceService {
       if (engine.output !== "pcm" || !engine.cloning) throw InvalidRequestError.forField(["model"], `${entry.id} does not support voice cloning`);
       let samples: Float32Array;
       try {
-        samples = await decodeAudio(file.data, engine.cloning.sampleRate, signal);
+        samples = await decodeAudio(file.data, engine.cloning.sampleRate, signal, { maxSeconds: settings.maxSampleSeconds });
       } catch (error) {
         if (error instanceof FfmpegError) throw new UndecodableMediaError("the voice sample");
         throw error;
@@ -88,7 +88,7 @@ export class VoiceService {
         );
       }
       if (seconds > settings.maxSampleSeconds)
-        throw InvalidRequestError.forField(["file"], `the sample is ${seconds.toFixed(1)} s; at most ${settings.maxSampleSeconds} s is accepted`);
+        throw InvalidRequestError.forField(["file"], `the sample is longer than ${settings.maxSampleSeconds} s; at most ${settings.maxSampleSeconds} s is accepted`);
       const embedding = await engine.cloning.embed(samples, signal);
 
       const id = `vv_${randomBytes(12).toString("hex")}`;

@@ -45,7 +45,7 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
     const { text, seconds } = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, async (signal) => {
       let samples: Float32Array;
       try {
-        samples = await decodeAudio(audio, engine.sampleRate, signal);
+        samples = await decodeAudio(audio, engine.sampleRate, signal, { maxSeconds: asr.transcription.maxAudioSeconds });
       } catch (error) {
         if (signal.aborted) throw error;
         if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
@@ -54,7 +54,7 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
       if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
       const seconds = samples.length / engine.sampleRate;
       const limit = asr.transcription.maxAudioSeconds;
-      if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is ${Math.round(seconds)} s long; ${asr.id} accepts at most ${limit} s`);
+      if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is longer than ${limit} s; ${asr.id} accepts at most ${limit} s`);
       meter.reserve(transcriptionCost(asr, seconds));
       try {
         const { text } = await engine.transcribe({ audio: samples, timestamps: [], signal });
