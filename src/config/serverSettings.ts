@@ -190,7 +190,7 @@ export const ServerConfig = z.object({
   diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
   /** Largest uploaded audio file (transcription input, voice samples), in MB; larger uploads answer 413. */
   maxUploadMb: z.coerce.number().positive().max(1024).default(25),
-  /** Longest text extracted from one file part of a chat message, in characters (400 above). */
+  /** Longest text extracted from one file (a chat message's file part, or /augment/text-parser's upload), in characters (400 above). */
   maxFileChars: z.number().int().positive().default(1_000_000),
   /** Non-streaming chat requests that run longer than this answer 504. */
   requestTimeoutMs: z.number().int().positive().default(120_000),

@@ -1,6 +1,6 @@
 import { serveWorker } from "../engines/worker/serveWorker.js";
-import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
-import { extractDocument, type ExtractedDocument } from "./extractDocument.js";
+import { DocumentTextTooLongError, DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { type DocumentLimits, extractDocument, type ExtractedDocument } from "./extractDocument.js";
 import type { DocumentHints } from "./detectDocumentType.js";
 
 /**
@@ -11,25 +11,31 @@ import type { DocumentHints } from "./detectDocumentType.js";
 export interface DocumentTask {
   data: Uint8Array;
   hints: DocumentHints;
+  limits: DocumentLimits;
 }
 
 export type DocumentTaskResult =
   | { ok: true; document: ExtractedDocument }
   | {
       ok: false;
-      error: { kind: "unsupported"; described: string } | { kind: "unreadable"; type: string; reason: string } | { kind: "tooLarge"; type: string; limitBytes: number };
+      error:
+        | { kind: "unsupported"; described: string }
+        | { kind: "unreadable"; type: string; reason: string }
+        | { kind: "tooLarge"; type: string; limitBytes: number }
+        | { kind: "textTooLong"; maxChars: number };
     };
 
 serveWorker<null, DocumentTask>({
   load: async () => ({ context: null }),
   run: async (_context, task) => {
     try {
-      const document = await extractDocument(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.hints);
+      const document = await extractDocument(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.hints, task.limits);
       return { result: { ok: true, document } satisfies DocumentTaskResult };
     } catch (error) {
       if (error instanceof UnsupportedDocumentError) return { result: { ok: false, error: { kind: "unsupported", described: error.described } } satisfies DocumentTaskResult };
       if (error instanceof UnreadableDocumentError)
         return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
+      if (error instanceof DocumentTextTooLongError) return { result: { ok: false, error: { kind: "textTooLong", maxChars: error.maxChars } } satisfies DocumentTaskResult };
       if (error instanceof DocumentTooLargeError)
         return { result: { ok: false, error: { kind: "tooLarge", type: error.type, limitBytes: error.limitBytes } } satisfies DocumentTaskResult };
       throw error;

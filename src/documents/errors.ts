@@ -32,3 +32,11 @@ export class DocumentTooLargeError extends Error {
     super(`the ${type} file expands to more than ${limitBytes / 2 ** 20} MB when unzipped; this node reads Office files of at most ${limitBytes / 2 ** 20} MB unzipped`);
   }
 }
+
+/** A document whose text runs past what this node reads (found while extracting: the rest is not read). */
+export class DocumentTextTooLongError extends Error {
+  override name = "DocumentTextTooLongError";
+  constructor(readonly maxChars: number) {
+    super(`the file's text is more than ${maxChars} characters long; this node reads at most ${maxChars} characters per file`);
+  }
+}

@@ -1,6 +1,6 @@
 import Papa from "papaparse";
 import { detectDocumentType, SUPPORTED_DOCUMENTS, type DocumentHints, type DocumentType } from "./detectDocumentType.js";
-import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
+import { DocumentTextTooLongError, DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import { readHtml } from "./readHtml.js";
 import { MAX_OFFICE_EXPANDED_BYTES, zipExpansionPastLimit } from "./zipExpansion.js";
 
@@ -10,13 +10,35 @@ import { MAX_OFFICE_EXPANDED_BYTES, zipExpansionPastLimit } from "./zipExpansion
  * The libraries load on first use (together they add seconds to start-up).
  */
 export const DOCUMENT_EXTRACTORS = Object.freeze({
-  pdf: async (data) => {
-    const { extractText, getDocumentProxy } = await import("unpdf");
+  pdf: async (data, { maxChars }) => {
+    const { getDocumentProxy } = await import("unpdf");
     // pdf.js takes ownership of (detaches) the array it is given: hand it a copy.
     const pdf = await getDocumentProxy(new Uint8Array(data), { verbosity: 0 });
     try {
-      const { text } = await extractText(pdf, { mergePages: false });
-      return text.join("\n\n");
+      // Page by page, each page's text as it streams, stopping once past the limit: a 1.5 MB PDF
+      // can hold a content stream of hundreds of MB of text (its whole extraction took minutes
+      // and gigabytes). Each item's text and line end are joined as unpdf's extractText joins them.
+      const pages: string[] = [];
+      let chars = 0;
+      for (let number = 1; number <= pdf.numPages; number++) {
+        const reader = (await pdf.getPage(number)).streamTextContent().getReader();
+        let page = "";
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          for (const item of value.items) if ("str" in item) page += item.str + (item.hasEOL ? "\n" : "");
+          // Whitespace is tidied afterwards: twice the limit leaves it room.
+          if (chars + page.length > 2 * maxChars) {
+            const tooLong = new DocumentTextTooLongError(maxChars);
+            // pdf.js stops the page's extraction on a cancel with an Error as its reason.
+            await reader.cancel(tooLong);
+            throw tooLong;
+          }
+        }
+        chars += page.length + 2;
+        pages.push(page);
+      }
+      return pages.join("\n\n");
     } finally {
       await pdf.destroy();
     }
@@ -57,7 +79,12 @@ export const DOCUMENT_EXTRACTORS = Object.freeze({
   },
   markdown: async (data) => utf8(data),
   text: async (data) => utf8(data),
-} as const satisfies Record<DocumentType, (data: Buffer) => Promise<string>>);
+} as const satisfies Record<DocumentType, (data: Buffer, limits: DocumentLimits) => Promise<string>>);
+
+/** What an extraction may produce; an extractor that can stop early does (the caller checks the tidied text again). */
+export interface DocumentLimits {
+  maxChars: number;
+}
 
 const TYPE_NAMES: Record<DocumentType, string> = { pdf: "PDF", docx: "DOCX", pptx: "PPTX", xlsx: "XLSX", csv: "CSV", html: "HTML", markdown: "Markdown", text: "text" };
 
@@ -70,7 +97,7 @@ export interface ExtractedDocument {
 const ZIPPED_TYPES: ReadonlySet<DocumentType> = new Set(["docx", "pptx", "xlsx"]);
 
 /** Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError, UnreadableDocumentError or DocumentTooLargeError. */
-export async function extractDocument(data: Buffer, hints: DocumentHints = {}): Promise<ExtractedDocument> {
+export async function extractDocument(data: Buffer, hints: DocumentHints = {}, limits: DocumentLimits = { maxChars: Number.POSITIVE_INFINITY }): Promise<ExtractedDocument> {
   const type = detectDocumentType(data, hints);
   if (!type) {
     const declared = [hints.mimeType, hints.filename].filter(Boolean).join(", ") || "no MIME type or filename, and the bytes are not recognised";
@@ -81,8 +108,9 @@ export async function extractDocument(data: Buffer, hints: DocumentHints = {}): 
   }
   let text: string;
   try {
-    text = await DOCUMENT_EXTRACTORS[type](data);
+    text = await DOCUMENT_EXTRACTORS[type](data, limits);
   } catch (error) {
+    if (error instanceof DocumentTextTooLongError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
     throw new UnreadableDocumentError(TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
   }

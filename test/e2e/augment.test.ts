@@ -206,7 +206,7 @@ describe("POST /augment/text-parser", () => {
     expect(listUsage(node.db, accountId).map((u) => u.endpoint)).toEqual(["/augment/text-parser", "/augment/text-parser"]);
   });
 
-  it("refuses no file (400 naming file), an unknown format (415 saying which types it reads), a bad response_format (400), and is free then", async () => {
+  it("refuses no file (400 naming file), an unknown format (415 saying which types it reads), a bad response_format or text past the character limit (400), and is free then", async () => {
     const { key, accountId } = node.createKey({ usd: 1 });
     const none = await upload(node, undefined, "", { response_format: "json" }, key);
     expect(none.status).toBe(400);
@@ -217,6 +217,10 @@ describe("POST /augment/text-parser", () => {
     const format = await upload(node, new Blob(["hello"]), "a.txt", { response_format: "xml" }, key);
     expect(format.status).toBe(400);
     expect(await format.text()).toContain("response_format");
+    // Text past the node's per-file character limit (1,000,000 by default), as chat's file parts.
+    const long = await upload(node, new Blob(["word ".repeat(220_000)]), "long.txt", {}, key);
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as { error: string }).error).toBe("file: the file's text is 1099999 characters long; this node reads at most 1000000 characters per file");
     expect(usd(node, accountId)).toBe(1_000_000);
   });
 });

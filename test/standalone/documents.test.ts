@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../../src/api/chat/inlineData.js";
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
-import { UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
+import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
 import { extractDocument } from "../../src/documents/extractDocument.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
 
@@ -12,6 +12,17 @@ describe("document extraction: real files made by the libraries people make them
       type: "pdf",
       text: "Quarterly report for Hearth\nRevenue grew by apricots",
     });
+  });
+
+  it("PDF: the text unpdf's extractText gives, read page by page; past twice the character limit, the rest is not read", async () => {
+    const lines = ["Quarterly report for Hearth", "Revenue grew by apricots", "Costs fell by pears"];
+    const pdf = await makePdf(lines);
+    const { extractText, getDocumentProxy } = await import("unpdf");
+    const reference = (await extractText(await getDocumentProxy(new Uint8Array(pdf)), { mergePages: false })).text.join("\n\n");
+    expect((await extractDocument(pdf, { filename: "r.pdf" }, { maxChars: 1000 })).text).toBe(reference.trim());
+    const refused = await extractDocument(pdf, { filename: "r.pdf" }, { maxChars: 20 }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(DocumentTextTooLongError);
+    expect((refused as Error).message).toBe("the file's text is more than 20 characters long; this node reads at most 20 characters per file");
   });
 
   it("DOCX (docx): each paragraph", async () => {

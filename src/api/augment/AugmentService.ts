@@ -2,7 +2,7 @@ import { webScrapeCost, webSearchCost } from "../../billing/pricing.js";
 import type { CostLine } from "../../billing/money.js";
 import { costLine } from "../../billing/money.js";
 import type { ServerConfig } from "../../config/serverSettings.js";
-import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { DocumentTextTooLongError, DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import type { MultipartPart } from "../../http/multipart.js";
@@ -95,13 +95,17 @@ export class AugmentService {
     }
     let text: string;
     try {
-      ({ text } = await extractDocumentOffThread(file.data, { mimeType: file.contentType, filename: file.filename }, signal));
+      ({ text } = await extractDocumentOffThread(file.data, { mimeType: file.contentType, filename: file.filename }, { maxChars: this.config.maxFileChars }, signal));
     } catch (error) {
       if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) {
         throw new ApiError(415, `Could not parse the document: ${error.message}`, { code: "UNSUPPORTED_DOCUMENT" });
       }
       if (error instanceof DocumentTooLargeError) throw new PayloadTooLargeError(`Could not parse the document: ${error.message}`);
+      if (error instanceof DocumentTextTooLongError) throw InvalidRequestError.forField(["file"], error.message);
       throw error;
+    }
+    if (text.length > this.config.maxFileChars) {
+      throw InvalidRequestError.forField(["file"], `the file's text is ${text.length} characters long; this node reads at most ${this.config.maxFileChars} characters per file`);
     }
     return { text, tokens: await this.countTokens(text) };
   }

@@ -1,7 +1,7 @@
 import { detectDocumentType, type DocumentHints } from "../../documents/detectDocumentType.js";
 import { extractDocument } from "../../documents/extractDocument.js";
 import { extractDocumentOffThread } from "../../documents/extractDocumentOffThread.js";
-import { DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
+import { DocumentTextTooLongError, DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "../../documents/errors.js";
 import { scannedPagePictures } from "../../documents/scannedPages.js";
 import type { UserContentPart } from "../../engines/types.js";
 import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
@@ -39,9 +39,12 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
   let text: string;
   try {
     const hints = { mimeType: decoded.mimeType, filename: file.filename };
-    ({ text } = await (parsesOffThread(decoded.data, hints) ? extractDocumentOffThread(decoded.data, hints, ctx.signal) : extractDocument(decoded.data, hints)));
+    const limits = { maxChars: maxFileChars };
+    ({ text } = await (parsesOffThread(decoded.data, hints) ? extractDocumentOffThread(decoded.data, hints, limits, ctx.signal) : extractDocument(decoded.data, hints, limits)));
   } catch (error) {
-    if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError) throw InvalidRequestError.forField(path, error.message);
+    if (error instanceof UnsupportedDocumentError || error instanceof UnreadableDocumentError || error instanceof DocumentTextTooLongError) {
+      throw InvalidRequestError.forField(path, error.message);
+    }
     if (error instanceof DocumentTooLargeError) throw new PayloadTooLargeError(`${path.join(".")}: ${error.message}`);
     throw error;
   }
