@@ -22,7 +22,7 @@ export type DocumentTaskResult =
         | { kind: "unsupported"; described: string }
         | { kind: "unreadable"; type: string; reason: string }
         | { kind: "tooLarge"; type: string; limitBytes: number }
-        | { kind: "textTooLong"; maxChars: number };
+        | { kind: "textTooLong"; maxChars: number; length?: number };
     };
 
 serveWorker<null, DocumentTask>({
@@ -35,7 +35,8 @@ serveWorker<null, DocumentTask>({
       if (error instanceof UnsupportedDocumentError) return { result: { ok: false, error: { kind: "unsupported", described: error.described } } satisfies DocumentTaskResult };
       if (error instanceof UnreadableDocumentError)
         return { result: { ok: false, error: { kind: "unreadable", type: error.type, reason: error.reason } } satisfies DocumentTaskResult };
-      if (error instanceof DocumentTextTooLongError) return { result: { ok: false, error: { kind: "textTooLong", maxChars: error.maxChars } } satisfies DocumentTaskResult };
+      if (error instanceof DocumentTextTooLongError)
+        return { result: { ok: false, error: { kind: "textTooLong", maxChars: error.maxChars, length: error.length } } satisfies DocumentTaskResult };
       if (error instanceof DocumentTooLargeError)
         return { result: { ok: false, error: { kind: "tooLarge", type: error.type, limitBytes: error.limitBytes } } satisfies DocumentTaskResult };
       throw error;

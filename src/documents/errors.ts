@@ -33,10 +33,13 @@ export class DocumentTooLargeError extends Error {
   }
 }
 
-/** A document whose text runs past what this node reads (found while extracting: the rest is not read). */
+/** A document whose text runs past what this node reads: its length, or none when extraction stopped early (the rest is not read). */
 export class DocumentTextTooLongError extends Error {
   override name = "DocumentTextTooLongError";
-  constructor(readonly maxChars: number) {
-    super(`the file's text is more than ${maxChars} characters long; this node reads at most ${maxChars} characters per file`);
+  constructor(
+    readonly maxChars: number,
+    readonly length?: number,
+  ) {
+    super(`the file's text is ${length === undefined ? `more than ${maxChars}` : length} characters long; this node reads at most ${maxChars} characters per file`);
   }
 }

@@ -81,7 +81,7 @@ export const DOCUMENT_EXTRACTORS = Object.freeze({
   text: async (data) => utf8(data),
 } as const satisfies Record<DocumentType, (data: Buffer, limits: DocumentLimits) => Promise<string>>);
 
-/** What an extraction may produce; an extractor that can stop early does (the caller checks the tidied text again). */
+/** What an extraction may produce: past it, a DocumentTextTooLongError (an extractor that can stop early does). */
 export interface DocumentLimits {
   maxChars: number;
 }
@@ -96,7 +96,10 @@ export interface ExtractedDocument {
 /** The formats that are zips of XML parts, measured unzipped before their library reads them. */
 const ZIPPED_TYPES: ReadonlySet<DocumentType> = new Set(["docx", "pptx", "xlsx"]);
 
-/** Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError, UnreadableDocumentError or DocumentTooLargeError. */
+/**
+ * Detects the type, extracts, and tidies the whitespace. Throws UnsupportedDocumentError,
+ * UnreadableDocumentError, DocumentTooLargeError or DocumentTextTooLongError.
+ */
 export async function extractDocument(data: Buffer, hints: DocumentHints = {}, limits: DocumentLimits = { maxChars: Number.POSITIVE_INFINITY }): Promise<ExtractedDocument> {
   const type = detectDocumentType(data, hints);
   if (!type) {
@@ -114,7 +117,9 @@ export async function extractDocument(data: Buffer, hints: DocumentHints = {}, l
     const reason = error instanceof Error ? error.message : String(error);
     throw new UnreadableDocumentError(TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
   }
-  return { type, text: tidy(text) };
+  const tidied = tidy(text);
+  if (tidied.length > limits.maxChars) throw new DocumentTextTooLongError(limits.maxChars, tidied.length);
+  return { type, text: tidied };
 }
 
 function utf8(data: Buffer): string {

@@ -25,7 +25,7 @@ export async function extractDocumentOffThread(data: Buffer, hints: DocumentHint
   const { error } = result;
   if (error.kind === "unsupported") throw new UnsupportedDocumentError(error.described);
   if (error.kind === "tooLarge") throw new DocumentTooLargeError(error.type, error.limitBytes);
-  if (error.kind === "textTooLong") throw new DocumentTextTooLongError(error.maxChars);
+  if (error.kind === "textTooLong") throw new DocumentTextTooLongError(error.maxChars, error.length);
   throw new UnreadableDocumentError(error.type, error.reason);
 }
 

@@ -16,7 +16,6 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
     "POST /image/upscale": uploads,
     "POST /image/edit": uploads,
     "POST /image/multi-edit": uploads,
-    "POST /images/edits": uploads,
     "POST /image/background-remove": uploads,
     // Up to 2,048 inputs of an embedding model's context each: 8 MB holds 2,048 inputs of ~4,000 characters, or a few inputs of a long-context model.
     "POST /embeddings": 8e6,

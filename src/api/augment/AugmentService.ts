@@ -104,9 +104,6 @@ export class AugmentService {
       if (error instanceof DocumentTextTooLongError) throw InvalidRequestError.forField(["file"], error.message);
       throw error;
     }
-    if (text.length > this.config.maxFileChars) {
-      throw InvalidRequestError.forField(["file"], `the file's text is ${text.length} characters long; this node reads at most ${this.config.maxFileChars} characters per file`);
-    }
     return { text, tokens: await this.countTokens(text) };
   }
 

@@ -48,9 +48,6 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
     if (error instanceof DocumentTooLargeError) throw new PayloadTooLargeError(`${path.join(".")}: ${error.message}`);
     throw error;
   }
-  if (text.length > maxFileChars) {
-    throw InvalidRequestError.forField(path, `the file's text is ${text.length} characters long; this node reads at most ${maxFileChars} characters per file`);
-  }
   const name = (file.filename ?? "").replace(/["<>\n\r]/g, "_");
   const opening = `<file${name ? ` name="${name}"` : ""}>`;
   const visual = ctx.visual;

@@ -66,8 +66,9 @@ export class CompletionService {
     const n = request.n ?? 1;
     const unsupported: string[] = [];
     // Candidates are ranked by their tokens' log probabilities: an engine that reports none serves n, and says so.
-    const bestOf = request.best_of != null && request.best_of > n && features.logprobs ? { n, candidates: request.best_of } : undefined;
-    if (request.best_of != null && request.best_of > n && !bestOf) unsupported.push("best_of");
+    const wantsBest = request.best_of != null && request.best_of > n;
+    const bestOf = wantsBest && features.logprobs ? { n, candidates: request.best_of! } : undefined;
+    if (wantsBest && !bestOf) unsupported.push("best_of");
     const generated = bestOf?.candidates ?? n;
     if (generated * prompts.length > features.maxChoices) {
       const field = bestOf ? "best_of" : prompts.length > 1 ? "prompt" : "n";

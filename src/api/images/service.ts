@@ -107,7 +107,7 @@ export class ImageService {
       format: request.format,
       unsupported,
     };
-    this.checkSize(plan, "width", "height");
+    checkDimensions(entry, plan.width, plan.height, "width", "height");
     if (request.embed_exif_metadata) {
       plan.exif = JSON.stringify({ model: entry.id, prompt, negative_prompt: negativePrompt, seed: plan.seed, steps, cfg_scale: plan.cfgScale, width, height });
     }
@@ -233,12 +233,8 @@ export class ImageService {
     };
     applyOutputOptions(plan, request, field, this.models.defaultFor("background-removal"));
     if (request.style === "vivid") plan.unsupported.push("style");
-    this.checkSize(plan, "size", "size");
+    checkDimensions(entry, plan.width, plan.height, "size", "size");
     return plan;
-  }
-
-  private checkSize(plan: ImagePlan, widthField: string, heightField: string): void {
-    checkDimensions(plan.entry, plan.width, plan.height, widthField, heightField);
   }
 
   /** Holds the image model loaded; the route releases the lease when the request ends. */
@@ -278,7 +274,6 @@ export class ImageService {
   }
 }
 
-/** "16:9" -> a size of about the model's default area, on its size grid and within its limits. */
 /** A size the model can make: within its largest, on its size grid (a 400 naming the field otherwise). */
 function checkDimensions(entry: ModelEntry, width: number, height: number, widthField: string, heightField: string): void {
   const { image } = entry;
@@ -315,6 +310,7 @@ function applyOutputOptions(
   if (request.quality != null && request.quality !== "auto") plan.unsupported.push("quality");
 }
 
+/** "16:9" -> a size of about the model's default area, on its size grid and within its limits. */
 export function sizeForAspectRatio(ratio: string, entry: ModelEntry): { width: number; height: number } {
   const match = /^(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(ratio.trim());
   if (!match || Number(match[1]) <= 0 || Number(match[2]) <= 0) throw field("aspect_ratio", `"${ratio}" is not an aspect ratio like "16:9"`);
