@@ -191,8 +191,10 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
       max_tokens: 1,
       messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: wav.toString("base64"), format: "wav" } }] }],
     };
-    expect((await post(server, "/chat/completions", body, { key })).status).toBe(200);
-    expect((await post(server, "/chat/completions", body, { key })).status).toBe(429);
+    await server.withClockStopped(async () => {
+      expect((await post(server, "/chat/completions", body, { key })).status).toBe(200);
+      expect((await post(server, "/chat/completions", body, { key })).status).toBe(429);
+    });
     const transcriptions = listLedgerEntries(server.db, { accountId, kind: "charge" }).filter((c) => c.model === "whisper-priced").length;
     expect(transcriptions).toBe(1);
   });

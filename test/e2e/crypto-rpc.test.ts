@@ -259,26 +259,29 @@ describe("crypto RPC caps", () => {
           headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
           body: JSON.stringify(call("eth_chainId")),
         });
-      const { key } = capped.createKey({ usd: 1 });
-      const first = await send(key);
-      expect(first.status).toBe(200);
-      // The per-minute cap's window on every answer, in the node's names and the proxy's.
-      expect(first.headers.get("x-ratelimit-limit-requests")).toBe("3");
-      expect(first.headers.get("x-ratelimit-remaining-requests")).toBe("2");
-      expect(first.headers.get("x-ratelimit-limit")).toBe("3");
-      expect(first.headers.get("x-ratelimit-remaining")).toBe("2");
-      expect(first.headers.get("x-ratelimit-reset")).toBe(first.headers.get("x-ratelimit-reset-requests"));
-      expect((await send(key)).status).toBe(200);
-      const overCredits = await send(key); // 40 used + 20 > 50
-      expect(overCredits.status).toBe(429);
-      expect(((await overCredits.json()) as any).error).toMatch(/50 credits per rolling 24 hours \(40 used\)/);
-      const overRate = await send(key); // the fourth request in the minute
-      expect(overRate.status).toBe(429);
-      expect(overRate.headers.get("x-ratelimit-limit")).toBe("3");
-      expect(overRate.headers.get("x-ratelimit-remaining")).toBe("0");
-      expect(Number(overRate.headers.get("x-ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000);
-      // Another caller has caps of its own.
-      expect((await send(capped.createKey({ usd: 1 }).key)).status).toBe(200);
+      // One rate window for the whole test (see withClockStopped).
+      await capped.withClockStopped(async () => {
+        const { key } = capped.createKey({ usd: 1 });
+        const first = await send(key);
+        expect(first.status).toBe(200);
+        // The per-minute cap's window on every answer, in the node's names and the proxy's.
+        expect(first.headers.get("x-ratelimit-limit-requests")).toBe("3");
+        expect(first.headers.get("x-ratelimit-remaining-requests")).toBe("2");
+        expect(first.headers.get("x-ratelimit-limit")).toBe("3");
+        expect(first.headers.get("x-ratelimit-remaining")).toBe("2");
+        expect(first.headers.get("x-ratelimit-reset")).toBe(first.headers.get("x-ratelimit-reset-requests"));
+        expect((await send(key)).status).toBe(200);
+        const overCredits = await send(key); // 40 used + 20 > 50
+        expect(overCredits.status).toBe(429);
+        expect(((await overCredits.json()) as any).error).toMatch(/50 credits per rolling 24 hours \(40 used\)/);
+        const overRate = await send(key); // the fourth request in the minute
+        expect(overRate.status).toBe(429);
+        expect(overRate.headers.get("x-ratelimit-limit")).toBe("3");
+        expect(overRate.headers.get("x-ratelimit-remaining")).toBe("0");
+        expect(Number(overRate.headers.get("x-ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000);
+        // Another caller has caps of its own.
+        expect((await send(capped.createKey({ usd: 1 }).key)).status).toBe(200);
+      });
     } finally {
       await capped.stop();
     }

@@ -153,8 +153,10 @@ describe("GET /metrics", () => {
     const key = createApiKey(server.db, { accountId: account.id, description: "limited", keyType: "INFERENCE", rateLimitOverrides: JSON.stringify({ "*": { rpm: 1 } }) }).secret;
     const before = await scrape();
     // The account has no credit: the first call is admitted by the limit and refused for payment.
-    expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(402);
-    expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(429);
+    await server.withClockStopped(async () => {
+      expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(402);
+      expect((await post(server, "/chat/completions", ask({ max_tokens: 1 }), { key })).status).toBe(429);
+    });
     const after = await scrape();
     const labels = { limit_type: "RPM" };
     expect(after.get("hearth_rate_limit_rejections_total", labels) - before.get("hearth_rate_limit_rejections_total", labels)).toBe(1);

@@ -198,15 +198,17 @@ describe("queue, then retrieve", () => {
 
   it("applies the video queue and retrieve rate-limit tiers", async () => {
     const { key } = fundedKey(1_000_000, JSON.stringify({ video_queue: { rpm: 1 }, video_retrieve: { rpm: 2 } }));
-    const first = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key });
-    expect(first.status).toBe(200);
-    expect(first.headers.get("x-ratelimit-limit-requests")).toBe("1");
-    expect((await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key })).status).toBe(429);
-    const { queue_id } = await json(first);
-    const retrieve = () => post(server, "/video/retrieve", { model: "tiny-video", queue_id }, { key });
-    expect((await retrieve()).headers.get("x-ratelimit-limit-requests")).toBe("2");
-    await retrieve();
-    expect((await retrieve()).status).toBe(429);
+    await server.withClockStopped(async () => {
+      const first = await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key });
+      expect(first.status).toBe(200);
+      expect(first.headers.get("x-ratelimit-limit-requests")).toBe("1");
+      expect((await post(server, "/video/queue", { model: "tiny-video", prompt: "x", duration: "1s" }, { key })).status).toBe(429);
+      const { queue_id } = await json(first);
+      const retrieve = () => post(server, "/video/retrieve", { model: "tiny-video", queue_id }, { key });
+      expect((await retrieve()).headers.get("x-ratelimit-limit-requests")).toBe("2");
+      await retrieve();
+      expect((await retrieve()).status).toBe(429);
+    });
   });
 
   it("lists the video model with the reference's video constraints", async () => {

@@ -80,6 +80,13 @@ export interface TestServer extends RunningServer {
    */
   createKey(options?: { usd?: number; admin?: boolean; operator?: boolean }): { key: string; accountId: string; keyId: string };
   openai(key?: string): OpenAI;
+  /**
+   * Runs `fn` with the server's clock stopped where it is. Rate limits count in clock-aligned
+   * minutes, so two requests on a running clock may fall in two windows (a test expecting the
+   * second to be refused then fails about once in twenty runs); with the clock stopped they
+   * share one.
+   */
+  withClockStopped<T>(fn: () => Promise<T>): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -109,11 +116,13 @@ export async function startTestServer(
     ...options.config,
   });
   const modelsConfig: ModelsConfig = { models: options.models ?? [tinyChatEntry()] };
+  const clock = options.now ?? Date.now;
+  let stoppedAt: number | undefined;
   const running = await startServer(config, {
     modelsConfig,
     characters: options.characters ?? [],
     gpu: options.gpu ?? false,
-    now: options.now,
+    now: () => stoppedAt ?? clock(),
     logger: options.logger ?? createLogger(process.env.HEARTH_TEST_LOG ?? "silent"),
   });
   const createKey = (opts: { usd?: number; admin?: boolean; operator?: boolean } = {}) => {
@@ -131,6 +140,14 @@ export async function startTestServer(
     createKey,
     // The current admin key by default (a test may swap in a fresh one).
     openai: (key) => new OpenAI({ apiKey: key ?? server.adminKey, baseURL: running.baseUrl, maxRetries: 0 }),
+    withClockStopped: async (fn) => {
+      stoppedAt = clock();
+      try {
+        return await fn();
+      } finally {
+        stoppedAt = undefined;
+      }
+    },
     stop: async () => {
       await running.close();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
