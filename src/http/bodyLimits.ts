@@ -1,3 +1,4 @@
+import express, { type RequestHandler } from "express";
 import type { ServerConfig } from "../config/serverSettings.js";
 
 /**
@@ -44,3 +45,17 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
 
 /** Any JSON route not listed: enough for every small request this API has. */
 export const DEFAULT_JSON_LIMIT = 100e3;
+
+/** The largest file a multipart upload may carry, in bytes (--max-upload-mb). */
+export function uploadByteLimit(config: Pick<ServerConfig, "maxUploadMb">): number {
+  return Math.round(config.maxUploadMb * 1e6);
+}
+
+/**
+ * Reads a multipart/form-data body whole into req.body (a Buffer; src/http/multipart.ts splits
+ * it): one file of --max-upload-mb and 1 MB for the other fields and the part headers. Any
+ * other content type passes through untouched, to the JSON parser after it.
+ */
+export function multipartBodyParser(config: Pick<ServerConfig, "maxUploadMb">): RequestHandler {
+  return express.raw({ type: "multipart/form-data", limit: uploadByteLimit(config) + 1_000_000 });
+}

@@ -1,5 +1,6 @@
-import express, { Router, type Response } from "express";
+import { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
+import { multipartBodyParser, uploadByteLimit } from "../../http/bodyLimits.js";
 import { CLIENT_CLOSED_REQUEST } from "../../http/clientClosedRequest.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
@@ -23,12 +24,12 @@ import { setModelHeaders } from "../../http/modelHeaders.js";
 export type AudioRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "now" | "credits" | "limits" | "authenticate" | "jsonBody">;
 
 export function audioRouter(deps: AudioRouterDeps): Router {
-  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
+  const maxUploadBytes = uploadByteLimit(deps.config);
   const speech = new SpeechService(deps.models, deps.db, deps.now, deps.config.requestTimeoutMs);
   const transcription = new TranscriptionService(deps.models, deps.config.requestTimeoutMs, maxUploadBytes);
   const voices = new VoiceService(deps.models, deps.db, deps.config.dataDir, deps.now, maxUploadBytes);
   // The whole upload in memory (express answers 413 past the limit), split by Hearth's own multipart parser.
-  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const multipartBody = multipartBodyParser(deps.config);
   const meterFor = (paid: MeteredRequest) => (entry: { id: string }) => paid.meterFor(entry.id);
 
   const router = Router();
@@ -75,7 +76,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
    * (transcriptions, stream: true) sends each segment's text as it is decoded; cut short, it is
    * charged for the audio its segments covered.
    */
-  const transcribe = (endpoint: "/audio/transcriptions" | "/audio/translations") => (req: express.Request, res: Response) =>
+  const transcribe = (endpoint: "/audio/transcriptions" | "/audio/translations") => (req: Request, res: Response) =>
     metered(deps, res, { endpoint }, async (paid) => {
       const form = readMultipart(req);
       const task = endpoint === "/audio/translations" ? "translate" : "transcribe";
@@ -140,7 +141,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
   );
 
   /** The video of a /video/transcriptions request, from its URL or its upload. */
-  const videoSource = async (req: express.Request, signal: AbortSignal) => {
+  const videoSource = async (req: Request, signal: AbortSignal) => {
     if (req.is("multipart/form-data")) {
       const form = readMultipart(req);
       const fields = parse(VideoTranscriptionFields, form.textFields());

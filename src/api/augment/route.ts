@@ -1,5 +1,6 @@
-import express, { Router } from "express";
+import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
+import { multipartBodyParser, uploadByteLimit } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
@@ -16,9 +17,9 @@ export type AugmentRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "cred
  */
 export function augmentRouter(deps: AugmentRouterDeps): Router {
   const service = new AugmentService(deps.config, deps.models);
-  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
+  const maxUploadBytes = uploadByteLimit(deps.config);
   // The whole upload in memory (express answers 413 past the limit), split by Hearth's own multipart parser.
-  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
   router.post("/augment/search", deps.authenticate, deps.jsonBody, (req, res) =>

@@ -1,5 +1,6 @@
-import express, { Router } from "express";
+import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
+import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { backgroundRemovalCost } from "../../billing/pricing.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
@@ -21,8 +22,7 @@ export function backgroundRemovalModel(models: ModelManager, id: string | undefi
 
 /** POST /image/background-remove: the picture as a PNG with an alpha channel, transparent where the background was. */
 export function backgroundRemoveRouter(deps: BackgroundRemoveRouterDeps): Router {
-  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
-  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
   router.post("/image/background-remove", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>

@@ -1,5 +1,6 @@
-import express, { Router } from "express";
+import { type Request, Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
+import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import type { Cost } from "../../billing/credits.js";
 import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
@@ -17,8 +18,7 @@ import { ImageStyles } from "./styles.js";
 export type ImagesRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
 
 export function imagesRouter(deps: ImagesRouterDeps): Router {
-  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
-  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const multipartBody = multipartBodyParser(deps.config);
   const styles = ImageStyles.load(deps.config.configPath);
   const service = new ImageService(deps.models, styles, deps.config.requestTimeoutMs);
   const router = Router();
@@ -94,7 +94,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
   );
 
   /** The pictures of an edit: multipart files (`image` or `images`, and `mask`) or JSON strings (base64, data: or http(s) URLs). */
-  async function editInputs(req: express.Request, paid: MeteredRequest, multi: boolean) {
+  async function editInputs(req: Request, paid: MeteredRequest, multi: boolean) {
     let body: EditImageRequest | MultiEditImageRequest;
     let uploads: Buffer[] = [];
     let maskUpload: Buffer | undefined;

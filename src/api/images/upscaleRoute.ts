@@ -1,5 +1,6 @@
-import express, { Router } from "express";
+import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
+import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { upscaleCost } from "../../billing/pricing.js";
 import { metered } from "../../http/meteredRequest.js";
@@ -12,8 +13,7 @@ export type UpscaleRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | 
 /** POST /image/upscale: JSON with a base64 image, or multipart with the file; answers the PNG. */
 export function upscaleRouter(deps: UpscaleRouterDeps): Router {
   const service = new UpscaleService(deps.models);
-  const maxUploadBytes = Math.round(deps.config.maxUploadMb * 1e6);
-  const multipartBody = express.raw({ type: "multipart/form-data", limit: maxUploadBytes + 1_000_000 });
+  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
   router.post("/image/upscale", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
