@@ -24,6 +24,27 @@ export class RequestMeter {
     this.hold = this.credits.reserve({ requestId: this.ctx.requestId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines });
   }
 
+  /**
+   * The most units, 0 to `max` (a whole number), whose price `linesFor(units)` reserve() would
+   * hold now, found by bisection on dry runs: work whose size shows only as it is done (audio,
+   * as it decodes) stops where the caller could no longer pay for it. `max` when nobody is billed.
+   */
+  mostAffordable(max: number, linesFor: (units: number) => readonly CostLine[]): number {
+    const auth = this.ctx.auth;
+    if (!auth) return max;
+    const affordable = (units: number) => this.credits.canReserve({ accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines: linesFor(units) });
+    if (affordable(max)) return max;
+    // Nothing costs nothing: `low` is always affordable and `high` never.
+    let low = 0;
+    let high = max;
+    while (high - low > 1) {
+      const middle = Math.floor((low + high) / 2);
+      if (affordable(middle)) low = middle;
+      else high = middle;
+    }
+    return low;
+  }
+
   settle(lines: readonly CostLine[]): Cost {
     if (this.cost) return this.cost;
     this.cost = this.hold ? this.credits.settle(this.hold, lines, { model: this.model }).cost : { usd: 0, diem: 0 };

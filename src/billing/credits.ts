@@ -113,24 +113,7 @@ export class Credits {
    */
   reserve(request: { requestId: string; accountId: string; apiKeyId: string | null; maxLines: readonly CostLine[] }): Hold {
     return inTransaction(this.db, (): Hold => {
-      this.refreshDiem(request.accountId);
-      const balances = getBalances(this.db, request.accountId);
-      const held = heldByAccount(this.db, request.accountId);
-      const available: Funds = {
-        diem: balances.DIEM - held.diem,
-        bundled: balances.BUNDLED_CREDITS - held.bundled,
-        usd: balances.USD - held.usd,
-      };
-      const { payments, covered } = splitPayment(request.maxLines, available);
-      if (!covered) {
-        throw new PaymentRequiredError(
-          `Insufficient balance: this request can cost up to $${microsToUnits(totalUsd(request.maxLines)).toFixed(6)} and the account has ` +
-            `$${microsToUnits(available.usd + available.bundled).toFixed(6)} and ${microsToUnits(available.diem).toFixed(6)} DIEM available. ` +
-            "Add credits or lower max_tokens.",
-        );
-      }
-      const funds = sumByCurrency(payments);
-      if (request.apiKeyId) this.checkKeyLimits(request.apiKeyId, funds);
+      const funds = this.fundsToHold(request);
       if (funds.diem + funds.bundled + funds.usd > 0) {
         insertReservation(this.db, {
           requestId: request.requestId,
@@ -143,6 +126,40 @@ export class Credits {
       }
       return { requestId: request.requestId, accountId: request.accountId, apiKeyId: request.apiKeyId, funds };
     });
+  }
+
+  /** Whether reserve() would hold `maxLines` now (holding nothing). */
+  canReserve(request: { accountId: string; apiKeyId: string | null; maxLines: readonly CostLine[] }): boolean {
+    try {
+      inTransaction(this.db, () => this.fundsToHold(request));
+      return true;
+    } catch (error) {
+      if (error instanceof PaymentRequiredError) return false;
+      throw error;
+    }
+  }
+
+  /** What a hold of `maxLines` takes from each currency; 402 when the account or the key's limits cannot cover it. In a transaction. */
+  private fundsToHold(request: { accountId: string; apiKeyId: string | null; maxLines: readonly CostLine[] }): Funds {
+    this.refreshDiem(request.accountId);
+    const balances = getBalances(this.db, request.accountId);
+    const held = heldByAccount(this.db, request.accountId);
+    const available: Funds = {
+      diem: balances.DIEM - held.diem,
+      bundled: balances.BUNDLED_CREDITS - held.bundled,
+      usd: balances.USD - held.usd,
+    };
+    const { payments, covered } = splitPayment(request.maxLines, available);
+    if (!covered) {
+      throw new PaymentRequiredError(
+        `Insufficient balance: this request can cost up to $${microsToUnits(totalUsd(request.maxLines)).toFixed(6)} and the account has ` +
+          `$${microsToUnits(available.usd + available.bundled).toFixed(6)} and ${microsToUnits(available.diem).toFixed(6)} DIEM available. ` +
+          "Add credits or lower max_tokens.",
+      );
+    }
+    const funds = sumByCurrency(payments);
+    if (request.apiKeyId) this.checkKeyLimits(request.apiKeyId, funds);
+    return funds;
   }
 
   /**

@@ -413,8 +413,13 @@ export type SpeechEngine = PcmSpeechEngine | RelaySpeechEngine;
 export type TimestampGranularity = "segment" | "word";
 
 export interface TranscribeOptions {
-  /** Mono float32 PCM at the engine's sampleRate. */
-  audio: Float32Array;
+  /**
+   * Mono float32 PCM at the engine's sampleRate, or what makes it, called once the engine is
+   * free to transcribe it: requests waiting their turn then hold their upload, not its samples
+   * (a 2 MB FLAC of three hours is 690 MB of them). What it throws fails the transcription;
+   * what it returns is the engine's (a worker engine moves it to its thread).
+   */
+  audio: Float32Array | (() => Promise<Float32Array>);
   /** ISO 639-1 code or language name; undefined lets the model detect it. */
   language?: string;
   /** transcribe: text in the spoken language; translate: English text (Whisper's translate task). */

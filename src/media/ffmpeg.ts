@@ -49,6 +49,11 @@ function ffmpegOutput(): PassThrough {
 
 /** Runs a prepared command to completion, collecting its stdout. */
 function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
+  return collectChunks(cmd, signal).then((chunks) => Buffer.concat(chunks));
+}
+
+/** Runs a prepared command to completion; its stdout as the pieces it came in. */
+function collectChunks(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
     // An abort that came before the listener below would never fire: do not start at all.
     if (signal?.aborted) {
@@ -76,7 +81,7 @@ function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffe
       })
       .on("end", () => {
         signal?.removeEventListener("abort", onAbort);
-        outputEnded.then(() => resolve(Buffer.concat(chunks)), reject);
+        outputEnded.then(() => resolve(chunks), reject);
       })
       .pipe(out, { end: true });
   });
@@ -98,8 +103,20 @@ export async function decodeAudio(input: Buffer, sampleRate: number, signal?: Ab
   // Decoded no further than a second past the limit: a few MB of FLAC can hold hours of silence,
   // gigabytes of samples once decoded. What comes back longer than the limit is over it.
   if (options.maxSeconds !== undefined) cmd.duration(options.maxSeconds + 1);
-  const raw = await collect(cmd, signal);
-  return new Float32Array(raw.buffer, raw.byteOffset, Math.floor(raw.byteLength / 4));
+  const chunks = await collectChunks(cmd, signal);
+  // Copied straight into an array of its own (no concatenated Buffer in between: one copy of
+  // what may be hundreds of MB), which owns its whole ArrayBuffer and so can be transferred
+  // to a worker thread (a Buffer's may be Node's shared pool).
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const samples = new Float32Array(Math.floor(total / 4));
+  const bytes = new Uint8Array(samples.buffer);
+  let offset = 0;
+  for (let i = 0; i < chunks.length && offset < bytes.length; i++) {
+    const piece = chunks[i]!.subarray(0, bytes.length - offset);
+    bytes.set(piece, offset);
+    offset += piece.length;
+  }
+  return samples;
 }
 
 export const AUDIO_FORMATS = {

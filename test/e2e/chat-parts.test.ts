@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionContentPart } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodeAudio } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 import { findActiveKey, updateApiKey } from "../../src/store/apiKeys.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
@@ -181,6 +182,25 @@ describe("input_audio parts: transcribed by the configured speech-to-text model"
     expect(asr[0]!.sku).toBe("whisper-priced-asr-second");
     // Two seconds of audio at $0.0001 per second.
     expect(asr[0]!.deltaMicros).toBe(-200);
+  });
+
+  it("audio is decoded no further than a second past what the caller can pay to transcribe", async () => {
+    const minute = await encodeAudio(new Float32Array(60 * 16000), 16000, "flac");
+    const { key, accountId } = server.createKey({ usd: 0.0005 });
+    const res = await post(
+      server,
+      "/chat/completions",
+      {
+        model: "tiny-chat-audio",
+        max_tokens: 1,
+        messages: [{ role: "user", content: [text("Listen"), { type: "input_audio", input_audio: { data: minute.toString("base64"), format: "flac" } }] }],
+      },
+      { key },
+    );
+    expect(res.status).toBe(402);
+    // $0.0005 pays for 5 s of it: 6 s were decoded, not the minute ($0.006).
+    expect(((await res.json()) as { error: string }).error).toMatch(/can cost up to \$0\.000600 /);
+    expect(listLedgerEntries(server.db, { accountId, kind: "charge" })).toEqual([]);
   });
 
   it("a request the rate limit refuses is refused before its audio is transcribed, so it costs nothing", async () => {

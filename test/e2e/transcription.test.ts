@@ -209,4 +209,22 @@ describe("billing", () => {
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
     expect(getBalances(server.db, poor.accountId).USD).toBe(100);
   });
+
+  it("decodes a caller's audio no further than a second past what the caller can pay for", async () => {
+    // A minute of silence is a few KB of FLAC, and 3.8 MB of samples once decoded.
+    const minute = await encodeAudio(new Float32Array(60 * 16000), 16000, "flac");
+    const refusal = async (usd: number) => {
+      const { key, accountId } = server.createKey({ usd });
+      const res = await upload({ model: "tiny-whisper" }, { data: minute, name: "minute.flac" }, key);
+      expect(res.status).toBe(402);
+      expect(getBalances(server.db, accountId).USD).toBe(usd * 1e6);
+      return ((await res.json()) as { error: string }).error;
+    };
+    // $0.0005 pays for 5 s: 6 s are decoded and refused, not the minute ($0.006).
+    expect(await refusal(0.0005)).toMatch(/can cost up to \$0\.000600 /);
+    // Nothing to pay with: one second.
+    expect(await refusal(0)).toMatch(/can cost up to \$0\.000100 /);
+    const { key } = server.createKey({ usd: 0.006 });
+    expect((await upload({ model: "tiny-whisper", response_format: "json" }, { data: minute, name: "minute.flac" }, key)).status).toBe(200);
+  });
 });

@@ -57,4 +57,42 @@ describe("WhisperWorkerEngine", () => {
     const next = await worker.transcribe({ audio: tone(5), language: "en", timestamps: ["segment"] });
     expect(next.segments.length).toBe(1);
   });
+
+  it("makes audio given as a function only when the worker is free for it, and moves those samples there", async () => {
+    const firstSegments: TranscriptionSegment[] = [];
+    const first = worker.transcribe({ audio: async () => tone(70), language: "en", timestamps: ["segment"], onSegment: (s) => firstSegments.push(s) });
+    let segmentsWhenMade: number | undefined;
+    let made: Float32Array | undefined;
+    const second = worker.transcribe({
+      audio: async () => {
+        segmentsWhenMade = firstSegments.length;
+        made = tone(5);
+        return made;
+      },
+      language: "en",
+      timestamps: ["segment"],
+    });
+    expect(worker.stats()).toEqual({ busy: 1, waiting: 1 });
+    const [firstResult, secondResult] = await Promise.all([first, second]);
+    // The second request's samples did not exist while the first was transcribed.
+    expect(firstResult.segments.length).toBe(3);
+    expect(segmentsWhenMade).toBe(3);
+    expect(secondResult).toEqual(await inThread.transcribe({ audio: tone(5), language: "en", timestamps: ["segment"] }));
+    expect(made?.length).toBe(0);
+  });
+
+  it("fails with what the audio function throws, and goes on serving (on a worker and in one thread)", async () => {
+    for (const engine of [worker, inThread]) {
+      const refusal = new Error("longer than the model accepts");
+      await expect(
+        engine.transcribe({
+          audio: async () => {
+            throw refusal;
+          },
+          timestamps: [],
+        }),
+      ).rejects.toBe(refusal);
+      expect((await engine.transcribe({ audio: async () => tone(5), language: "en", timestamps: ["segment"] })).segments.length).toBe(1);
+    }
+  });
 });

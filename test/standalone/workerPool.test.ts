@@ -135,3 +135,58 @@ describe("WorkerPool", () => {
     expect(await waiting).toBeInstanceOf(InferenceError);
   });
 });
+
+describe("WorkerPool.runWhenFree", () => {
+  it("makes a task's payload only once a worker is free for it, and moves what it names to transfer", async () => {
+    const pool = await start({ size: 1 });
+    let firstSteps = 0;
+    const running = pool.run({ type: "spin", steps: 20 }, { onEvent: () => firstSteps++ });
+    const samples = new Float32Array([0.25, -0.5]);
+    let stepsWhenPrepared: number | undefined;
+    const second = pool.runWhenFree(async () => {
+      stepsWhenPrepared = firstSteps;
+      return { payload: { type: "echo", value: samples }, transfer: [samples.buffer] };
+    });
+    expect(pool.stats()).toEqual({ workers: 1, busy: 1, waiting: 1 });
+    const { result } = await second;
+    expect((await running).result).toBe("spun");
+    // Made after the first task had run all its steps.
+    expect(stepsWhenPrepared).toBe(20);
+    expect((result as { value: Float32Array }).value).toEqual(new Float32Array([0.25, -0.5]));
+    // Moved, not copied: this side's buffer is detached.
+    expect(samples.buffer.byteLength).toBe(0);
+  });
+
+  it("fails the task with what prepare throws, and the worker serves the next", async () => {
+    const pool = await start({ size: 1 });
+    const refused = pool.runWhenFree(async () => {
+      throw new InferenceError("not decodable");
+    });
+    const next = pool.run({ type: "echo", value: 2 });
+    await expect(refused).rejects.toThrow("not decodable");
+    expect((await next).result).toEqual({ greeting: "hello", value: 2 });
+    expect(pool.stats()).toEqual({ workers: 1, busy: 0, waiting: 0 });
+  });
+
+  it("a task aborted while its payload is made frees its worker at once; the payload never reaches it", async () => {
+    const pool = await start({ size: 1 });
+    const controller = new AbortController();
+    let finishPreparing: () => void = () => undefined;
+    const aborted = pool.runWhenFree(
+      async () => {
+        await new Promise<void>((resolve) => (finishPreparing = resolve));
+        return { payload: { type: "crash" } };
+      },
+      { signal: controller.signal },
+    );
+    const next = pool.run({ type: "echo", value: 3 });
+    controller.abort();
+    await expect(aborted).rejects.toBeInstanceOf(TaskAbortedError);
+    expect((await next).result).toEqual({ greeting: "hello", value: 3 });
+    // Its payload (a task that would kill the worker) comes too late to be sent.
+    finishPreparing();
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await pool.run({ type: "echo", value: 4 })).result).toEqual({ greeting: "hello", value: 4 });
+    expect(pool.stats()).toEqual({ workers: 1, busy: 0, waiting: 0 });
+  });
+});

@@ -109,17 +109,25 @@ export class TranscriptionService {
     onSegment?: (segment: TranscriptionSegment) => void,
   ): Promise<{ result: TranscriptionBody; cost: Cost; engineResult: TranscriptionResult }> {
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, async (signal) => {
-      let audio: Float32Array;
-      try {
-        audio = await decodeAudio(job.file.data, job.engine.sampleRate, signal, { maxSeconds: job.entry.transcription.maxAudioSeconds });
-      } catch (error) {
-        if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
-        throw error;
-      }
-      job.audioSeconds = audio.length / job.engine.sampleRate;
-      const limit = job.entry.transcription.maxAudioSeconds;
-      if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is longer than ${limit} s; ${job.entry.id} accepts at most ${limit} s.`);
-      job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
+      // Decoded when the engine is free for it, so waiting requests hold their uploads, not their samples.
+      const audio = async () => {
+        const limit = job.entry.transcription.maxAudioSeconds;
+        // No further than a second past what the model accepts and the caller can pay for: a few
+        // MB of FLAC can hold hours of silence, and a caller without the credit to transcribe them
+        // should not cost the node their decoding. Longer audio is refused below (413, or reserve's 402).
+        const maxSeconds = job.meter.mostAffordable(Math.ceil(limit), (seconds) => transcriptionCost(job.entry, seconds));
+        let samples: Float32Array;
+        try {
+          samples = await decodeAudio(job.file.data, job.engine.sampleRate, signal, { maxSeconds });
+        } catch (error) {
+          if (error instanceof FfmpegError && !signal.aborted) throw new UndecodableMediaError("the audio file");
+          throw error;
+        }
+        job.audioSeconds = samples.length / job.engine.sampleRate;
+        if (job.audioSeconds > limit) throw new PayloadTooLargeError(`The audio is longer than ${limit} s; ${job.entry.id} accepts at most ${limit} s.`);
+        job.meter.reserve(transcriptionCost(job.entry, job.audioSeconds));
+        return samples;
+      };
       return job.engine.transcribe({
         audio,
         task: job.task,

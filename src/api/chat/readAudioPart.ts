@@ -42,23 +42,29 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
     const { engine } = lease;
     const meter = ctx.meterFor(asr);
     // A caller who goes away stops the decoding and the transcription too; past the deadline it is a 504.
-    const { text, seconds } = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, async (signal) => {
-      let samples: Float32Array;
+    let seconds = 0;
+    const text = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, async (signal) => {
+      // Decoded when the engine is free for it, no further than a second past what the model
+      // accepts and the caller can pay for (as POST /audio/transcriptions does).
+      const samples = async () => {
+        const limit = asr.transcription.maxAudioSeconds;
+        const maxSeconds = meter.mostAffordable(Math.ceil(limit), (affordable) => transcriptionCost(asr, affordable));
+        let decoded: Float32Array;
+        try {
+          decoded = await decodeAudio(audio, engine.sampleRate, signal, { maxSeconds });
+        } catch (error) {
+          if (signal.aborted) throw error;
+          if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
+          throw error;
+        }
+        if (decoded.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
+        seconds = decoded.length / engine.sampleRate;
+        if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is longer than ${limit} s; ${asr.id} accepts at most ${limit} s`);
+        meter.reserve(transcriptionCost(asr, seconds));
+        return decoded;
+      };
       try {
-        samples = await decodeAudio(audio, engine.sampleRate, signal, { maxSeconds: asr.transcription.maxAudioSeconds });
-      } catch (error) {
-        if (signal.aborted) throw error;
-        if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
-        throw error;
-      }
-      if (samples.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
-      const seconds = samples.length / engine.sampleRate;
-      const limit = asr.transcription.maxAudioSeconds;
-      if (seconds > limit) throw new PayloadTooLargeError(`${[...path, "data"].join(".")}: the audio is longer than ${limit} s; ${asr.id} accepts at most ${limit} s`);
-      meter.reserve(transcriptionCost(asr, seconds));
-      try {
-        const { text } = await engine.transcribe({ audio: samples, timestamps: [], signal });
-        return { text, seconds };
+        return (await engine.transcribe({ audio: samples, timestamps: [], signal })).text;
       } catch (error) {
         meter.settle([]);
         throw error;

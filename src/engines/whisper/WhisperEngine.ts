@@ -230,45 +230,50 @@ export class WhisperEngine implements TranscriptionEngine {
   }
 
   async transcribe(options: TranscribeOptions): Promise<TranscriptionResult> {
-    const duration = options.audio.length / this.sampleRate;
     const task = options.task ?? "transcribe";
     if (task === "translate" && !this.supportsTranslation) throw InvalidRequestError.forField(["model"], "this model is English-only and cannot translate");
-    if (options.audio.length === 0) return { text: "", segments: [], words: options.timestamps.includes("word") ? [] : undefined, language: options.language, outputTokens: 0 };
+    return this.queue.run(async () => {
+      const audio = typeof options.audio === "function" ? await options.audio() : options.audio;
+      return this.transcribeSamples(audio, task, options);
+    }, options.signal);
+  }
+
+  private async transcribeSamples(audio: Float32Array, task: "transcribe" | "translate", options: TranscribeOptions): Promise<TranscriptionResult> {
+    const duration = audio.length / this.sampleRate;
+    if (audio.length === 0) return { text: "", segments: [], words: options.timestamps.includes("word") ? [] : undefined, language: options.language, outputTokens: 0 };
     const wantWords = options.timestamps.includes("word") && this.supportsWordTimestamps;
     const wantSegments = options.timestamps.includes("segment");
-    return this.queue.run(async () => {
-      // An English-only model hears English whatever the hint says.
-      const language = !this.supportsTranslation ? "en" : (options.language ?? (await this.detectLanguage(options.audio)));
-      // English-only models take neither a task nor a language (transformers.js refuses both).
-      const prefix = this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {};
-      const requested = options.temperature ?? 0;
-      // The word alignment pass samples at a request's temperature through the pipeline.
-      const base = { ...prefix, ...(requested > 0 ? { do_sample: true, temperature: requested } : {}) };
-      const toWords = (chunks: PipelineChunk[] | undefined) =>
-        (chunks ?? []).map((c) => ({ word: c.text.trim(), start: c.timestamp[0], end: c.timestamp[1] ?? duration })).filter((w) => w.word);
-      const alignWords = async () => {
-        const long = duration > this.settings.chunkLengthSeconds;
-        const chunking = long
-          ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) }
-          : {};
-        return this.run(options.audio, { ...base, ...chunking, return_timestamps: "word" });
-      };
-      const prompt = this.promptTokens(options.prompt);
-      // Word timestamps alone: one pass with token-level alignment gives the text too (unprompted:
-      // transformers.js' pipeline would return a prompt's tokens as text, so a prompt takes the windowed decoder).
-      if (wantWords && !wantSegments && prompt.length === 0) {
-        const aligned = await alignWords();
-        const text = aligned.text.trim();
-        options.onSegment?.({ start: 0, end: duration, text });
-        return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks), language };
-      }
-      // The standard's temperature 0 is openai/whisper's fallback: greedy first, then sampled at each fallback temperature.
-      const temperatures = requested > 0 ? [requested] : [0, ...this.settings.fallbackTemperatures];
-      const decoded = await this.decodeWindows(options.audio, prefix, temperatures, prompt, options);
-      // Both granularities: a second pass aligns the words.
-      const words = wantWords ? (decoded.text ? toWords((await alignWords()).chunks) : []) : undefined;
-      return { ...decoded, words, language };
-    }, options.signal);
+    // An English-only model hears English whatever the hint says.
+    const language = !this.supportsTranslation ? "en" : (options.language ?? (await this.detectLanguage(audio)));
+    // English-only models take neither a task nor a language (transformers.js refuses both).
+    const prefix = this.supportsTranslation ? { task, ...(language ? { language } : {}) } : {};
+    const requested = options.temperature ?? 0;
+    // The word alignment pass samples at a request's temperature through the pipeline.
+    const base = { ...prefix, ...(requested > 0 ? { do_sample: true, temperature: requested } : {}) };
+    const toWords = (chunks: PipelineChunk[] | undefined) =>
+      (chunks ?? []).map((c) => ({ word: c.text.trim(), start: c.timestamp[0], end: c.timestamp[1] ?? duration })).filter((w) => w.word);
+    const alignWords = async () => {
+      const long = duration > this.settings.chunkLengthSeconds;
+      const chunking = long
+        ? { chunk_length_s: this.settings.chunkLengthSeconds, stride_length_s: Math.min(this.settings.strideLengthSeconds, this.settings.chunkLengthSeconds / 3) }
+        : {};
+      return this.run(audio, { ...base, ...chunking, return_timestamps: "word" });
+    };
+    const prompt = this.promptTokens(options.prompt);
+    // Word timestamps alone: one pass with token-level alignment gives the text too (unprompted:
+    // transformers.js' pipeline would return a prompt's tokens as text, so a prompt takes the windowed decoder).
+    if (wantWords && !wantSegments && prompt.length === 0) {
+      const aligned = await alignWords();
+      const text = aligned.text.trim();
+      options.onSegment?.({ start: 0, end: duration, text });
+      return { text, segments: text ? [{ start: 0, end: duration, text }] : [], words: toWords(aligned.chunks), language };
+    }
+    // The standard's temperature 0 is openai/whisper's fallback: greedy first, then sampled at each fallback temperature.
+    const temperatures = requested > 0 ? [requested] : [0, ...this.settings.fallbackTemperatures];
+    const decoded = await this.decodeWindows(audio, prefix, temperatures, prompt, options);
+    // Both granularities: a second pass aligns the words.
+    const words = wantWords ? (decoded.text ? toWords((await alignWords()).chunks) : []) : undefined;
+    return { ...decoded, words, language };
   }
 
   /**

@@ -38,7 +38,19 @@ export class WhisperWorkerEngine extends EngineOnWorker implements Transcription
   }
 
   transcribe(options: TranscribeOptions): Promise<TranscriptionResult> {
-    const { onSegment, signal, ...task } = options;
-    return this.runTask<TranscriptionResult>(task satisfies WhisperTask, signal, (segment) => onSegment?.(segment as TranscriptionSegment));
+    const { onSegment, signal, audio, ...rest } = options;
+    const onEvent = (segment: unknown) => onSegment?.(segment as TranscriptionSegment);
+    if (typeof audio !== "function") return this.runTask<TranscriptionResult>({ ...rest, audio } satisfies WhisperTask, signal, onEvent);
+    return this.runTaskWhenFree<TranscriptionResult>(
+      async () => {
+        const samples = await audio();
+        const task: WhisperTask = { ...rest, audio: samples };
+        // Samples made for this task alone move to the worker instead of being copied there.
+        const ownsBuffer = samples.byteOffset === 0 && samples.byteLength === samples.buffer.byteLength && samples.buffer instanceof ArrayBuffer;
+        return { payload: task, transfer: ownsBuffer ? [samples.buffer as ArrayBuffer] : [] };
+      },
+      signal,
+      onEvent,
+    );
   }
 }

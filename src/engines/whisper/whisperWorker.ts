@@ -10,7 +10,7 @@ import { WhisperEngine } from "./WhisperEngine.js";
  */
 
 /** A transcription as it crosses to the worker: the options without their callback and signal. */
-export type WhisperTask = Omit<TranscribeOptions, "onSegment" | "signal">;
+export type WhisperTask = Omit<TranscribeOptions, "onSegment" | "signal" | "audio"> & { audio: Float32Array };
 
 export interface WhisperWorkerInfo {
   supportsWordTimestamps: boolean;

@@ -1,6 +1,6 @@
 import type { TransferListItem } from "node:worker_threads";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import { TaskAbortedError, WorkerPool } from "./WorkerPool.js";
+import { type PreparePayload, TaskAbortedError, WorkerPool } from "./WorkerPool.js";
 
 /** What an engine's worker module loads: the model's entry and where it may run. */
 export interface EngineWorkerData {
@@ -23,9 +23,18 @@ export abstract class EngineOnWorker {
   protected constructor(protected readonly pool: WorkerPool) {}
 
   /** Runs a task; a cancelled one fails with its signal's reason, as the engine in one thread would. */
-  protected async runTask<R>(task: unknown, signal: AbortSignal | undefined, onEvent?: (event: unknown) => void, transfer?: TransferListItem[]): Promise<R> {
+  protected runTask<R>(task: unknown, signal: AbortSignal | undefined, onEvent?: (event: unknown) => void, transfer?: TransferListItem[]): Promise<R> {
+    return this.settled(this.pool.run<R>(task, { signal, onEvent, transfer }), signal);
+  }
+
+  /** As runTask, with the task made once the worker is free for it (WorkerPool.runWhenFree). */
+  protected runTaskWhenFree<R>(prepare: PreparePayload, signal: AbortSignal | undefined, onEvent?: (event: unknown) => void): Promise<R> {
+    return this.settled(this.pool.runWhenFree<R>(prepare, { signal, onEvent }), signal);
+  }
+
+  private async settled<R>(running: Promise<{ result: R }>, signal: AbortSignal | undefined): Promise<R> {
     try {
-      return (await this.pool.run<R>(task, { signal, onEvent, transfer })).result;
+      return (await running).result;
     } catch (error) {
       if (error instanceof TaskAbortedError && signal?.aborted) throw signal.reason;
       throw error;

@@ -31,9 +31,16 @@ export class TaskAbortedError extends Error {
   }
 }
 
+/** A task's payload made once a worker is free for it (see runWhenFree). */
+export type PreparePayload = () => Promise<{ payload: unknown; transfer?: TransferListItem[] }>;
+
 interface Task {
   id: number;
-  payload: unknown;
+  payload: unknown | PreparePayload;
+  /** The payload is made by a PreparePayload, on a worker held for it meanwhile. */
+  prepared: boolean;
+  /** Posted to its worker (a prepared task is not while its payload is being made). */
+  sent: boolean;
   options: RunOptions;
   enqueuedAt: number;
   startedAt?: number;
@@ -85,12 +92,26 @@ export class WorkerPool {
   }
 
   run<R>(payload: unknown, options: RunOptions = {}): Promise<{ result: R; queueMs: number }> {
+    return this.enqueue(payload, false, options);
+  }
+
+  /**
+   * As run(), with the payload made by `prepare` once a worker is free for the task (the worker
+   * waits for it): a task whose input is large once made (hours of audio, decoded) waits in the
+   * queue small. What `prepare` throws fails the task; `options.transfer` is not used (prepare
+   * names what to transfer).
+   */
+  runWhenFree<R>(prepare: PreparePayload, options: RunOptions = {}): Promise<{ result: R; queueMs: number }> {
+    return this.enqueue(prepare, true, options);
+  }
+
+  private enqueue<R>(payload: unknown, prepared: boolean, options: RunOptions): Promise<{ result: R; queueMs: number }> {
     if (this.disposed) return Promise.reject(new InferenceError(`The model "${this.options.name}" is shutting down`));
     if (options.signal?.aborted) return Promise.reject(new TaskAbortedError());
     const free = this.slots.find((s) => s.alive && !s.task);
     if (!free && this.waiting.length >= this.options.maxWaiting) return Promise.reject(new ModelAtCapacityError(this.options.name));
     return new Promise((resolve, reject) => {
-      const task: Task = { id: this.nextId++, payload, options, enqueuedAt: performance.now(), resolve: resolve as Task["resolve"], reject };
+      const task: Task = { id: this.nextId++, payload, prepared, sent: false, options, enqueuedAt: performance.now(), resolve: resolve as Task["resolve"], reject };
       if (options.signal) {
         task.onAbort = () => this.abort(task);
         options.signal.addEventListener("abort", task.onAbort, { once: true });
@@ -189,8 +210,39 @@ export class WorkerPool {
   private dispatch(slot: Slot, task: Task): void {
     slot.task = task;
     task.startedAt = performance.now();
-    const message: ToWorker = { type: "run", id: task.id, task: task.payload };
-    slot.worker.postMessage(message, task.options.transfer);
+    if (task.prepared) {
+      void this.prepareAndSend(slot, task, task.payload as PreparePayload);
+      return;
+    }
+    this.send(slot, task, task.payload, task.options.transfer);
+  }
+
+  private send(slot: Slot, task: Task, payload: unknown, transfer: readonly TransferListItem[] | undefined): void {
+    task.sent = true;
+    slot.worker.postMessage({ type: "run", id: task.id, task: payload } satisfies ToWorker, transfer);
+  }
+
+  private async prepareAndSend(slot: Slot, task: Task, prepare: PreparePayload): Promise<void> {
+    let prepared: Awaited<ReturnType<PreparePayload>>;
+    try {
+      prepared = await prepare();
+    } catch (error) {
+      // Unless the task already ended (aborted, or its worker lost), it fails with what prepare threw.
+      if (slot.task !== task) return;
+      slot.task = null;
+      this.finish(task, () => task.reject(error));
+      this.next(slot);
+      return;
+    }
+    if (slot.task !== task) return;
+    try {
+      this.send(slot, task, prepared.payload, prepared.transfer);
+    } catch (error) {
+      // A payload that cannot be cloned never reached the worker.
+      slot.task = null;
+      this.finish(task, () => task.reject(error));
+      this.next(slot);
+    }
   }
 
   private onTaskMessage(slot: Slot, message: FromWorker): void {
@@ -235,7 +287,15 @@ export class WorkerPool {
       return;
     }
     const slot = this.slots.find((s) => s.task === task);
-    if (slot) slot.worker.postMessage({ type: "cancel", id: task.id } satisfies ToWorker);
+    if (!slot) return;
+    if (task.sent) {
+      slot.worker.postMessage({ type: "cancel", id: task.id } satisfies ToWorker);
+      return;
+    }
+    // Its payload is still being made: the worker never saw it, and is free for the next task.
+    slot.task = null;
+    this.finish(task, () => task.reject(new TaskAbortedError()));
+    this.next(slot);
   }
 
   private finish(task: Task, settle: () => void): void {
