@@ -24,6 +24,12 @@ export class RequestMeter {
     this.hold = this.credits.reserve({ requestId: this.ctx.requestId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines });
   }
 
+  /** A 402 now, holding nothing, when the caller could not be held for `lines`: before work that comes ahead of the real reservation. */
+  requireAffordable(lines: readonly CostLine[]): void {
+    const auth = this.ctx.auth;
+    if (auth) this.credits.checkReservable({ accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines: lines });
+  }
+
   /**
    * The most units, 0 to `max` (a whole number), whose price `linesFor(units)` reserve() would
    * hold now, found by bisection on dry runs: work whose size shows only as it is done (audio,

@@ -128,10 +128,15 @@ export class Credits {
     });
   }
 
+  /** Throws what reserve() would (402) if it could not hold `maxLines` now; holds nothing. */
+  checkReservable(request: { accountId: string; apiKeyId: string | null; maxLines: readonly CostLine[] }): void {
+    inTransaction(this.db, () => this.fundsToHold(request));
+  }
+
   /** Whether reserve() would hold `maxLines` now (holding nothing). */
   canReserve(request: { accountId: string; apiKeyId: string | null; maxLines: readonly CostLine[] }): boolean {
     try {
-      inTransaction(this.db, () => this.fundsToHold(request));
+      this.checkReservable(request);
       return true;
     } catch (error) {
       if (error instanceof PaymentRequiredError) return false;

@@ -26,6 +26,7 @@ beforeAll(async () => {
       models: [
         tinyChatEntry(),
         tinyChatEntry({ id: "tiny-chat-audio", audioInput: { transcriptionModel: "whisper-priced" } }),
+        tinyChatEntry({ id: "tiny-chat-priced", pricing: { input: { usd: 1, diem: 1 }, output: { usd: 2, diem: 2 } } }),
         tinyChatEntry({ id: "tiny-chat-short-ears", audioInput: { transcriptionModel: "whisper-one-second" } }),
         tinyWhisperEntry(),
         tinyWhisperEntry(PRICED_ASR),
@@ -253,6 +254,18 @@ describe("refusals name the offending field", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as Error).message).toMatch(/^400 "messages\.0\.content\.0\.file: unsupported file type \(image\/png, cat\.png; supported: PDF/);
+  });
+
+  it("a caller who cannot pay for one token is refused before its parts are read", async () => {
+    const broke = server.createKey();
+    const parts = [text("x"), filePart(dataUrl("application/pdf", "%PDF-1.7 broken"), "broken.pdf")];
+    // The same request from a caller with credit is a 400 for the PDF: here it is never read.
+    expect((await refusal(parts, { key, model: "tiny-chat-priced" })).status).toBe(400);
+    const { status, body } = await refusal(parts, { key: broke.key, model: "tiny-chat-priced" });
+    expect(status).toBe(402);
+    expect(body.error).toMatch(/^Insufficient balance/);
+    // A model without a price costs nothing, so nothing stops the read.
+    expect((await refusal(parts, { key: broke.key })).status).toBe(400);
   });
 
   it("a corrupt PDF: 400 on the file with the library's reason", async () => {

@@ -142,6 +142,9 @@ export class ChatService {
     const { requestId } = call.ctx;
     const { signal } = call;
     const meterFor = (model: ModelEntry) => call.meterFor(model.id);
+    // The price is known only once the prompt is (web results, documents and audio read), which
+    // can take seconds of work: a caller who cannot pay for one token is refused before it.
+    meterFor(entry).requireAffordable(maxTextCost(entry, 1, 1));
     // Searching before reading parts: a failing provider (502) answers before audio is transcribed and billed.
     const web = await this.web.gather(request, params, webMode, requestId, signal);
     const callerMessages = await toEngineMessages(request.messages, {
