@@ -6,6 +6,7 @@ import { deleteReservation, deleteReservationsOfOtherBoots, heldByAccount, heldB
 import type { Db } from "../store/Store.js";
 import { inTransaction } from "../store/transaction.js";
 import { epochOf, periodStart, type LimitPeriod } from "./epoch.js";
+import { isOutputTokenLine } from "./pricing.js";
 import { microsToUnits, totalUsd, type CostLine } from "./money.js";
 import { splitPayment, sumByCurrency, type Funds, type Payment } from "./spendOrder.js";
 
@@ -159,7 +160,8 @@ export class Credits {
       throw new PaymentRequiredError(
         `Insufficient balance: this request can cost up to $${microsToUnits(totalUsd(request.maxLines)).toFixed(6)} and the account has ` +
           `$${microsToUnits(available.usd + available.bundled).toFixed(6)} and ${microsToUnits(available.diem).toFixed(6)} DIEM available. ` +
-          "Add credits or lower max_tokens.",
+          // max_tokens sets the hold only where output tokens are priced (text generation).
+          (request.maxLines.some(isOutputTokenLine) ? "Add credits or lower max_tokens." : "Add credits."),
       );
     }
     const funds = sumByCurrency(payments);

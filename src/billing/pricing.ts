@@ -18,12 +18,19 @@ type Price = { usd: number; diem: number };
 const maxPrice = (a: Price, b: Price | undefined): Price => (b ? { usd: Math.max(a.usd, b.usd), diem: Math.max(a.diem, b.diem) } : a);
 
 /** The most a text request can cost: every prompt token at the dearest input rate, every allowed completion token. */
+/** The ledger sku of a text model's output tokens: the model id and this. */
+const OUTPUT_TOKEN_SKU = "-llm-output-mtoken";
+const outputTokenSku = (modelId: string) => `${modelId}${OUTPUT_TOKEN_SKU}`;
+
+/** Whether a line prices generated text tokens (the part of a hold that max_tokens sets). */
+export const isOutputTokenLine = (line: CostLine) => line.sku.endsWith(OUTPUT_TOKEN_SKU);
+
 export function maxTextCost(entry: ModelEntry, promptTokens: number, maxCompletionTokens: number): CostLine[] {
   const pricing = entry.pricing;
   if (!pricing || !("output" in pricing)) return [];
   return [
     costLine(`${entry.id}-llm-input-mtoken`, promptTokens, PER_MILLION, maxPrice(pricing.input, pricing.cache_write)),
-    costLine(`${entry.id}-llm-output-mtoken`, maxCompletionTokens, PER_MILLION, pricing.output),
+    costLine(outputTokenSku(entry.id), maxCompletionTokens, PER_MILLION, pricing.output),
   ];
 }
 
@@ -35,7 +42,7 @@ export function textCost(entry: ModelEntry, usage: TextUsage): CostLine[] {
   const lines = [costLine(`${entry.id}-llm-input-mtoken`, usage.promptTokens - cached - written, PER_MILLION, pricing.input)];
   if (cached > 0) lines.push(costLine(`${entry.id}-llm-cache-input-mtoken`, cached, PER_MILLION, pricing.cache_input!));
   if (written > 0) lines.push(costLine(`${entry.id}-llm-cache-write-mtoken`, written, PER_MILLION, pricing.cache_write!));
-  lines.push(costLine(`${entry.id}-llm-output-mtoken`, usage.completionTokens, PER_MILLION, pricing.output));
+  lines.push(costLine(outputTokenSku(entry.id), usage.completionTokens, PER_MILLION, pricing.output));
   return lines.filter((line) => line.units > 0);
 }
 

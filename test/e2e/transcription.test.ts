@@ -224,6 +224,8 @@ describe("billing", () => {
     expect(await refusal(0.0005)).toMatch(/can cost up to \$0\.000600 /);
     // Nothing to pay with: one second.
     expect(await refusal(0)).toMatch(/can cost up to \$0\.000100 /);
+    // max_tokens is no lever here.
+    expect(await refusal(0)).toMatch(/available\. Add credits\.$/);
     const { key } = server.createKey({ usd: 0.006 });
     expect((await upload({ model: "tiny-whisper", response_format: "json" }, { data: minute, name: "minute.flac" }, key)).status).toBe(200);
   });

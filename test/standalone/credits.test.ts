@@ -57,7 +57,7 @@ describe("reserve", () => {
     expect(error).toBeInstanceOf(PaymentRequiredError);
     expect(error).toMatchObject({
       status: 402,
-      message: "Insufficient balance: this request can cost up to $0.001001 and the account has $0.001000 and 0.000000 DIEM available. Add credits or lower max_tokens.",
+      message: "Insufficient balance: this request can cost up to $0.001001 and the account has $0.001000 and 0.000000 DIEM available. Add credits.",
     });
     expect(balances().held).toEqual(NOTHING_HELD);
     // Exactly the balance is fine.
