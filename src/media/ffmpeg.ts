@@ -146,6 +146,52 @@ export function encodeAudio(samples: Float32Array, sampleRate: number, format: A
 }
 
 /**
+ * Encodes a file of mono float32 PCM (raw f32le at `sampleRate`) into `outputPath` in one of the
+ * speech formats. ffmpeg writes the file itself and seeks back to finish the headers that carry
+ * the length (FLAC's STREAMINFO, WAV's sizes, MP3's Xing frame count), so neither the samples
+ * nor the encoded audio are held in memory, whatever their length.
+ */
+export function encodeAudioFile(
+  samplesPath: string,
+  sampleRate: number,
+  format: AudioFormat,
+  outputPath: string,
+  signal?: AbortSignal,
+  options: { outputSampleRate?: number } = {},
+): Promise<void> {
+  const spec = AUDIO_FORMATS[format];
+  const cmd = ffmpeg(samplesPath)
+    .setFfmpegPath(ffmpegPath())
+    .inputFormat("f32le")
+    .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
+    .audioCodec(spec.codec)
+    .format(spec.muxer);
+  if (format === "opus") cmd.audioFrequency(48000);
+  else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new FfmpegError("aborted before ffmpeg started", ""));
+      return;
+    }
+    const onAbort = () => cmd.kill("SIGKILL");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    cmd
+      .on("start", () => {
+        if (signal?.aborted) cmd.kill("SIGKILL");
+      })
+      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(new FfmpegError(error.message, stderr ?? ""));
+      })
+      .on("end", () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      })
+      .save(outputPath);
+  });
+}
+
+/**
  * Encoding while the audio is still being made: one ffmpeg process per stream, fed float32
  * PCM piece by piece on stdin, its stdout read as ffmpeg writes it. Input probing is off and
  * every packet is flushed, so encoded bytes leave as soon as the encoder has a frame. Every

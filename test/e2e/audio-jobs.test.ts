@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,6 +60,8 @@ describe("audio jobs: long speech", () => {
       expected += fileDurationSeconds(Buffer.from(await wav.arrayBuffer()), "wav")!;
     }
     expect(seconds!).toBeCloseTo(expected, 1);
+    // The samples were spooled to a scratch file beside it, gone once the file is written.
+    expect(readdirSync(join(server.dataDir, "media", "audio"))).toEqual([`${body.queue_id}.flac`]);
     // Nothing more is charged for retrieving; one usage row for the queue call.
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - price);
     expect(listUsage(server.db, accountId).filter((row) => row.endpoint === "/audio/queue")).toHaveLength(1);
@@ -139,6 +141,8 @@ describe("audio jobs across restarts", () => {
 
     // Back with the model: the failed job answers 500 with credits_refunded, and nothing is refunded again.
     const fourth = await startTestServer({ dataDir, models: [tinyKokoroEntry(PRICED)] });
+    // Interrupted, run again and failed: only the finished job's file is left, no scratch or partial file.
+    expect(readdirSync(join(dataDir, "media", "audio"))).toEqual([`${survivor}.mp3`]);
     const answer = await retrieve(fourth, key, doomed)();
     expect(answer.status).toBe(500);
     expect(await answer.json()).toMatchObject({ status: "FAILED", credits_refunded: true });
