@@ -53,19 +53,29 @@ function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffe
 }
 
 /** Runs a prepared command to completion; its stdout as the pieces it came in. */
-function collectChunks(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer[]> {
+async function collectChunks(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer[]> {
+  const out = ffmpegOutput();
+  const chunks: Buffer[] = [];
+  out.on("data", (chunk: Buffer) => chunks.push(chunk));
+  // The process can exit before its last stdout bytes are read: done once both happened.
+  const outputEnded = once(out, "end");
+  outputEnded.catch(() => undefined); // an output error also fails the command, reported by run()
+  await run(cmd, signal, () => cmd.pipe(out, { end: true }));
+  await outputEnded;
+  return chunks;
+}
+
+/**
+ * Runs a prepared command until ffmpeg exits (`start` sets its output going); an abort kills it.
+ * Fails with an FfmpegError, before starting when the signal is already aborted.
+ */
+function run(cmd: ffmpeg.FfmpegCommand, signal: AbortSignal | undefined, start: () => void): Promise<void> {
   return new Promise((resolve, reject) => {
     // An abort that came before the listener below would never fire: do not start at all.
     if (signal?.aborted) {
       reject(new FfmpegError("aborted before ffmpeg started", ""));
       return;
     }
-    const out = ffmpegOutput();
-    const chunks: Buffer[] = [];
-    out.on("data", (chunk: Buffer) => chunks.push(chunk));
-    // The process can exit before its last stdout bytes are read: resolve once both happened.
-    const outputEnded = once(out, "end");
-    outputEnded.catch(() => undefined); // an output error also fails the command, reported below
     const onAbort = () => cmd.kill("SIGKILL");
     signal?.addEventListener("abort", onAbort, { once: true });
     cmd
@@ -81,9 +91,9 @@ function collectChunks(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise
       })
       .on("end", () => {
         signal?.removeEventListener("abort", onAbort);
-        outputEnded.then(() => resolve(chunks), reject);
-      })
-      .pipe(out, { end: true });
+        resolve();
+      });
+    start();
   });
 }
 
@@ -131,17 +141,8 @@ export type AudioFormat = keyof typeof AUDIO_FORMATS;
 
 /** Encodes mono float32 PCM into one of the speech formats (pcm is raw 16-bit little-endian). */
 export function encodeAudio(samples: Float32Array, sampleRate: number, format: AudioFormat, signal?: AbortSignal, options: { outputSampleRate?: number } = {}): Promise<Buffer> {
-  const spec = AUDIO_FORMATS[format];
   const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  const cmd = command(input)
-    .inputFormat("f32le")
-    .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
-    .audioCodec(spec.codec)
-    .format(spec.muxer);
-  // Opus only runs at 48/24/16/12/8 kHz; let ffmpeg resample to 48 kHz there.
-  if (format === "opus") cmd.audioFrequency(48000);
-  else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
-  const encoded = collect(cmd, signal);
+  const encoded = collect(pcmEncoding(command(input), sampleRate, format, options), signal);
   return format === "flac" ? encoded.then((flac) => setFlacTotalSamples(flac, samples.length, sampleRate)) : encoded;
 }
 
@@ -159,36 +160,22 @@ export function encodeAudioFile(
   signal?: AbortSignal,
   options: { outputSampleRate?: number } = {},
 ): Promise<void> {
+  const cmd = pcmEncoding(ffmpeg(samplesPath).setFfmpegPath(ffmpegPath()), sampleRate, format, options);
+  return run(cmd, signal, () => cmd.save(outputPath));
+}
+
+/** A command reading mono float32 PCM at `sampleRate` set to encode it in `format`. */
+function pcmEncoding(cmd: ffmpeg.FfmpegCommand, sampleRate: number, format: AudioFormat, options: { outputSampleRate?: number }): ffmpeg.FfmpegCommand {
   const spec = AUDIO_FORMATS[format];
-  const cmd = ffmpeg(samplesPath)
-    .setFfmpegPath(ffmpegPath())
+  cmd
     .inputFormat("f32le")
     .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
     .audioCodec(spec.codec)
     .format(spec.muxer);
+  // Opus only runs at 48/24/16/12/8 kHz; let ffmpeg resample to 48 kHz there.
   if (format === "opus") cmd.audioFrequency(48000);
   else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new FfmpegError("aborted before ffmpeg started", ""));
-      return;
-    }
-    const onAbort = () => cmd.kill("SIGKILL");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    cmd
-      .on("start", () => {
-        if (signal?.aborted) cmd.kill("SIGKILL");
-      })
-      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
-        signal?.removeEventListener("abort", onAbort);
-        reject(new FfmpegError(error.message, stderr ?? ""));
-      })
-      .on("end", () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      })
-      .save(outputPath);
-  });
+  return cmd;
 }
 
 /**
