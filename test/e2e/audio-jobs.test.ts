@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -132,9 +132,12 @@ describe("audio jobs across restarts", () => {
     expect(getJob(second.db, doomed)!.status).not.toBe("COMPLETED");
     await second.stop();
 
+    // What a process killed in a job that never runs again would leave: removed at the next start.
+    for (const stray of ["a-job-failed-too-often.mp3.samples", "a-job-failed-too-often.mp3.partial"]) writeFileSync(join(dataDir, "media", "audio", stray), "left over");
     const third = await startTestServer({ dataDir, models: [tinyChatEntry()] });
     const failed = await jobRowOnceStatus(third.db, doomed, "FAILED");
     expect(failed.status).toBe("FAILED");
+    expect(readdirSync(join(dataDir, "media", "audio"))).toEqual([`${survivor}.mp3`]);
     expect(failed.refundedAt).not.toBeNull();
     expect(getBalances(third.db, accountId).USD).toBe(1_000_000 - price);
     await third.stop();

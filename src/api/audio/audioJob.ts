@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { JobHandler } from "../../jobs/JobQueue.js";
@@ -23,6 +23,7 @@ const EXTENSIONS: Record<AudioJobInput["format"], string> = { mp3: "mp3", opus: 
  * speech held 1.4 GB when kept whole).
  */
 export function audioJobHandler(models: ModelManager, speech: SpeechService, dir: string): JobHandler {
+  removeScratchFiles(dir);
   return {
     async run(job, context) {
       const input = JSON.parse(job.inputJson) as AudioJobInput;
@@ -46,6 +47,18 @@ export function audioJobHandler(models: ModelManager, speech: SpeechService, dir
       return { path, bytes: statSync(path).size, contentType: input.contentType };
     },
   };
+}
+
+/**
+ * A process killed in the middle of a job leaves its scratch and partial files behind (a job run
+ * again overwrites its own, but one that is not, having failed too often, would keep them). The
+ * handler is made at start-up, before any job runs: whatever is there is left over.
+ */
+function removeScratchFiles(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    if (name.endsWith(".samples") || name.endsWith(".partial")) rmSync(join(dir, name), { force: true });
+  }
 }
 
 /** Mono float32 samples appended to a raw file as they are made. */
