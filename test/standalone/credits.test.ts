@@ -25,6 +25,8 @@ beforeEach(() => {
   now = NOON;
   credits = new Credits(db, { resetHourUtc: 0, now: () => now, bootId: "boot-1" });
   account = createAccount(db, "alice", "user", now).id;
+  // Request ids count from 1 in each test's fresh database.
+  requests = 0;
 });
 afterEach(() => db.close());
 
