@@ -179,6 +179,23 @@ describe("transcription errors", () => {
     expect(json.status).toBe(415);
   });
 
+  it("bytes that are not audio are refused at once, not after the transcription ahead of them", async () => {
+    // Half an hour of silence: a few KB of FLAC, many seconds of the tiny model's work.
+    const long = await encodeAudio(new Float32Array(1800 * 16000), 16000, "flac");
+    const leaving = new AbortController();
+    const form = new FormData();
+    form.append("model", "tiny-whisper");
+    form.append("file", new Blob([new Uint8Array(long)]), "long.flac");
+    const ahead = fetch(`${server.baseUrl}/audio/transcriptions`, { method: "POST", headers: { authorization: `Bearer ${server.adminKey}` }, body: form, signal: leaving.signal })
+      .then(() => "the transcription ahead")
+      .catch(() => "the transcription ahead, left");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refusal = upload({ model: "tiny-whisper" }, { data: Buffer.from("this is not audio at all, just text"), name: "fake.mp3" });
+    expect(await Promise.race([refusal.then((res) => res.status), ahead])).toBe(415);
+    leaving.abort();
+    expect(await ahead).toBe("the transcription ahead, left");
+  });
+
   it("400s naming the field: missing file, bad format, bad temperature, unknown language", async () => {
     const field = async (response: Response) => Object.keys(((await response.json()) as { details: Record<string, unknown> }).details).filter((k) => k !== "_errors");
     const noFile = await upload({ model: "tiny-whisper" }, null);

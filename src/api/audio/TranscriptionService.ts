@@ -9,7 +9,7 @@ import { whisperLanguageName } from "../../engines/whisper/whisperLanguages.js";
 import { InvalidRequestError, PayloadTooLargeError, UndecodableMediaError } from "../../errors.js";
 import { withDeadline } from "../../http/withDeadline.js";
 import type { MultipartPart } from "../../http/multipart.js";
-import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
+import { decodeAudio, FfmpegError, probeContainer } from "../../media/ffmpeg.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import type { TranscriptionFormat, TranscriptionRequest } from "./schema.js";
 
@@ -109,6 +109,9 @@ export class TranscriptionService {
     onSegment?: (segment: TranscriptionSegment) => void,
   ): Promise<{ result: TranscriptionBody; cost: Cost; engineResult: TranscriptionResult }> {
     const result = await withDeadline(clientSignal, this.requestTimeoutMs, async (signal) => {
+      // What ffmpeg cannot read, or holds no audio, is refused now, not once the transcriptions ahead of it are done.
+      const { container, hasAudio } = await probeContainer(job.file.data);
+      if (!container || !hasAudio) throw new UndecodableMediaError("the audio file");
       // Decoded when the engine is free for it, so waiting requests hold their uploads, not their samples.
       const audio = async () => {
         const limit = job.entry.transcription.maxAudioSeconds;

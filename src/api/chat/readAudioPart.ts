@@ -1,7 +1,7 @@
 import { transcriptionCost } from "../../billing/pricing.js";
 import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { withDeadline } from "../../http/withDeadline.js";
-import { decodeAudio, FfmpegError } from "../../media/ffmpeg.js";
+import { decodeAudio, FfmpegError, probeContainer } from "../../media/ffmpeg.js";
 import { wavHeader } from "../../media/pcm.js";
 import type { PartContext } from "./partContext.js";
 import { decodeInlineField } from "./inlineData.js";
@@ -35,6 +35,7 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
     (bytes) => `the audio is ${(bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
   ).data;
   if (format === "pcm16" || format === "pcm24") audio = toWav(audio, format === "pcm16" ? 2 : 3);
+  const undecodable = () => InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
 
   // Held for the whole read, so the model manager never unloads it mid-transcription.
   const lease = await ctx.models.acquire(asr.id, "transcription");
@@ -44,6 +45,9 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
     // A caller who goes away stops the decoding and the transcription too; past the deadline it is a 504.
     let seconds = 0;
     const text = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, async (signal) => {
+      // What ffmpeg cannot read, or holds no audio, is refused now, not once the transcriptions ahead of it are done.
+      const { container, hasAudio } = await probeContainer(audio);
+      if (!container || !hasAudio) throw undecodable();
       // Decoded when the engine is free for it, no further than a second past what the model
       // accepts and the caller can pay for (as POST /audio/transcriptions does).
       const samples = async () => {
@@ -54,7 +58,7 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
           decoded = await decodeAudio(audio, engine.sampleRate, signal, { maxSeconds });
         } catch (error) {
           if (signal.aborted) throw error;
-          if (error instanceof FfmpegError) throw InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);
+          if (error instanceof FfmpegError) throw undecodable();
           throw error;
         }
         if (decoded.length === 0) throw InvalidRequestError.forField([...path, "data"], `the audio holds no samples (declared format ${format})`);
