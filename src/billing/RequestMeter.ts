@@ -19,6 +19,9 @@ export class RequestMeter {
   ) {}
 
   reserve(maxLines: readonly CostLine[]): void {
+    // Work that outlives its request (audio still decoding when its model was unloaded) must not
+    // hold credit no settle will release: once settled, a meter holds nothing more.
+    if (this.cost) throw new Error(`request ${this.ctx.requestId} has ended: its credit is settled, and nothing more is held for it`);
     const auth = this.ctx.auth;
     if (!auth) return;
     this.hold = this.credits.reserve({ requestId: this.ctx.requestId, accountId: auth.accountId, apiKeyId: auth.apiKeyId, maxLines });
