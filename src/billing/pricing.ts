@@ -17,7 +17,6 @@ export interface TextUsage {
 type Price = { usd: number; diem: number };
 const maxPrice = (a: Price, b: Price | undefined): Price => (b ? { usd: Math.max(a.usd, b.usd), diem: Math.max(a.diem, b.diem) } : a);
 
-/** The most a text request can cost: every prompt token at the dearest input rate, every allowed completion token. */
 /** The ledger sku of a text model's output tokens: the model id and this. */
 const OUTPUT_TOKEN_SKU = "-llm-output-mtoken";
 const outputTokenSku = (modelId: string) => `${modelId}${OUTPUT_TOKEN_SKU}`;
@@ -25,6 +24,7 @@ const outputTokenSku = (modelId: string) => `${modelId}${OUTPUT_TOKEN_SKU}`;
 /** Whether a line prices generated text tokens (the part of a hold that max_tokens sets). */
 export const isOutputTokenLine = (line: CostLine) => line.sku.endsWith(OUTPUT_TOKEN_SKU);
 
+/** The most a text request can cost: every prompt token at the dearest input rate, every allowed completion token. */
 export function maxTextCost(entry: ModelEntry, promptTokens: number, maxCompletionTokens: number): CostLine[] {
   const pricing = entry.pricing;
   if (!pricing || !("output" in pricing)) return [];

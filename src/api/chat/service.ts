@@ -39,6 +39,7 @@ import {
 } from "./schema.js";
 import { toChoice, toChunkChoice, toUsage, toWireFinish } from "./toChatCompletion.js";
 import { documentsToolCall, placeWebContext, type WebAugmentation, WebAugmenter } from "./webSearch.js";
+import { uploadByteLimit } from "../../http/bodyLimits.js";
 import { withDeadline } from "../../http/withDeadline.js";
 import { GenerationCutShortError } from "../../engines/GenerationCutShortError.js";
 import { startStreamedGeneration } from "./streamedGeneration.js";
@@ -108,7 +109,7 @@ export class ChatService {
       deps.characters,
       config.requestTimeoutMs,
       WebAugmenter.fromConfig(config, deps.logger),
-      { maxFileBytes: Math.round(config.maxUploadMb * 1e6), maxFileChars: config.maxFileChars, requestTimeoutMs: config.requestTimeoutMs },
+      { maxFileBytes: uploadByteLimit(config), maxFileChars: config.maxFileChars, requestTimeoutMs: config.requestTimeoutMs },
       deps.metrics,
       config.webScraping === "on",
     );

@@ -4,6 +4,7 @@ import type { ServerConfig } from "../../config/serverSettings.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { decodeInputImage, ImageTooLargeError } from "../../media/image.js";
 import { fetchFile } from "../../search/fetchFile.js";
+import { uploadByteLimit } from "../../http/bodyLimits.js";
 import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
 
@@ -47,7 +48,7 @@ export async function readImageInput(
         code: "URL_FETCH_DISABLED",
       });
     }
-    const fetched = await fetchFile(source.url, { maxBytes: Math.round(config.maxUploadMb * 1e6), timeoutMs: config.requestTimeoutMs }, signal);
+    const fetched = await fetchFile(source.url, { maxBytes: uploadByteLimit(config), timeoutMs: config.requestTimeoutMs }, signal);
     if (!fetched.ok) {
       if (fetched.tooLarge) throw new PayloadTooLargeError(`Could not fetch ${source.url}: ${fetched.reason} (--max-upload-mb)`);
       throw new ApiError(422, `Could not fetch ${source.url}: ${fetched.reason}`, { code: "FETCH_FAILED" });
