@@ -23,7 +23,8 @@ import { x402Router } from "./api/x402/route.js";
 import { consoleStatic } from "./console/consoleStatic.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
 import { NotFoundError, toErrorResponse } from "./errors.js";
-import { routeBodyLimits } from "./http/bodyLimits.js";
+import { largestBodyBytes, multipartBodyParser, routeBodyLimits } from "./http/bodyLimits.js";
+import { BodyBudget, defaultBodyBudgetBytes } from "./http/bodyBudget.js";
 import { compressResponses } from "./http/compressResponses.js";
 import { formatErrorBody } from "./http/errorFormat.js";
 import { jsonBodyByRoute } from "./http/jsonBody.js";
@@ -64,7 +65,7 @@ const ROUTERS = [
   openapiRouter,
 ] as const;
 
-export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody">): Express {
+export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWallet" | "authenticateKey" | "jsonBody" | "multipartBody">): Express {
   const auth = createAuthenticators({
     db: deps.db,
     credits: deps.credits,
@@ -73,6 +74,9 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     minimumBalanceUsd: deps.config.wallet.x402.minimumBalanceUsd,
     now: deps.now,
   });
+  // Every body parser admits bodies against one budget of bytes held at once.
+  const largestBody = largestBodyBytes(deps.config);
+  const bodies = new BodyBudget(Math.max(largestBody, deps.config.maxBodyInFlight ?? defaultBodyBudgetBytes(largestBody)));
   const full: AppDeps = {
     ...deps,
     authenticate: auth.paid,
@@ -81,7 +85,8 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     // Every endpoint behind a key alone is an account endpoint: admitted to the account window (x-ratelimit-* headers).
     authenticateKey: withAccountLimit(auth.apiKey, deps.limits),
     // Each route's own size limit (uploads only where a route takes files), and a nesting bound on every body.
-    jsonBody: jsonBodyByRoute(routeBodyLimits(deps.config)),
+    jsonBody: jsonBodyByRoute(routeBodyLimits(deps.config), bodies),
+    multipartBody: multipartBodyParser(deps.config, bodies),
   };
   const app = express();
   app.disable("x-powered-by");
@@ -103,6 +108,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     },
   });
   app.locals.abuseGuard = abuse;
+  app.locals.bodyBudget = bodies;
   app.use(abuse.middleware());
   for (const router of ROUTERS) app.use(API_BASE_PATH, router(full));
   app.use(metricsRouter(full));

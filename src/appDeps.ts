@@ -44,4 +44,6 @@ export interface AppDeps {
   /** API-key-only endpoints (account and admin routes): 401 without a key. */
   authenticateKey: RequestHandler;
   jsonBody: RequestHandler;
+  /** multipart/form-data bodies read whole into a Buffer (src/http/multipart.ts splits them); other types pass. */
+  multipartBody: RequestHandler;
 }

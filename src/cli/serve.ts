@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadServerConfig } from "../config/serverSettings.js";
+import { loadServerConfig, SERVER_SETTINGS, type ServerSettingName } from "../config/serverSettings.js";
 import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
@@ -10,28 +10,8 @@ import { out, progressBar } from "./ui.js";
 
 export function registerServeCommand(program: Command): void {
   const serve = program.command("serve").description("start the HTTP server (the default demo models are generated on first start)");
-  for (const name of [
-    "host",
-    "port",
-    "dataDir",
-    "configPath",
-    "logLevel",
-    "logFormat",
-    "diemResetHourUtc",
-    "publicUrl",
-    "walletConfigPath",
-    "x402Settlement",
-    "maxUploadMb",
-    "videoWorkers",
-    "metricsPort",
-    "preload",
-    "keepAlive",
-    "ramBudget",
-    "vramBudget",
-    "responsesRetentionDays",
-  ] as const)
-    addSettingOption(serve, name);
-  for (const name of ["searchUrl", "searchPriceUsd", "webScraping", "scrapePriceUsd", "errorFormat"] as const) addSettingOption(serve, name);
+  // Every server setting is a flag: docs/configuration.md's table lists them all.
+  for (const name of Object.keys(SERVER_SETTINGS) as ServerSettingName[]) addSettingOption(serve, name);
   serve.addHelpText(
     "after",
     [

@@ -54,6 +54,14 @@ export const SERVER_SETTINGS = {
     default: "25",
     description: "largest audio file accepted by /audio/transcriptions, /audio/translations and /audio/voices, and largest file or audio part in a chat message (413 above)",
   },
+  maxBodyInFlight: {
+    flag: "--max-body-in-flight <size>",
+    env: "HEARTH_MAX_BODY_IN_FLIGHT",
+    default: "",
+    description:
+      "request bodies held in memory at once, all callers together (e.g. 512MB; a bare number is MiB); one key or address may hold a quarter; past it a 503 (a caller past its quarter: 429), both with Retry-After; empty: an eighth of the JavaScript heap; never less than one --max-upload-mb upload",
+    see: "operations.md#request-bodies-in-flight",
+  },
   metricsPort: {
     flag: "--metrics-port <port>",
     env: "HEARTH_METRICS_PORT",
@@ -190,6 +198,8 @@ export const ServerConfig = z.object({
   diemResetHourUtc: z.coerce.number().int().min(0).max(23).default(0),
   /** Largest uploaded audio file (transcription input, voice samples), in MB; larger uploads answer 413. */
   maxUploadMb: z.coerce.number().positive().max(1024).default(25),
+  /** Request bodies held at once, in bytes (src/http/bodyBudget.ts); null: an eighth of the JavaScript heap. */
+  maxBodyInFlight: ByteSize,
   /** Longest text extracted from one file (a chat message's file part, or /augment/text-parser's upload), in characters (400 above). */
   maxFileChars: z.number().int().positive().default(1_000_000),
   /** Non-streaming chat requests that run longer than this answer 504. */

@@ -1,5 +1,6 @@
 import express, { type RequestHandler } from "express";
 import type { ServerConfig } from "../config/serverSettings.js";
+import type { BodyBudget } from "./bodyBudget.js";
 
 /**
  * The JSON body size each route accepts, from what the route can use. Routes that take files
@@ -8,7 +9,7 @@ import type { ServerConfig } from "../config/serverSettings.js";
  * needs, with room for JSON escaping (a character may take 6 bytes as \uXXXX).
  */
 export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (route: string) => number {
-  const uploads = Math.max(25e6, Math.ceil((config.maxUploadMb * 4e6) / 3) + 1e6);
+  const uploads = uploadJsonBodyLimit(config);
   const limits: Record<string, number> = {
     "POST /chat/completions": uploads,
     "POST /responses": uploads,
@@ -43,6 +44,21 @@ export function routeBodyLimits(config: Pick<ServerConfig, "maxUploadMb">): (rou
   return (route) => limits[route] ?? DEFAULT_JSON_LIMIT;
 }
 
+/** A JSON body that carries an upload: --max-upload-mb base64-encoded, and room for the rest of the request. */
+function uploadJsonBodyLimit(config: Pick<ServerConfig, "maxUploadMb">): number {
+  return Math.max(25e6, Math.ceil((config.maxUploadMb * 4e6) / 3) + 1e6);
+}
+
+/** A multipart body: one file of --max-upload-mb, and 1 MB for the other fields and the part headers. */
+function multipartBodyLimit(config: Pick<ServerConfig, "maxUploadMb">): number {
+  return uploadByteLimit(config) + 1_000_000;
+}
+
+/** The largest body any route accepts (the body budget must hold at least one). */
+export function largestBodyBytes(config: Pick<ServerConfig, "maxUploadMb">): number {
+  return Math.max(uploadJsonBodyLimit(config), multipartBodyLimit(config));
+}
+
 /** Any JSON route not listed: enough for every small request this API has. */
 export const DEFAULT_JSON_LIMIT = 100e3;
 
@@ -53,9 +69,22 @@ export function uploadByteLimit(config: Pick<ServerConfig, "maxUploadMb">): numb
 
 /**
  * Reads a multipart/form-data body whole into req.body (a Buffer; src/http/multipart.ts splits
- * it): one file of --max-upload-mb and 1 MB for the other fields and the part headers. Any
- * other content type passes through untouched, to the JSON parser after it.
+ * it), once the body budget admits it. Any other content type passes through untouched, to the
+ * JSON parser after it.
  */
-export function multipartBodyParser(config: Pick<ServerConfig, "maxUploadMb">): RequestHandler {
-  return express.raw({ type: "multipart/form-data", limit: uploadByteLimit(config) + 1_000_000 });
+export function multipartBodyParser(config: Pick<ServerConfig, "maxUploadMb">, budget: BodyBudget): RequestHandler {
+  const limit = multipartBodyLimit(config);
+  const parser = express.raw({ type: "multipart/form-data", limit });
+  return (req, res, next) => {
+    const refusal = req.is("multipart/form-data") ? budget.admit(req, res, limit) : undefined;
+    if (refusal) next(refusal);
+    else parser(req, res, next);
+  };
+}
+
+/** A body size as limits and refusals name it (decimal units, as --max-upload-mb counts). */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1e6) return `${+(bytes / 1e6).toFixed(1)} MB`;
+  if (bytes >= 1e3) return `${+(bytes / 1e3).toFixed(1)} KB`;
+  return `${bytes} bytes`;
 }

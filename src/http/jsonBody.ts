@@ -1,5 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
+import { formatBytes } from "./bodyLimits.js";
+import type { BodyBudget } from "./bodyBudget.js";
 import { checkJsonShape, type JsonShapeLimits } from "./jsonShape.js";
 
 /**
@@ -21,13 +23,19 @@ const FREE_FORM_FIELDS: readonly (readonly string[])[] = [
 /**
  * The JSON body parser of every route, its size limit chosen per route (`limitOf` gets
  * "METHOD /route/path" as the route was declared): past it, a 413 that names the limit,
- * before the body is read when Content-Length announces it.
+ * before the body is read when Content-Length announces it. A body is read once the body
+ * budget admits it (429 or 503 before reading it otherwise).
  */
-export function jsonBodyByRoute(limitOf: (route: string) => number, shape: JsonShapeLimits = BODY_SHAPE): RequestHandler {
+export function jsonBodyByRoute(limitOf: (route: string) => number, budget: BodyBudget, shape: JsonShapeLimits = BODY_SHAPE): RequestHandler {
   const parsers = new Map<number, RequestHandler>();
   return (req: Request, res: Response, next: NextFunction) => {
     const route = `${req.method} ${typeof req.route?.path === "string" ? req.route.path : req.path}`;
     const limit = limitOf(route);
+    const refusal = req.is("application/json") ? budget.admit(req, res, limit) : undefined;
+    if (refusal) {
+      next(refusal);
+      return;
+    }
     let parser = parsers.get(limit);
     if (!parser) parsers.set(limit, (parser = express.json({ limit, type: "application/json" })));
     parser(req, res, (error?: unknown) => {
@@ -61,10 +69,4 @@ function fieldOf(path: readonly (string | number)[]): (string | number)[] {
     if (field.length <= path.length && field.every((step, i) => step === "*" || step === path[i])) return path.slice(0, field.length);
   }
   return path.slice(0, 4);
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes >= 1e6) return `${+(bytes / 1e6).toFixed(1)} MB`;
-  if (bytes >= 1e3) return `${+(bytes / 1e3).toFixed(1)} KB`;
-  return `${bytes} bytes`;
 }

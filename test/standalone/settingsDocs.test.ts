@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BEGIN_MARKER, END_MARKER, renderSettingsTable, withSettingsTable } from "../../scripts/docs/settingsReference.js";
+import { buildProgram } from "../../src/cli/program.js";
 import { SERVER_SETTINGS } from "../../src/config/serverSettings.js";
 
 const DOC = join(import.meta.dirname, "../../docs/configuration.md");
@@ -20,6 +21,12 @@ describe("docs/configuration.md's settings table", () => {
     }
     expect(table).toContain("| `--keep-alive` | `HEARTH_KEEP_ALIVE` | `300` |");
     expect(table).toContain("| | `HEARTH_X402_EVM_SETTLER_KEY` | |");
+  });
+
+  it("lists flags that hearth serve accepts: every setting is one", () => {
+    const serve = buildProgram().commands.find((command) => command.name() === "serve")!;
+    const flags = serve.options.map((option) => option.long);
+    for (const setting of Object.values(SERVER_SETTINGS)) expect(flags).toContain(setting.flag.split(" ")[0]);
   });
 
   it("replaces only the text between the markers", () => {

@@ -1,6 +1,6 @@
 import { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
-import { multipartBodyParser, uploadByteLimit } from "../../http/bodyLimits.js";
+import { uploadByteLimit } from "../../http/bodyLimits.js";
 import { CLIENT_CLOSED_REQUEST } from "../../http/clientClosedRequest.js";
 import { metered, type MeteredRequest } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
@@ -21,15 +21,13 @@ import { setModelHeaders } from "../../http/modelHeaders.js";
 // field). A streamed speech response announces the cost of the whole input up front and sends
 // what was actually charged as HTTP trailers of the same names.
 
-export type AudioRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "now" | "credits" | "limits" | "authenticate" | "jsonBody">;
+export type AudioRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "now" | "credits" | "limits" | "authenticate" | "jsonBody" | "multipartBody">;
 
 export function audioRouter(deps: AudioRouterDeps): Router {
   const maxUploadBytes = uploadByteLimit(deps.config);
   const speech = new SpeechService(deps.models, deps.db, deps.now, deps.config.requestTimeoutMs);
   const transcription = new TranscriptionService(deps.models, deps.config.requestTimeoutMs, maxUploadBytes);
   const voices = new VoiceService(deps.models, deps.db, deps.config.dataDir, deps.now, maxUploadBytes);
-  // The whole upload in memory (express answers 413 past the limit), split by Hearth's own multipart parser.
-  const multipartBody = multipartBodyParser(deps.config);
   const meterFor = (paid: MeteredRequest) => (entry: { id: string }) => paid.meterFor(entry.id);
 
   const router = Router();
@@ -113,15 +111,15 @@ export function audioRouter(deps: AudioRouterDeps): Router {
       if (result.kind === "json") res.json(result.body);
       else res.type(result.contentType).send(result.body);
     });
-  router.post("/audio/transcriptions", deps.authenticate, multipartBody, transcribe("/audio/transcriptions"));
-  router.post("/audio/translations", deps.authenticate, multipartBody, transcribe("/audio/translations"));
+  router.post("/audio/transcriptions", deps.authenticate, deps.multipartBody, transcribe("/audio/transcriptions"));
+  router.post("/audio/translations", deps.authenticate, deps.multipartBody, transcribe("/audio/translations"));
 
   /**
    * The audio of a video: at a URL (JSON, the provider's form; fetched under --web-scraping on)
    * or uploaded (multipart, this node's extension). ffmpeg takes the audio track, the default
    * speech-to-text model transcribes it; billed per audio second as a transcription.
    */
-  router.post("/video/transcriptions", deps.authenticate, deps.jsonBody, multipartBody, (req, res) =>
+  router.post("/video/transcriptions", deps.authenticate, deps.jsonBody, deps.multipartBody, (req, res) =>
     metered(deps, res, { endpoint: "/video/transcriptions" }, async (paid) => {
       const source = await videoSource(req, paid.signal);
       const job = await transcription.prepare(TranscriptionRequest.parse({ model: source.model, language: source.language, response_format: "json" }), source.file, meterFor(paid));
@@ -164,7 +162,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
   };
 
   // Voice cloning is not metered in credits, but is rate-limited and recorded as paid calls are.
-  router.post("/audio/voices", deps.authenticate, multipartBody, (req, res) =>
+  router.post("/audio/voices", deps.authenticate, deps.multipartBody, (req, res) =>
     metered(deps, res, { endpoint: "/audio/voices" }, async (paid) => {
       const form = readMultipart(req);
       const body = parse(CreateVoiceRequest, form.textFields());

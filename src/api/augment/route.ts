@@ -1,6 +1,6 @@
 import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
-import { multipartBodyParser, uploadByteLimit } from "../../http/bodyLimits.js";
+import { uploadByteLimit } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
 import { readMultipart } from "../../http/multipart.js";
@@ -8,7 +8,7 @@ import { parse, requireJson } from "../../http/parse.js";
 import { AugmentService } from "./AugmentService.js";
 import { TextParserFields, WebScrapeRequest, WebSearchRequest } from "./schema.js";
 
-export type AugmentRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "credits" | "limits" | "authenticate" | "jsonBody">;
+export type AugmentRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "credits" | "limits" | "authenticate" | "jsonBody" | "multipartBody">;
 
 /**
  * Each operation is one metered call: admitted by the key's `augment` rate limit, its price
@@ -18,8 +18,6 @@ export type AugmentRouterDeps = Pick<AppDeps, "config" | "models" | "db" | "cred
 export function augmentRouter(deps: AugmentRouterDeps): Router {
   const service = new AugmentService(deps.config, deps.models);
   const maxUploadBytes = uploadByteLimit(deps.config);
-  // The whole upload in memory (express answers 413 past the limit), split by Hearth's own multipart parser.
-  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
   router.post("/augment/search", deps.authenticate, deps.jsonBody, (req, res) =>
@@ -51,7 +49,7 @@ export function augmentRouter(deps: AugmentRouterDeps): Router {
     }),
   );
 
-  router.post("/augment/text-parser", deps.authenticate, multipartBody, (req, res) =>
+  router.post("/augment/text-parser", deps.authenticate, deps.multipartBody, (req, res) =>
     metered(deps, res, { endpoint: "/augment/text-parser" }, async (paid) => {
       const form = readMultipart(req);
       const fields = parse(TextParserFields, form.textFields());

@@ -1,6 +1,5 @@
 import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
-import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { backgroundRemovalCost } from "../../billing/pricing.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
@@ -11,7 +10,7 @@ import { BackgroundRemoveImageRequest } from "./backgroundRemoveSchema.js";
 import { encodeRgbaPng } from "../../media/image.js";
 import { readImageInput, readImageRequest } from "./imageInput.js";
 
-export type BackgroundRemoveRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
+export type BackgroundRemoveRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody" | "multipartBody">;
 
 /** The background-removal model a request names, or the node's first; a 404 that says so when there is none. */
 export function backgroundRemovalModel(models: ModelManager, id: string | undefined): ModelEntry {
@@ -22,10 +21,9 @@ export function backgroundRemovalModel(models: ModelManager, id: string | undefi
 
 /** POST /image/background-remove: the picture as a PNG with an alpha channel, transparent where the background was. */
 export function backgroundRemoveRouter(deps: BackgroundRemoveRouterDeps): Router {
-  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
-  router.post("/image/background-remove", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
+  router.post("/image/background-remove", deps.authenticate, deps.multipartBody, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/image/background-remove" }, async (paid) => {
       const { body, upload } = readImageRequest(req, BackgroundRemoveImageRequest);
       const entry = backgroundRemovalModel(deps.models, body.model);

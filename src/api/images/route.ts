@@ -1,6 +1,5 @@
 import { type Request, Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
-import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import type { Cost } from "../../billing/credits.js";
 import { backgroundRemovalCost, imageCost } from "../../billing/pricing.js";
@@ -15,10 +14,9 @@ import { GenerateImageRequest, SimpleGenerateImageRequest, UNAVAILABLE_IMAGE_OPE
 import { ImageService, type ImageOutcome, type ImagePlan } from "./service.js";
 import { ImageStyles } from "./styles.js";
 
-export type ImagesRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
+export type ImagesRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody" | "multipartBody">;
 
 export function imagesRouter(deps: ImagesRouterDeps): Router {
-  const multipartBody = multipartBodyParser(deps.config);
   const styles = ImageStyles.load(deps.config.configPath);
   const service = new ImageService(deps.models, styles, deps.config.requestTimeoutMs);
   const router = Router();
@@ -131,7 +129,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     ["/image/edit", false],
     ["/image/multi-edit", true],
   ] as const) {
-    router.post(path, deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
+    router.post(path, deps.authenticate, deps.multipartBody, deps.jsonBody, (req, res) =>
       metered(deps, res, { endpoint: path }, async (paid) => {
         const { entry, body, picture, mask } = await editInputs(req, paid, multi);
         const plan = await service.planEdit(entry, body, picture, mask);
@@ -152,7 +150,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     }),
   );
 
-  router.post("/images/edits", deps.authenticate, multipartBody, (req, res) =>
+  router.post("/images/edits", deps.authenticate, deps.multipartBody, (req, res) =>
     metered(deps, res, { endpoint: "/images/edits" }, async (paid) => {
       const form = readMultipart(req);
       const body = parse(StandardEditImageRequest, form.textFields());

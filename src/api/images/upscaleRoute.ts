@@ -1,6 +1,5 @@
 import { Router } from "express";
 import type { AppDeps } from "../../appDeps.js";
-import { multipartBodyParser } from "../../http/bodyLimits.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { upscaleCost } from "../../billing/pricing.js";
 import { metered } from "../../http/meteredRequest.js";
@@ -8,15 +7,14 @@ import { readImageInput, readImageRequest } from "./imageInput.js";
 import { UpscaleService } from "./UpscaleService.js";
 import { UpscaleImageRequest } from "./upscaleSchema.js";
 
-export type UpscaleRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody">;
+export type UpscaleRouterDeps = Pick<AppDeps, "config" | "models" | "credits" | "limits" | "db" | "authenticate" | "jsonBody" | "multipartBody">;
 
 /** POST /image/upscale: JSON with a base64 image, or multipart with the file; answers the PNG. */
 export function upscaleRouter(deps: UpscaleRouterDeps): Router {
   const service = new UpscaleService(deps.models);
-  const multipartBody = multipartBodyParser(deps.config);
   const router = Router();
 
-  router.post("/image/upscale", deps.authenticate, multipartBody, deps.jsonBody, (req, res) =>
+  router.post("/image/upscale", deps.authenticate, deps.multipartBody, deps.jsonBody, (req, res) =>
     metered(deps, res, { endpoint: "/image/upscale" }, async (paid) => {
       const { body, upload } = readImageRequest(req, UpscaleImageRequest);
       const entry = service.entryFor(body.model);
