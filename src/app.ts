@@ -22,7 +22,7 @@ import { videoRouter } from "./api/video/route.js";
 import { x402Router } from "./api/x402/route.js";
 import { consoleStatic } from "./console/consoleStatic.js";
 import { createAuthenticators, walletPaymentError } from "./auth/walletAuth.js";
-import { NotFoundError, toErrorResponse } from "./errors.js";
+import { ApiError, NotFoundError, toErrorResponse } from "./errors.js";
 import { largestBodyBytes, multipartBodyParser, routeBodyLimits } from "./http/bodyLimits.js";
 import { BodyBudget, defaultBodyBudgetBytes } from "./http/bodyBudget.js";
 import { compressResponses } from "./http/compressResponses.js";
@@ -143,7 +143,10 @@ function errorHandler(logger: Logger, translate: (error: unknown, req: Request, 
     const { status, body, headers } = toErrorResponse(error);
     // The request's own logger carries its id.
     const log = res.locals.ctx?.log ?? logger;
-    if (status >= 500) log.error({ err: error, path: req.path }, "request failed");
+    // A 503 the node chose (a model at capacity or failing to load, the body budget full) is load
+    // shedding, not a fault: one line without a stack, so a burst of them does not flood the log.
+    if (status === 503 && error instanceof ApiError) log.warn({ status, path: req.path, error: error.message }, "request refused");
+    else if (status >= 500) log.error({ err: error, path: req.path }, "request failed");
     else log.debug({ status, error: body.error }, "request rejected");
     if (res.headersSent) {
       res.end();

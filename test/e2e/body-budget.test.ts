@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
+import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { bodyBudgetOf } from "../../src/http/bodyBudget.js";
+import { createLogger } from "../../src/logger.js";
 import { tinyWhisperEntry, post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
@@ -11,13 +13,19 @@ import { tinyWhisperEntry, post, startTestServer, tinyChatEntry, type TestServer
  * is 25 MB (a chat request's), so the budget is 28 MB and one caller's quarter 7 MB.
  */
 let server: TestServer;
+/** What the server logged, a line a chunk. */
+const logged: string[] = [];
 /** A search provider for /augment/search (its requests are answered by the test that makes them). */
 let searchPeer: Server;
 beforeAll(async () => {
   searchPeer = createServer();
   await new Promise<void>((resolve) => searchPeer.listen(0, "127.0.0.1", resolve));
   const searchUrl = `http://127.0.0.1:${(searchPeer.address() as AddressInfo).port}`;
-  server = await startTestServer({ models: [tinyChatEntry(), tinyWhisperEntry()], config: { maxUploadMb: 1, maxBodyInFlight: 28_000_000, searchUrl } });
+  server = await startTestServer({
+    models: [tinyChatEntry(), tinyWhisperEntry()],
+    config: { maxUploadMb: 1, maxBodyInFlight: 28_000_000, searchUrl },
+    logger: createLogger("info", { destination: new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }) }),
+  });
 });
 afterAll(async () => {
   await server.stop();
@@ -102,6 +110,12 @@ describe("request bodies in flight", () => {
     expect(refused.status).toBe(503);
     expect(refused.head.toLowerCase()).toContain("retry-after: 1");
     expect(JSON.parse(refused.body).error).toMatch(/reading other requests' bodies \(26 MB held; it reads at most 28 MB at once\)/);
+    // Load shedding is logged as one warning without a stack, not as a failure.
+    const line = logged.map((text) => JSON.parse(text)).find((entry) => entry.msg === "request refused");
+    expect(line).toMatchObject({ level: 40, status: 503, path: "/api/v1/chat/completions" });
+    expect(line.error).toMatch(/reading other requests' bodies/);
+    expect(line.err).toBeUndefined();
+    expect(logged.some((text) => text.includes('"msg":"request failed"'))).toBe(false);
     // A small body still fits in what is left.
     expect((await chat(callers[4]!.key)).status).toBe(200);
 
