@@ -402,4 +402,27 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
     `,
   },
+  {
+    version: 730,
+    name: "response_blobs: long strings of stored response items, kept once however many responses hold them",
+    sql: `
+      -- A response continued with previous_response_id stores its earlier turns again
+      -- (context_items), so a file sent in a conversation's first turn was stored once more with
+      -- every later turn: 6.7 MB a turn for a 5 MB PDF. Strings of stored items past a few KB
+      -- (files, pictures and audio as data, pasted text) are kept here once, by their SHA-256;
+      -- the items' JSON holds "" in their place and response_blob_refs says where each goes.
+      CREATE TABLE response_blobs (
+        hash  TEXT PRIMARY KEY,
+        data  TEXT NOT NULL
+      );
+      CREATE TABLE response_blob_refs (
+        response_id  TEXT NOT NULL REFERENCES responses(id) ON DELETE CASCADE,
+        field        TEXT NOT NULL CHECK (field IN ('context', 'input')),
+        path         TEXT NOT NULL,
+        hash         TEXT NOT NULL REFERENCES response_blobs(hash)
+      );
+      CREATE INDEX response_blob_refs_by_response ON response_blob_refs(response_id);
+      CREATE INDEX response_blob_refs_by_hash ON response_blob_refs(hash);
+    `,
+  },
 ];

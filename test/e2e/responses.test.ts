@@ -280,6 +280,28 @@ describe("stored responses", () => {
     expect(await deleted.json()).toEqual({ id: other.id, object: "response", deleted: true });
   });
 
+  it("stores a file sent in a conversation's first turn once, however many turns continue it, and lists it whole", async () => {
+    // A text file with a little text, padded with spaces (a few tokens, 300 KB of base64).
+    const notes = `data:text/plain;base64,${Buffer.from(`The keeper is Ada.${" ".repeat(225_000)}`).toString("base64")}`;
+    const first = await client.responses.create({
+      model: "tiny-chat",
+      input: [{ role: "user", content: [{ type: "input_file", filename: "notes.txt", file_data: notes }] }],
+      max_output_tokens: 1,
+    });
+    let previous = first.id;
+    for (const turn of ["And then?", "And after?", "Finally?"])
+      previous = (await client.responses.create({ model: "tiny-chat", input: turn, max_output_tokens: 1, previous_response_id: previous })).id;
+
+    const stored = server.db.prepare("SELECT id, length(context_items) + length(input_items) AS bytes FROM responses WHERE id IN (?, ?)").all(first.id, previous) as {
+      bytes: number;
+    }[];
+    expect(stored).toHaveLength(2);
+    for (const row of stored) expect(row.bytes).toBeLessThan(5000);
+    expect(server.db.prepare("SELECT COUNT(*) FROM response_blobs WHERE data = ?").pluck().get(notes)).toBe(1);
+    const items = await client.responses.inputItems.list(first.id);
+    expect(items.data[0]).toMatchObject({ type: "message", content: [{ type: "input_file", filename: "notes.txt", file_data: notes }] });
+  });
+
   it("keeps nothing with store: false", async () => {
     const created = await client.responses.create({ model: "tiny-chat", input: "Hi", max_output_tokens: 2, store: false });
     expect((created as unknown as { store: boolean }).store).toBe(false);
