@@ -1,7 +1,7 @@
 import { getHeapStatistics } from "node:v8";
 import type { Express, Request, Response } from "express";
 import { ApiError, RateLimitError } from "../errors.js";
-import { formatBytes } from "./bodyLimits.js";
+import { formatBytes } from "./formatBodyBytes.js";
 import { authSubject } from "./requestContext.js";
 
 declare module "express-serve-static-core" {

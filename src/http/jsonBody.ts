@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
-import { formatBytes } from "./bodyLimits.js";
+import { formatBytes } from "./formatBodyBytes.js";
 import type { BodyBudget } from "./bodyBudget.js";
 import { checkJsonShape, type JsonShapeLimits } from "./jsonShape.js";
 
