@@ -92,6 +92,7 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.use(requestContext(formatServiceVersion(new Date(deps.startedAt)), deps.logger, deps.config.errorFormat));
+  app.use(bodies.contextHolds());
   app.use(servePlainV1AsAlias);
   app.use(observeRequests(deps.metrics));
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));

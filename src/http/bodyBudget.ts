@@ -1,5 +1,5 @@
 import { getHeapStatistics } from "node:v8";
-import type { Express, Request, Response } from "express";
+import type { Express, Request, RequestHandler, Response } from "express";
 import { ApiError, RateLimitError } from "../errors.js";
 import { formatBytes } from "./formatBodyBytes.js";
 import { authSubject } from "./requestContext.js";
@@ -19,6 +19,7 @@ declare module "express-serve-static-core" {
  *
  * A body is admitted before it is read, for its Content-Length (or the route's limit when it is
  * sent chunked, without one), and counted until its response has ended or its connection closed.
+ * A file the node fetches from a URL the request names counts the same way (`ctx.holdBytes`).
  * One caller (an API key, else the client address) may hold a quarter of the budget, so one
  * client's burst of uploads does not refuse everyone else's requests; past its share it gets a
  * 429, past the whole budget anyone gets a 503, both with a Retry-After.
@@ -46,7 +47,7 @@ export class BodyBudget {
     const callerHeld = this.heldByCaller.get(caller) ?? 0;
     if (callerHeld > 0 && callerHeld + bytes > this.perCallerBytes) {
       return new RateLimitError(
-        `Too many request bodies in flight from this caller: ${formatBytes(callerHeld)} held of the ${formatBytes(this.perCallerBytes)} one caller may send at once. Retry once an earlier request has finished.`,
+        `Too many request bodies in flight from this caller: ${formatBytes(callerHeld)} held (bodies, and files fetched for them) of the ${formatBytes(this.perCallerBytes)} one caller may have at once. Retry once an earlier request has finished.`,
         { "retry-after": "1" },
       );
     }
@@ -82,12 +83,32 @@ export class BodyBudget {
     if (res.locals.bodyAdmitted) return undefined;
     const bytes = announcedBodyBytes(req, limit);
     if (bytes === 0) return undefined;
+    const refusal = this.holdFor(req, res, bytes);
+    if (!refusal) res.locals.bodyAdmitted = true;
+    return refusal;
+  }
+
+  /** Holds `bytes` for the request until its response has ended: the error to answer with past the budget. */
+  holdFor(req: Request, res: Response, bytes: number): ApiError | undefined {
     const release = this.tryHold(callerOf(req, res), bytes);
     if (release instanceof ApiError) return release;
-    res.locals.bodyAdmitted = true;
     // "close" comes once the response has been sent or its connection is gone, whichever is first.
     res.once("close", release);
     return undefined;
+  }
+
+  /**
+   * Gives each request's context `holdBytes`: what a request reads into memory besides its body
+   * (a file fetched from a URL it names) counts against the same budget, until its response ends.
+   */
+  contextHolds(): RequestHandler {
+    return (req, res, next) => {
+      res.locals.ctx.holdBytes = (bytes) => {
+        const refusal = this.holdFor(req, res, bytes);
+        if (refusal) throw refusal;
+      };
+      next();
+    };
   }
 }
 

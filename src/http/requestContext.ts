@@ -47,6 +47,12 @@ export interface RequestContext {
   /** Aborted when the client goes away before the response is complete. */
   abort: AbortController;
   auth?: AuthContext;
+  /**
+   * Counts bytes the request reads into memory besides its body (a file fetched from a URL it
+   * names) against the node's body budget until its response ends; throws the 429 or 503 past it.
+   * Set by the app (BodyBudget.contextHolds); absent where no budget applies.
+   */
+  holdBytes?: (bytes: number) => void;
   /** A verified wallet sign-in on wallet-only endpoints (x402 balance and transactions). */
   signIn?: { address: string; family: "evm" | "solana"; chainId: string };
 }

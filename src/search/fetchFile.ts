@@ -10,8 +10,19 @@ export interface FetchedFile {
 
 export type FetchFileOutcome = { ok: true; file: FetchedFile } | { ok: false; reason: string; tooLarge?: boolean };
 
-export async function fetchFile(url: string, options: { maxBytes: number; timeoutMs: number }, signal: AbortSignal): Promise<FetchFileOutcome> {
+export interface FetchFileOptions {
+  maxBytes: number;
+  timeoutMs: number;
+  /**
+   * Called before the body is read with what it may take (its Content-Length, else maxBytes):
+   * the request's hold on memory (RequestContext.holdBytes). What it throws is thrown.
+   */
+  hold?: (bytes: number) => void;
+}
+
+export async function fetchFile(url: string, options: FetchFileOptions, signal: AbortSignal): Promise<FetchFileOutcome> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
+  let refusal: { error: unknown } | undefined;
   try {
     const response = await fetch(url, { redirect: "follow", headers: { "user-agent": "Hearth" }, signal: AbortSignal.any([signal, timeout]) });
     if (!response.ok) {
@@ -22,6 +33,15 @@ export async function fetchFile(url: string, options: { maxBytes: number; timeou
     if (declared > options.maxBytes) {
       await response.body?.cancel();
       return { ok: false, reason: `the file is ${declared} bytes; this node accepts at most ${options.maxBytes}`, tooLarge: true };
+    }
+    // A body sent compressed is decoded here: its Content-Length is not what it will take.
+    const exact = response.headers.has("content-length") && !response.headers.has("content-encoding") && Number.isFinite(declared);
+    try {
+      options.hold?.(exact ? declared : options.maxBytes);
+    } catch (error) {
+      refusal = { error };
+      await response.body?.cancel();
+      throw error;
     }
     const reader = response.body!.getReader();
     const chunks: Uint8Array[] = [];
@@ -38,6 +58,7 @@ export async function fetchFile(url: string, options: { maxBytes: number; timeou
     }
     return { ok: true, file: { data: Buffer.concat(chunks), contentType: response.headers.get("content-type") ?? undefined } };
   } catch (error) {
+    if (refusal) throw refusal.error;
     signal.throwIfAborted();
     return { ok: false, reason: timeout.aborted ? `no answer within ${options.timeoutMs} ms` : (error as Error).message };
   }

@@ -13,17 +13,26 @@ import { tinyWhisperEntry, post, startTestServer, tinyChatEntry, type TestServer
  * is 25 MB (a chat request's), so the budget is 28 MB and one caller's quarter 7 MB.
  */
 let server: TestServer;
+const searchUrl = () => `http://127.0.0.1:${(searchPeer.address() as AddressInfo).port}`;
+/** The file server's unfinished answers (each finishes its file). */
+const fileRequests: (() => void)[] = [];
 /** What the server logged, a line a chunk. */
 const logged: string[] = [];
-/** A search provider for /augment/search (its requests are answered by the test that makes them). */
+/** A search provider for /augment/search, and a file server (their requests are answered by the tests that make them). */
 let searchPeer: Server;
 beforeAll(async () => {
-  searchPeer = createServer();
+  searchPeer = createServer((req, res) => {
+    // A file to fetch: its headers and first kilobyte at once, the rest when the test says.
+    if (req.url === "/file.wav") {
+      res.writeHead(200, { "content-type": "audio/wav", "content-length": String(MB) });
+      res.write(Buffer.alloc(1000));
+      fileRequests.push(() => res.end(Buffer.alloc(MB - 1000)));
+    }
+  });
   await new Promise<void>((resolve) => searchPeer.listen(0, "127.0.0.1", resolve));
-  const searchUrl = `http://127.0.0.1:${(searchPeer.address() as AddressInfo).port}`;
   server = await startTestServer({
     models: [tinyChatEntry(), tinyWhisperEntry()],
-    config: { maxUploadMb: 1, maxBodyInFlight: 28_000_000, searchUrl },
+    config: { maxUploadMb: 1, maxBodyInFlight: 28_000_000, searchUrl: searchUrl(), webScraping: "on" },
     logger: createLogger("info", { destination: new Writable({ write: (chunk: Buffer, _encoding, done) => done(void logged.push(chunk.toString())) }) }),
   });
 });
@@ -87,7 +96,7 @@ describe("request bodies in flight", () => {
     const second = await stalledBody(a.key, "/chat/completions", 2 * MB).answer;
     expect(second.status).toBe(429);
     expect(second.head.toLowerCase()).toContain("retry-after: 1");
-    expect(JSON.parse(second.body).error).toMatch(/Too many request bodies in flight from this caller: 6 MB held of the 7 MB/);
+    expect(JSON.parse(second.body).error).toMatch(/Too many request bodies in flight from this caller: 6 MB held \(bodies, and files fetched for them\) of the 7 MB/);
     // The refused body was never counted.
     expect(held()).toBe(6 * MB);
 
@@ -169,5 +178,27 @@ describe("request bodies in flight", () => {
     const tooLarge = await post(server, "/audio/speech", { model: "tts-kokoro", input: "x".repeat(70_000) }, { key: server.createKey({ usd: 1 }).key });
     expect(tooLarge.status).toBe(413);
     expect(held()).toBe(6.5 * MB);
+  });
+
+  it("a file fetched from a URL the request names counts against its caller's share until the response ends", async () => {
+    const caller = server.createKey({ usd: 1 });
+    const fileUrl = `${searchUrl()}/file.wav`;
+    const body = JSON.stringify({ url: fileUrl });
+    const transcription = post(server, "/video/transcriptions", body, { key: caller.key });
+    await waitUntil(() => fileRequests.length === 1);
+    await waitUntil(() => held(`auth:${caller.keyId}`) === Buffer.byteLength(body) + MB);
+    fileRequests.shift()!();
+    expect((await transcription).status).toBeLessThan(500);
+    await waitUntil(() => held() === 0);
+
+    // With its share nearly spent by a body, the caller's fetch is refused: a 429, the file not read.
+    stalledBody(caller.key, "/chat/completions", 6.5 * MB);
+    await waitUntil(() => held() === 6.5 * MB);
+    const refused = await post(server, "/video/transcriptions", body, { key: caller.key });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/Too many request bodies in flight from this caller/);
+    await waitUntil(() => fileRequests.length === 1);
+    fileRequests.shift()!();
+    await waitUntil(() => held() === 6.5 * MB);
   });
 });

@@ -121,7 +121,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
    */
   router.post("/video/transcriptions", deps.authenticate, deps.jsonBody, deps.multipartBody, (req, res) =>
     metered(deps, res, { endpoint: "/video/transcriptions" }, async (paid) => {
-      const source = await videoSource(req, paid.signal);
+      const source = await videoSource(req, res, paid.signal);
       const job = await transcription.prepare(TranscriptionRequest.parse({ model: source.model, language: source.language, response_format: "json" }), source.file, meterFor(paid));
       paid.hold(job.lease);
       paid.serve(job.entry, job.engine.router);
@@ -139,7 +139,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
   );
 
   /** The video of a /video/transcriptions request, from its URL or its upload. */
-  const videoSource = async (req: Request, signal: AbortSignal) => {
+  const videoSource = async (req: Request, res: Response, signal: AbortSignal) => {
     if (req.is("multipart/form-data")) {
       const form = readMultipart(req);
       const fields = parse(VideoTranscriptionFields, form.textFields());
@@ -152,7 +152,7 @@ export function audioRouter(deps: AudioRouterDeps): Router {
         code: "URL_FETCH_DISABLED",
       });
     }
-    const fetched = await fetchFile(body.url, { maxBytes: maxUploadBytes, timeoutMs: deps.config.requestTimeoutMs }, signal);
+    const fetched = await fetchFile(body.url, { maxBytes: maxUploadBytes, timeoutMs: deps.config.requestTimeoutMs, hold: res.locals.ctx.holdBytes }, signal);
     if (!fetched.ok) {
       if (fetched.tooLarge) throw new PayloadTooLargeError(`Could not fetch ${body.url}: ${fetched.reason} (--max-upload-mb)`);
       throw new ApiError(422, `Could not fetch ${body.url}: ${fetched.reason}`, { code: "FETCH_FAILED" });

@@ -31,4 +31,6 @@ export interface PartContext {
   counts: { images: number; videos: number };
   /** http(s) URLs in image and video parts are fetched (the operator's --web-scraping on). */
   fetchUrls: boolean;
+  /** The request's hold on memory for a fetched file (RequestContext.holdBytes). */
+  holdBytes?: (bytes: number) => void;
 }

@@ -84,7 +84,7 @@ async function readMedia(url: string, path: (string | number)[], ctx: PartContex
     if (!ctx.fetchUrls) {
       throw InvalidRequestError.forField(path, `this node does not fetch ${what} URLs (the operator enables it with --web-scraping on): send the ${what} as a data URL`);
     }
-    const fetched = await fetchFile(url, { maxBytes: maxFileBytes, timeoutMs: requestTimeoutMs }, ctx.signal ?? new AbortController().signal);
+    const fetched = await fetchFile(url, { maxBytes: maxFileBytes, timeoutMs: requestTimeoutMs, hold: ctx.holdBytes }, ctx.signal ?? new AbortController().signal);
     if (!fetched.ok) {
       if (fetched.tooLarge) throw new PayloadTooLargeError(`${path.join(".")}: ${fetched.reason}`);
       throw InvalidRequestError.forField(path, `the ${what} could not be fetched: ${fetched.reason}`);

@@ -45,6 +45,7 @@ import { GenerationCutShortError } from "../../engines/GenerationCutShortError.j
 import { startStreamedGeneration } from "./streamedGeneration.js";
 import type { SchemaCheck } from "./schemaCheck.js";
 import type { MeteredRequest } from "../../http/meteredRequest.js";
+import type { RequestContext } from "../../http/requestContext.js";
 
 export interface PreparedChat {
   id: string;
@@ -86,7 +87,7 @@ export interface ResolvedChat {
  * reservation made once the engine has planned, and the signal that says the caller went away
  * (stop reading parts, fetching pages and searching).
  */
-export type ChatCall = Pick<MeteredRequest, "reserveTokens" | "meterFor" | "hold" | "signal"> & { ctx: { requestId: string } };
+export type ChatCall = Pick<MeteredRequest, "reserveTokens" | "meterFor" | "hold" | "signal"> & { ctx: Pick<RequestContext, "requestId" | "holdBytes"> };
 
 /** Wire request -> engine options -> wire response. Knows nothing about Express. */
 export class ChatService {
@@ -156,6 +157,7 @@ export class ChatService {
       signal,
       visual: this.models.visualInput(entry),
       fetchUrls: this.fetchMediaUrls,
+      holdBytes: call.ctx.holdBytes,
     });
     const { messages, positionOf } = assembleConversation(callerMessages, entry, params, character);
 

@@ -31,7 +31,7 @@ export function backgroundRemoveRouter(deps: BackgroundRemoveRouterDeps): Router
       paid.record(entry.id);
       const meter = paid.meterFor(entry.id);
       meter.reserve(backgroundRemovalCost(entry, 1));
-      const picture = await readImageInput({ upload, base64: body.image, url: body.image_url }, deps.config, paid.signal);
+      const picture = await readImageInput({ upload, base64: body.image, url: body.image_url }, deps.config, paid.signal, paid.ctx.holdBytes);
       const { engine } = paid.hold(await deps.models.acquire(entry.id, "background"));
       paid.serve(entry, engine.router);
       const cut = await engine.removeBackground({ ...picture, signal: paid.signal });

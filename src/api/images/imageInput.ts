@@ -38,6 +38,8 @@ export async function readImageInput(
   source: ImageSource,
   config: Pick<ServerConfig, "webScraping" | "maxUploadMb" | "requestTimeoutMs">,
   signal: AbortSignal,
+  /** The request's hold on memory for a fetched picture (RequestContext.holdBytes). */
+  holdBytes?: (bytes: number) => void,
 ): Promise<{ rgb: Uint8Array; width: number; height: number }> {
   let bytes: Buffer | undefined = source.upload ?? (source.base64 !== undefined ? decodeBase64Field(source.base64) : undefined);
   let name = "image";
@@ -48,7 +50,7 @@ export async function readImageInput(
         code: "URL_FETCH_DISABLED",
       });
     }
-    const fetched = await fetchFile(source.url, { maxBytes: uploadByteLimit(config), timeoutMs: config.requestTimeoutMs }, signal);
+    const fetched = await fetchFile(source.url, { maxBytes: uploadByteLimit(config), timeoutMs: config.requestTimeoutMs, hold: holdBytes }, signal);
     if (!fetched.ok) {
       if (fetched.tooLarge) throw new PayloadTooLargeError(`Could not fetch ${source.url}: ${fetched.reason} (--max-upload-mb)`);
       throw new ApiError(422, `Could not fetch ${source.url}: ${fetched.reason}`, { code: "FETCH_FAILED" });

@@ -120,7 +120,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     if (sources.length === 0) throw InvalidRequestError.forField([multi ? "images" : "image"], "a picture to edit is required");
     // Stable Diffusion edits one picture: a request with more than the model takes is refused, naming the field.
     if (sources.length > 1) throw InvalidRequestError.forField(["images"], `this node's image models edit one picture at a time; got ${sources.length}`);
-    const picture = await readImageInput(sources[0]!, deps.config, paid.signal);
+    const picture = await readImageInput(sources[0]!, deps.config, paid.signal, paid.ctx.holdBytes);
     const mask = maskUpload ?? (body.mask !== undefined ? decodeBase64Field(body.mask, "mask") : undefined);
     return { entry, body, picture, mask };
   }

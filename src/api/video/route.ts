@@ -32,7 +32,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
       paid.admit(entry, "video_queue");
       paid.record(entry.id);
       // The job is charged in full when queued (by the service, not a meter): this response shows that charge.
-      const { queueId, cost } = await service.queue(body, paid.ctx.auth, paid.signal);
+      const { queueId, cost } = await service.queue(body, paid.ctx.auth, paid.signal, paid.ctx.holdBytes);
       paid.serve(entry, "hearth-jobs");
       const unsupported = unsupportedVideoParameters(body);
       if (unsupported.length > 0) res.set("x-service-unsupported-parameters", unsupported.join(","));

@@ -94,7 +94,13 @@ export class VideoService {
   }
 
   /** Charges the full price and inserts the job (see PaidJobs.queue); an `image_url` is read first and kept at the video's size. */
-  async queue(request: QueueVideoRequest, auth: AuthContext | undefined, signal: AbortSignal): Promise<{ plan: VideoPlan; queueId: string; cost: Cost }> {
+  async queue(
+    request: QueueVideoRequest,
+    auth: AuthContext | undefined,
+    signal: AbortSignal,
+    /** The request's hold on memory for a first frame fetched by URL (RequestContext.holdBytes). */
+    holdBytes?: (bytes: number) => void,
+  ): Promise<{ plan: VideoPlan; queueId: string; cost: Cost }> {
     for (const name of UNSUPPORTED_VIDEO_INPUTS) {
       if ((request as Record<string, unknown>)[name] !== undefined)
         throw field(name, `${request.model} takes a prompt and at most a first-frame image_url; ${name} is not supported`);
@@ -123,7 +129,7 @@ export class VideoService {
     };
     if (request.image_url !== undefined) {
       const source = /^https?:\/\//i.test(request.image_url) ? { url: request.image_url } : { base64: request.image_url };
-      const picture = await readImageInput(source, this.fetching, signal).catch((error: unknown) => {
+      const picture = await readImageInput(source, this.fetching, signal, holdBytes).catch((error: unknown) => {
         // The picture's own errors name `image`; here the field is image_url.
         if (error instanceof InvalidRequestError) throw field("image_url", error.message.replace(/^image: /, ""));
         throw error;
