@@ -2,6 +2,9 @@
  * A web page's readable text, for `file` parts and for web scraping alike: Readability keeps
  * the main text (no menus, footers, scripts); a page where it finds no article falls back to
  * the whole body. linkedom and Readability load on first use (they add to start-up otherwise).
+ * Both slow down far faster than a page grows in some shapes (nesting above all), and this runs
+ * on the event loop for scraped pages and small files: a page past their bounds is read whole,
+ * without Readability, and one past a tree's bounds without a tree, in time linear in its size.
  */
 export interface ReadableHtml {
   title: string;
@@ -10,16 +13,20 @@ export interface ReadableHtml {
 }
 
 export async function readHtml(html: string, options: { charThreshold?: number } = {}): Promise<ReadableHtml> {
+  const shape = tagShape(html);
+  if (shape.depth > TREE_MAX_DEPTH || shape.elements > READABILITY_MAX_ELEMENTS) return streamedText(html);
   const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
   const { document } = parseHTML(html);
   // Read before Readability, which rewrites the document it is given.
   const pageTitle = (document.title ?? "").trim();
+  if (!readabilityCanTake(document.documentElement as unknown as DomNode)) return { title: pageTitle, text: blockText(document.body ?? document.documentElement) };
   let article: { title?: string | null; content?: string | null } | null = null;
   try {
     article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], options).parse();
   } catch {
     article = null;
   }
+  // Readability rewrote the document it was given: without an article, the page is parsed again.
   const main = article?.content ? blockText(parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body) : "";
   if (main.trim()) return { title: (article?.title ?? "").trim() || pageTitle, text: main };
   const fresh = parseHTML(html).document;
@@ -36,18 +43,146 @@ interface DomNode {
   nodeType: number;
   nodeName: string;
   textContent: string | null;
-  childNodes: ArrayLike<DomNode>;
+  firstChild: DomNode | null;
+  nextSibling: DomNode | null;
 }
 
-/** textContent with line breaks where blocks end (textContent alone runs headings into paragraphs). */
-function blockText(node: DomNode | null | undefined, pre = false): string {
-  if (!node) return "";
-  if (node.nodeType === 3) return pre ? (node.textContent ?? "") : (node.textContent ?? "").replace(/\s+/g, " ");
-  if (node.nodeType !== 1) return "";
-  const name = node.nodeName.toUpperCase();
-  if (SKIPPED_ELEMENTS.has(name)) return "";
-  let inner = "";
-  for (let i = 0; i < node.childNodes.length; i++) inner += blockText(node.childNodes[i], pre || name === "PRE");
-  if (name === "TD" || name === "TH") return `${inner.trim()}\t`;
-  return BLOCK_ELEMENTS.has(name) ? `\n${inner.trim()}\n` : inner;
+/**
+ * linkedom's parse grows with the square of the nesting (0.6 s at 40,000 levels, about a minute
+ * at the 400,000 of a 2 MB page of divs): a page whose tags may nest deeper than this is read as
+ * a stream instead, never built as a tree.
+ */
+export const TREE_MAX_DEPTH = 1_000;
+
+const VOID_ELEMENTS = new Set("AREA BASE BR COL EMBED HR IMG INPUT LINK META PARAM SOURCE TRACK WBR".split(" "));
+
+/**
+ * How deep the page's tags could nest, from its tags alone (opening tags less closing ones at
+ * their highest), and how many elements it opens. The depth is an upper bound (a parser closes
+ * an unclosed <p> or <li> where the next begins), so a page within it is within it when parsed.
+ */
+function tagShape(html: string): { depth: number; elements: number } {
+  let depth = 0;
+  let deepest = 0;
+  let elements = 0;
+  for (const [, closing, name, selfClosing] of html.matchAll(/<(\/?)([a-zA-Z][^\s/>]*)[^>]*?(\/?)>/g)) {
+    if (closing) depth = Math.max(0, depth - 1);
+    else {
+      elements++;
+      if (!selfClosing && !VOID_ELEMENTS.has(name!.toUpperCase())) deepest = Math.max(deepest, ++depth);
+    }
+  }
+  return { depth: deepest, elements };
+}
+
+/** Tags and comments, for reading a page as a stream: what comes between two is text. */
+const TAG_OR_COMMENT = /<!--[\s\S]*?-->|<(\/?)([a-zA-Z][^\s/>]*)[^>]*>/g;
+
+/**
+ * A page's title and text read from its tags as they come (time linear in its size, whatever
+ * its nesting; htmlparser2's parser, too, slows with the square of the depth): blocks on their
+ * own lines, scripts and styles skipped, entities decoded.
+ */
+async function streamedText(html: string): Promise<ReadableHtml> {
+  const { decodeHTML } = await import("entities");
+  const lower = html.toLowerCase();
+  let title = "";
+  let text = "";
+  let preformatted = 0;
+  let inTitle = false;
+  let last = 0;
+  const addText = (raw: string) => {
+    const decoded = decodeHTML(raw);
+    if (inTitle) title += decoded;
+    else text += preformatted > 0 ? decoded : decoded.replace(/\s+/g, " ");
+  };
+  TAG_OR_COMMENT.lastIndex = 0;
+  for (let match = TAG_OR_COMMENT.exec(html); match; match = TAG_OR_COMMENT.exec(html)) {
+    addText(html.slice(last, match.index));
+    last = TAG_OR_COMMENT.lastIndex;
+    const [, closing, name] = match;
+    if (name === undefined) continue; // a comment
+    const element = name.toUpperCase();
+    if (!closing && SKIPPED_ELEMENTS.has(element)) {
+      // Its content is not markup (a script may hold "<div>"): on to its closing tag.
+      const end = lower.indexOf(`</${name.toLowerCase()}`, last);
+      last = end < 0 ? html.length : end;
+      TAG_OR_COMMENT.lastIndex = last;
+      continue;
+    }
+    if (element === "TITLE") inTitle = !closing;
+    else if (element === "PRE") preformatted = Math.max(0, preformatted + (closing ? -1 : 1));
+    if (closing && (element === "TD" || element === "TH")) text += "\t";
+    else if (BLOCK_ELEMENTS.has(element)) text += "\n";
+  }
+  addText(html.slice(last));
+  return { title: title.trim(), text };
+}
+
+/**
+ * Readability's time grows with the cube of the page's nesting: 1 s at 500 levels, 33 s at
+ * 2,000 (a 10 KB page of nested divs), minutes past that; and with its element count. Pages
+ * deeper or larger than any real article are read whole, as a page without an article is.
+ */
+export const READABILITY_MAX_DEPTH = 100;
+export const READABILITY_MAX_ELEMENTS = 30_000;
+
+/** Whether the tree under `root` is within Readability's bounds (walked without recursion, stopping at the first excess). */
+function readabilityCanTake(root: DomNode | null): boolean {
+  let elements = 0;
+  const stack: { node: DomNode; depth: number }[] = root ? [{ node: root, depth: 1 }] : [];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!;
+    if (node.nodeType !== 1) continue;
+    if (depth > READABILITY_MAX_DEPTH || ++elements > READABILITY_MAX_ELEMENTS) return false;
+    for (let child = node.firstChild; child; child = child.nextSibling) stack.push({ node: child, depth: depth + 1 });
+  }
+  return true;
+}
+
+/** An element being read: its name, whether text under it keeps its whitespace, its text so far and the next child to read. */
+interface OpenElement {
+  name: string;
+  pre: boolean;
+  inner: string;
+  next: DomNode | null;
+}
+
+/**
+ * textContent with line breaks where blocks end (textContent alone runs headings into
+ * paragraphs). Without recursion: a page nested a hundred thousand deep reads like any other.
+ * Children are followed by their sibling links, not childNodes, which linkedom builds anew on
+ * each read (an indexed loop over it took 3.5 s for an element of 8,000 paragraphs).
+ */
+function blockText(root: DomNode | null | undefined, pre = false): string {
+  if (!root) return "";
+  const open: OpenElement[] = [];
+  /** A text node's text, "" for what is skipped, or undefined for an element now opened. */
+  const enter = (node: DomNode, pre: boolean): string | undefined => {
+    if (node.nodeType === 3) return pre ? (node.textContent ?? "") : (node.textContent ?? "").replace(/\s+/g, " ");
+    if (node.nodeType !== 1) return "";
+    const name = node.nodeName.toUpperCase();
+    if (SKIPPED_ELEMENTS.has(name)) return "";
+    open.push({ name, pre: pre || name === "PRE", inner: "", next: node.firstChild });
+    return undefined;
+  };
+  const leave = ({ name, inner }: OpenElement): string => {
+    if (name === "TD" || name === "TH") return `${inner.trim()}\t`;
+    return BLOCK_ELEMENTS.has(name) ? `\n${inner.trim()}\n` : inner;
+  };
+  const text = enter(root, pre);
+  if (text !== undefined) return text;
+  for (;;) {
+    const current = open.at(-1)!;
+    if (current.next) {
+      const child = current.next;
+      current.next = child.nextSibling;
+      current.inner += enter(child, current.pre) ?? "";
+      continue;
+    }
+    open.pop();
+    const read = leave(current);
+    if (open.length === 0) return read;
+    open.at(-1)!.inner += read;
+  }
 }

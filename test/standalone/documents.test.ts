@@ -3,6 +3,7 @@ import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../.
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
 import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
 import { extractDocument } from "../../src/documents/extractDocument.js";
+import { READABILITY_MAX_DEPTH, READABILITY_MAX_ELEMENTS } from "../../src/documents/readHtml.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
 
 describe("document extraction: real files made by the libraries people make them with", () => {
@@ -71,6 +72,28 @@ describe("document extraction: real files made by the libraries people make them
     expect(text).toContain("The pelican paragraph.");
     expect(text).not.toContain("secret");
     expect(text).not.toContain("Menu entry");
+  });
+
+  it("HTML nested deeper than any article (a 2 MB page of divs) is read as a stream: its text, entities decoded, scripts skipped", async () => {
+    // Readability took 33 s at 2,000 levels and linkedom's parse a minute at 400,000; this read never built a tree.
+    const html = `<html><head><title>Deep &amp; dark</title><script>if (a < b) "<div>"</script></head><body><!-- <p>hidden</p> -->${"<div>".repeat(400_000)}Hello <b>there</b> &lt;3<pre>a\n  b</pre><table><tr><td>1</td><td>2</td></tr></table></body></html>`;
+    const { text } = await extractDocument(Buffer.from(html), { mimeType: "text/html" });
+    expect(text.split("\n").filter((line) => line.trim())).toEqual(["Deep & dark", "Hello there <3", "a", "  b", "1\t2"]);
+  });
+
+  it("HTML of more elements than Readability takes is read whole, every block on its line", async () => {
+    const html = `<html><body><nav>Menu</nav>${Array.from({ length: READABILITY_MAX_ELEMENTS }, (_, i) => `<p>Line ${i}</p>`).join("")}</body></html>`;
+    const { text } = await extractDocument(Buffer.from(html), { mimeType: "text/html" });
+    const lines = text.split("\n").filter((line) => line.trim());
+    expect(lines).toHaveLength(READABILITY_MAX_ELEMENTS + 1);
+    expect(lines.slice(0, 3)).toEqual(["Menu", "Line 0", "Line 1"]);
+    expect(lines.at(-1)).toBe(`Line ${READABILITY_MAX_ELEMENTS - 1}`);
+  });
+
+  it("HTML nested past Readability's depth, but not past a tree's, is read from its tree whole", async () => {
+    const html = `<html><body>${"<section>".repeat(READABILITY_MAX_DEPTH + 10)}<h2>Deep</h2><p>page &amp; more</p></body></html>`;
+    const { text } = await extractDocument(Buffer.from(html), { mimeType: "text/html" });
+    expect(text.split("\n").filter((line) => line.trim())).toEqual(["Deep", "page & more"]);
   });
 
   it("HTML too short for Readability falls back to the body's text", async () => {
