@@ -96,6 +96,19 @@ describe("document extraction: real files made by the libraries people make them
     expect(text.split("\n").filter((line) => line.trim())).toEqual(["Deep", "page & more"]);
   });
 
+  it("HTML whose elements' depths sum past Readability's bound is read whole from its tree", async () => {
+    // 300 chains of 95 levels, each ending in a paragraph: Readability would keep one of them (2.3 s).
+    const chains = Array.from(
+      { length: 300 },
+      (_, i) => `${"<div>".repeat(95)}<p>Paragraph ${i}, with enough words and commas to be scored as an article.</p>${"</div>".repeat(95)}`,
+    );
+    const html = `<html><body>${chains.join("")}</body></html>`;
+    const { text } = await extractDocument(Buffer.from(html), { mimeType: "text/html" });
+    const lines = text.split("\n").filter((line) => line.trim());
+    expect(lines).toHaveLength(300);
+    expect(lines[299]).toBe("Paragraph 299, with enough words and commas to be scored as an article.");
+  });
+
   it("HTML too short for Readability falls back to the body's text", async () => {
     const { text } = await extractDocument(Buffer.from("<html><body><h2>Tiny</h2><p>page</p></body></html>"), { filename: "x.html" });
     expect(text).toBe("Tiny\n\npage");
