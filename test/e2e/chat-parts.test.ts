@@ -108,6 +108,12 @@ describe("file parts: the document's text reaches the model", () => {
       "page.html",
       "Page\n\nDurian\n\nfacts",
     ],
+    [
+      "HTML over 64 KB (read in the document worker)",
+      async () => dataUrl("text/html", `<html><head><title>Page</title><script>${"x();".repeat(20_000)}</script></head><body><h1>Durian</h1><p>facts</p></body></html>`),
+      "page.html",
+      "Page\n\nDurian\n\nfacts",
+    ],
     ["TXT (bare base64, type from the extension)", async () => Buffer.from("plain quince notes").toString("base64"), "notes.txt", "plain quince notes"],
   ])("%s", async (_kind, make, filename, expected) => {
     const asFile = await promptTokens([text("Summarise this."), filePart(await make(), filename)]);
