@@ -2,10 +2,12 @@ import { serveWorker } from "../engines/worker/serveWorker.js";
 import { DocumentTextTooLongError, DocumentTooLargeError, UnreadableDocumentError, UnsupportedDocumentError } from "./errors.js";
 import { type DocumentLimits, extractDocument, type ExtractedDocument } from "./extractDocument.js";
 import type { DocumentHints } from "./detectDocumentType.js";
+import { type ReadableHtml, readHtml } from "./readHtml.js";
 
 /**
  * Worker-thread side of extractDocumentOffThread: one document's extraction (PDF, DOCX, XLSX
- * parsing are seconds of CPU for a large file) away from the event loop. The document errors
+ * parsing are seconds of CPU for a large file), or one web page's reading (readHtmlOffThread),
+ * away from the event loop. The document errors
  * come back as results, so the caller can rethrow them as the same classes.
  */
 export interface DocumentTask {
@@ -13,6 +15,14 @@ export interface DocumentTask {
   hints: DocumentHints;
   limits: DocumentLimits;
 }
+
+/** A web page to read (readHtml): its title and text come back. */
+export interface HtmlTask {
+  html: string;
+  charThreshold?: number;
+}
+
+export type HtmlTaskResult = { ok: true; page: ReadableHtml };
 
 export type DocumentTaskResult =
   | { ok: true; document: ExtractedDocument }
@@ -25,9 +35,10 @@ export type DocumentTaskResult =
         | { kind: "textTooLong"; maxChars: number; length?: number };
     };
 
-serveWorker<null, DocumentTask>({
+serveWorker<null, DocumentTask | HtmlTask>({
   load: async () => ({ context: null }),
   run: async (_context, task) => {
+    if ("html" in task) return { result: { ok: true, page: await readHtml(task.html, { charThreshold: task.charThreshold }) } satisfies HtmlTaskResult };
     try {
       const document = await extractDocument(Buffer.from(task.data.buffer, task.data.byteOffset, task.data.byteLength), task.hints, task.limits);
       return { result: { ok: true, document } satisfies DocumentTaskResult };

@@ -1,4 +1,4 @@
-import { readHtml } from "../documents/readHtml.js";
+import { readHtmlOffThread } from "../documents/extractDocumentOffThread.js";
 
 /**
  * Web scraping for chat requests: the http(s) URLs of a message, fetched and reduced to their
@@ -79,7 +79,7 @@ export async function scrapeUrl(url: string, options: ScrapeOptions, signal?: Ab
       return fail(`unsupported content type "${type || "none"}"`);
     }
     const body = await readCapped(response, options.maxBytes);
-    const page = html ? await extractReadable(body) : { title: "", content: collapse(body) };
+    const page = html ? await extractReadable(body, signal) : { title: "", content: collapse(body) };
     if (!page.content) return fail("no readable text");
     return { ok: true, page: { url, title: page.title || url, content: page.content.slice(0, options.maxChars) } };
   } catch (error) {
@@ -87,9 +87,9 @@ export async function scrapeUrl(url: string, options: ScrapeOptions, signal?: Ab
   }
 }
 
-/** The page's title and readable text (see readHtml), whitespace collapsed with paragraph breaks kept. */
-export async function extractReadable(html: string): Promise<{ title: string; content: string }> {
-  const { title, text } = await readHtml(html, { charThreshold: 100 });
+/** The page's title and readable text (see readHtml, run in the document worker), whitespace collapsed with paragraph breaks kept. */
+export async function extractReadable(html: string, signal?: AbortSignal): Promise<{ title: string; content: string }> {
+  const { title, text } = await readHtmlOffThread(html, { charThreshold: 100 }, signal);
   return { title: collapse(title), content: collapse(text) };
 }
 
