@@ -74,9 +74,9 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
     minimumBalanceUsd: deps.config.wallet.x402.minimumBalanceUsd,
     now: deps.now,
   });
-  // Every body parser admits bodies against one budget of bytes held at once.
-  const largestBody = largestBodyBytes(deps.config);
-  const bodies = new BodyBudget(Math.max(largestBody, deps.config.maxBodyInFlight ?? defaultBodyBudgetBytes(largestBody)));
+  // Every body parser admits bodies against one budget of bytes held at once, never less than
+  // the largest body a route accepts (which must always be readable).
+  const bodies = new BodyBudget(Math.max(largestBodyBytes(deps.config), deps.config.maxBodyInFlight ?? defaultBodyBudgetBytes()));
   const full: AppDeps = {
     ...deps,
     authenticate: auth.paid,

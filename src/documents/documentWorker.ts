@@ -7,8 +7,8 @@ import { type ReadableHtml, readHtml } from "./readHtml.js";
 /**
  * Worker-thread side of extractDocumentOffThread: one document's extraction (PDF, DOCX, XLSX
  * parsing are seconds of CPU for a large file), or one web page's reading (readHtmlOffThread),
- * away from the event loop. The document errors
- * come back as results, so the caller can rethrow them as the same classes.
+ * away from the event loop. The document errors come back as results, so the caller can rethrow
+ * them as the same classes.
  */
 export interface DocumentTask {
   data: Uint8Array;

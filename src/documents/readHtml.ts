@@ -3,8 +3,9 @@
  * the main text (no menus, footers, scripts); a page where it finds no article falls back to
  * the whole body. linkedom and Readability load on first use (they add to start-up otherwise).
  * Both slow down far faster than a page grows in some shapes (nesting above all), and this runs
- * on the event loop for scraped pages and small files: a page past their bounds is read whole,
- * without Readability, and one past a tree's bounds without a tree, in time linear in its size.
+ * on the event loop for small file parts (larger ones and scraped pages go to the document
+ * worker, which other documents wait for): a page past their bounds is read whole, without
+ * Readability, and one past a tree's bounds without a tree, in time linear in its size.
  */
 export interface ReadableHtml {
   title: string;
@@ -17,6 +18,9 @@ export async function readHtml(html: string, options: { charThreshold?: number }
   if (shape.depth > TREE_MAX_DEPTH || shape.elements > READABILITY_MAX_ELEMENTS) return streamedText(html);
   const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
   const { document } = parseHTML(html);
+  // linkedom builds a whole document only from a page with an <html> element: plain text has no
+  // root (its title lookup threw), and a fragment ("<p>hi</p>") is its own root, without a body.
+  if (document.documentElement?.nodeName !== "HTML") return streamedText(html);
   // Read before Readability, which rewrites the document it is given.
   const pageTitle = (document.title ?? "").trim();
   if (!readabilityCanTake(document.documentElement as unknown as DomNode)) return { title: pageTitle, text: blockText(document.body ?? document.documentElement) };
@@ -56,6 +60,51 @@ export const TREE_MAX_DEPTH = 1_000;
 
 const VOID_ELEMENTS = new Set("AREA BASE BR COL EMBED HR IMG INPUT LINK META PARAM SOURCE TRACK WBR".split(" "));
 
+/** What scanTags reports: text between tags (as offsets), and each tag (its name as written). */
+interface TagVisitor {
+  text(start: number, end: number): void;
+  /** Returns where scanning goes on (past a script's content), or nothing to go on after the tag. */
+  tag(name: string, closing: boolean, selfClosing: boolean, end: number): number | undefined;
+}
+
+/**
+ * Walks a page's tags and the text between them, comments skipped, each character looked at a
+ * bounded number of times: no regular expression, whose backtracking over a page such as
+ * "<a<a<a…" (no closing ">") took 25 s for 8 KB. A "<" that starts no tag is text; an
+ * unterminated tag or comment ends the page.
+ */
+function scanTags(html: string, visit: TagVisitor): void {
+  // Text runs from `at`; the next tag is looked for from `from` (past any "<" that started none).
+  let at = 0;
+  let from = 0;
+  while (from < html.length) {
+    const open = html.indexOf("<", from);
+    if (open < 0) break;
+    if (html.startsWith("<!--", open)) {
+      visit.text(at, open);
+      const close = html.indexOf("-->", open + 4);
+      at = from = close < 0 ? html.length : close + 3;
+      continue;
+    }
+    const closing = html[open + 1] === "/";
+    const nameStart = open + (closing ? 2 : 1);
+    if (!/[a-zA-Z]/.test(html[nameStart] ?? "")) {
+      from = open + 1;
+      continue;
+    }
+    const close = html.indexOf(">", nameStart);
+    if (close < 0) {
+      visit.text(at, open);
+      return;
+    }
+    let nameEnd = nameStart;
+    while (nameEnd < close && !/[\s/]/.test(html[nameEnd]!)) nameEnd++;
+    visit.text(at, open);
+    at = from = visit.tag(html.slice(nameStart, nameEnd), closing, html[close - 1] === "/", close + 1) ?? close + 1;
+  }
+  visit.text(at, html.length);
+}
+
 /**
  * How deep the page's tags could nest, from its tags alone (opening tags less closing ones at
  * their highest), and how many elements it opens. The depth is an upper bound (a parser closes
@@ -65,18 +114,19 @@ function tagShape(html: string): { depth: number; elements: number } {
   let depth = 0;
   let deepest = 0;
   let elements = 0;
-  for (const [, closing, name, selfClosing] of html.matchAll(/<(\/?)([a-zA-Z][^\s/>]*)[^>]*?(\/?)>/g)) {
-    if (closing) depth = Math.max(0, depth - 1);
-    else {
-      elements++;
-      if (!selfClosing && !VOID_ELEMENTS.has(name!.toUpperCase())) deepest = Math.max(deepest, ++depth);
-    }
-  }
+  scanTags(html, {
+    text: () => {},
+    tag: (name, closing, selfClosing) => {
+      if (closing) depth = Math.max(0, depth - 1);
+      else {
+        elements++;
+        if (!selfClosing && !VOID_ELEMENTS.has(name.toUpperCase())) deepest = Math.max(deepest, ++depth);
+      }
+      return undefined;
+    },
+  });
   return { depth: deepest, elements };
 }
-
-/** Tags and comments, for reading a page as a stream: what comes between two is text. */
-const TAG_OR_COMMENT = /<!--[\s\S]*?-->|<(\/?)([a-zA-Z][^\s/>]*)[^>]*>/g;
 
 /**
  * A page's title and text read from its tags as they come (time linear in its size, whatever
@@ -90,32 +140,27 @@ async function streamedText(html: string): Promise<ReadableHtml> {
   let text = "";
   let preformatted = 0;
   let inTitle = false;
-  let last = 0;
-  const addText = (raw: string) => {
-    const decoded = decodeHTML(raw);
-    if (inTitle) title += decoded;
-    else text += preformatted > 0 ? decoded : decoded.replace(/\s+/g, " ");
-  };
-  TAG_OR_COMMENT.lastIndex = 0;
-  for (let match = TAG_OR_COMMENT.exec(html); match; match = TAG_OR_COMMENT.exec(html)) {
-    addText(html.slice(last, match.index));
-    last = TAG_OR_COMMENT.lastIndex;
-    const [, closing, name] = match;
-    if (name === undefined) continue; // a comment
-    const element = name.toUpperCase();
-    if (!closing && SKIPPED_ELEMENTS.has(element)) {
-      // Its content is not markup (a script may hold "<div>"): on to its closing tag.
-      const end = lower.indexOf(`</${name.toLowerCase()}`, last);
-      last = end < 0 ? html.length : end;
-      TAG_OR_COMMENT.lastIndex = last;
-      continue;
-    }
-    if (element === "TITLE") inTitle = !closing;
-    else if (element === "PRE") preformatted = Math.max(0, preformatted + (closing ? -1 : 1));
-    if (closing && (element === "TD" || element === "TH")) text += "\t";
-    else if (BLOCK_ELEMENTS.has(element)) text += "\n";
-  }
-  addText(html.slice(last));
+  scanTags(html, {
+    text: (start, end) => {
+      if (end <= start) return;
+      const decoded = decodeHTML(html.slice(start, end));
+      if (inTitle) title += decoded;
+      else text += preformatted > 0 ? decoded : decoded.replace(/\s+/g, " ");
+    },
+    tag: (name, closing, _selfClosing, end) => {
+      const element = name.toUpperCase();
+      if (!closing && SKIPPED_ELEMENTS.has(element)) {
+        // Its content is not markup (a script may hold "<div>"): on to its closing tag.
+        const close = lower.indexOf(`</${name.toLowerCase()}`, end);
+        return close < 0 ? html.length : close;
+      }
+      if (element === "TITLE") inTitle = !closing;
+      else if (element === "PRE") preformatted = Math.max(0, preformatted + (closing ? -1 : 1));
+      if (closing && (element === "TD" || element === "TH")) text += "\t";
+      else if (BLOCK_ELEMENTS.has(element)) text += "\n";
+      return undefined;
+    },
+  });
   return { title: title.trim(), text };
 }
 

@@ -136,9 +136,8 @@ function callerOf(req: Request, res: Response): string {
 /**
  * The default budget: an eighth of the JavaScript heap. A JSON body is held as its text and as
  * the parsed object (twice its bytes, four times for text outside Latin-1, which V8 stores in two
- * bytes a character), so the budget's bodies fill at most half the heap. At least `largestBody`:
- * every route's largest body must be readable.
+ * bytes a character), so the budget's bodies fill at most half the heap.
  */
-export function defaultBodyBudgetBytes(largestBody: number): number {
-  return Math.max(largestBody, Math.floor(getHeapStatistics().heap_size_limit / 8));
+export function defaultBodyBudgetBytes(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit / 8);
 }

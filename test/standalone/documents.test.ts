@@ -109,6 +109,17 @@ describe("document extraction: real files made by the libraries people make them
     expect(lines[299]).toBe("Paragraph 299, with enough words and commas to be scored as an article.");
   });
 
+  it('HTML whose tags never close ("<a<a<a…", 1 MB) is read up to the first, in time linear in its size', async () => {
+    // A regular expression's backtracking over this took 25 s for 8 KB.
+    const { text } = await extractDocument(Buffer.from(`<html><body><p>Hello</p>${"<a".repeat(500_000)}`), { mimeType: "text/html" });
+    expect(text).toBe("Hello");
+  });
+
+  it("HTML without an <html> element, plain text or a fragment, is read as it stands", async () => {
+    expect((await extractDocument(Buffer.from("hello world, 1 < 2"), { mimeType: "text/html" })).text).toBe("hello world, 1 < 2");
+    expect((await extractDocument(Buffer.from("<h2>Tiny</h2><p>page &amp; more</p>"), { mimeType: "text/html" })).text).toBe("Tiny\n\npage & more");
+  });
+
   it("HTML too short for Readability falls back to the body's text", async () => {
     const { text } = await extractDocument(Buffer.from("<html><body><h2>Tiny</h2><p>page</p></body></html>"), { filename: "x.html" });
     expect(text).toBe("Tiny\n\npage");
