@@ -44,6 +44,17 @@ export const MAX_INTEGER_DIGITS = 15;
 const LARGEST_GENERATED_INTEGER = 10 ** MAX_INTEGER_DIGITS - 1;
 /** Integer ranges up to this size are enforced exactly by listing their values. */
 const ENUMERABLE_RANGE = 1000;
+/**
+ * Lengths and item counts are enforced up to this many repetitions: llama.cpp's grammar parser
+ * refuses a larger minimum outright and silently drops a larger maximum (MAX_REPETITION_THRESHOLD).
+ */
+export const MAX_ENFORCED_COUNT = 2000;
+/**
+ * All enforced counts of a schema together (a distinct string length range once, each array
+ * once): llama.cpp writes a bounded repetition out in full while parsing the grammar, on the
+ * event loop, about 0.5 µs a repetition; 600 strings of 2,000 characters took 430 ms.
+ */
+export const MAX_ENFORCED_REPETITIONS = 50_000;
 
 const ANNOTATIONS = new Set([
   "$schema",
@@ -115,10 +126,12 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
       const group = schema[key];
       if (group === undefined) continue;
       if (!isObject(group)) throw new UnsupportedJsonSchemaError([key], `${key} must be an object of schemas`);
-      for (const [name, sub] of Object.entries(group)) rawDefs.set(`#/${key}/${name}`, { schema: sub, path: [key, name] });
+      // A JSON Pointer escapes "~" and "/" in names ("a/b" is "#/$defs/a~1b").
+      for (const [name, sub] of Object.entries(group)) rawDefs.set(`#/${key}/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`, { schema: sub, path: [key, name] });
     }
   }
-  const refName = (ref: string) => ref.slice(2).replaceAll("/", "-");
+  // The reference itself (less "#/") names a definition: "a-b" and "a/b" are different ones.
+  const refName = (ref: string) => ref.slice(2);
   const convert = (raw: unknown, path: (string | number)[]): JsonShape => {
     let node = raw;
     if (unenforced && isObject(node) && Object.keys(node).some((k) => UNSUPPORTED.has(k))) {
@@ -171,6 +184,32 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
     return shapes.length === 1 ? shapes[0]! : { kind: "anyOf", options: shapes };
   };
 
+  const countedRanges = new Set<string>();
+  let repetitions = 0;
+  /**
+   * A count range loosened to what the grammar holds: a minimum past the limit becomes the
+   * limit, a maximum past it none; past the schema's whole budget, the range is left out.
+   */
+  const enforcedCounts = (path: (string | number)[], minKey: string, min: number, maxKey: string, max: number | null): [number, number | null] => {
+    const reason = (key: string) => `${key} above ${MAX_ENFORCED_COUNT} cannot be enforced while generating`;
+    if (min > MAX_ENFORCED_COUNT) cannotEnforce(path, minKey, reason(minKey));
+    if (max !== null && max > MAX_ENFORCED_COUNT) cannotEnforce(path, maxKey, reason(maxKey));
+    const range: [number, number | null] = [Math.min(min, MAX_ENFORCED_COUNT), max !== null && max > MAX_ENFORCED_COUNT ? null : max];
+    // Identical string ranges share one rule; arrays count each time (their items differ).
+    const key = minKey === "minLength" ? `${range[0]},${range[1]}` : path.join("\u0000");
+    const cost = range[1] ?? range[0];
+    if (cost === 0 || countedRanges.has(key)) return range;
+    if (repetitions + cost > MAX_ENFORCED_REPETITIONS) {
+      const budget = `the schema's lengths and item counts together ask for more than ${MAX_ENFORCED_REPETITIONS} repetitions, more than the grammar is built with`;
+      if (range[0] > 0) cannotEnforce(path, minKey, budget);
+      if (range[1] !== null) cannotEnforce(path, maxKey, budget);
+      return [0, null];
+    }
+    countedRanges.add(key);
+    repetitions += cost;
+    return range;
+  };
+
   const convertTyped = (type: TypeName, node: Record<string, unknown>, path: (string | number)[]): JsonShape => {
     const count = (key: string, fallback: number | null): number | null => {
       const value = node[key];
@@ -183,6 +222,7 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
         let minLength = count("minLength", 0)!;
         let maxLength = count("maxLength", null);
         if (maxLength !== null && maxLength < minLength) throw new UnsupportedJsonSchemaError([...path, "maxLength"], "maxLength is below minLength");
+        [minLength, maxLength] = enforcedCounts(path, "minLength", minLength, "maxLength", maxLength);
         const format = typeof node.format === "string" && ["date", "time", "date-time", "uuid"].includes(node.format) ? (node.format as StringFormat) : null;
         // Other formats are annotations to the grammar; a caller that checks the output afterwards checks them there.
         if (unenforced && typeof node.format === "string" && !format) unenforced.add("format");
@@ -236,9 +276,10 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
         return { kind: "object", properties: list, open: list.length === 0 && additional !== false };
       }
       case "array": {
-        const minItems = count("minItems", 0)!;
-        const maxItems = count("maxItems", null);
+        let minItems = count("minItems", 0)!;
+        let maxItems = count("maxItems", null);
         if (maxItems !== null && maxItems < minItems) throw new UnsupportedJsonSchemaError([...path, "maxItems"], "maxItems is below minItems");
+        [minItems, maxItems] = enforcedCounts(path, "minItems", minItems, "maxItems", maxItems);
         const prefixItems = node.prefixItems ?? (Array.isArray(node.items) ? node.items : []);
         if (!Array.isArray(prefixItems)) throw new UnsupportedJsonSchemaError([...path, "prefixItems"], "prefixItems must be an array of schemas");
         const prefix = prefixItems.map((item, i) => convert(item, [...path, "prefixItems", i]));
@@ -251,7 +292,28 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
   };
 
   const root = convert(schema, []);
+  refuseEmptyCycles(root, defs, new Map([...rawDefs].map(([ref, { path }]) => [refName(ref), path])));
   return { root, defs };
+}
+
+/**
+ * A reference that comes back to itself before any value is written (`a` is `$ref b`, `b` is
+ * `anyOf [$ref a, ...]`) describes no JSON a model could start writing, and a grammar cannot hold
+ * it (left recursion). Every other shape writes a character before anything it refers to.
+ */
+function refuseEmptyCycles(root: JsonShape, defs: Record<string, JsonShape>, defPaths: Map<string, (string | number)[]>): void {
+  const leading = (shape: JsonShape): string[] => (shape.kind === "ref" ? [shape.name] : shape.kind === "anyOf" ? shape.options.flatMap(leading) : []);
+  const state = new Map<string, "visiting" | "done">();
+  const visit = (name: string): void => {
+    if (state.get(name) === "done") return;
+    if (state.get(name) === "visiting") {
+      throw new UnsupportedJsonSchemaError(defPaths.get(name) ?? [], "this definition refers back to itself before any value is written, so no JSON can start it");
+    }
+    state.set(name, "visiting");
+    for (const next of leading(defs[name]!)) visit(next);
+    state.set(name, "done");
+  };
+  for (const name of [...leading(root), ...Object.keys(defs)]) visit(name);
 }
 
 /**

@@ -131,6 +131,15 @@ describe("structured output held by grammar", () => {
       ["response_format", "json_schema", "schema"],
       /properties\.a\.pattern repeats a group/,
     ],
+    [
+      "definitions that refer to each other before any value is written",
+      {
+        type: "json_schema",
+        json_schema: { name: "x", schema: { $defs: { a: { $ref: "#/$defs/b" }, b: { anyOf: [{ $ref: "#/$defs/a" }, { type: "null" }] } }, $ref: "#/$defs/a" } },
+      },
+      ["response_format", "json_schema", "schema"],
+      /\(at \$defs\.a\): this definition refers back to itself/,
+    ],
     ["an unknown format type", { type: "xml" }, ["response_format", "type"], /./],
   ])("%s -> 400 naming response_format", async (_name, format, path, message) => {
     const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: ask, max_tokens: 5, response_format: format });
@@ -198,6 +207,17 @@ describe("keywords the grammar cannot hold: enforced where it can, checked after
     expect(Number.isInteger(value.count) && value.count >= 1 && value.count <= 9999).toBe(true);
     const exact = z.object({ code: z.string().regex(/^[A-Z]{3}$/), email: z.email(), score: z.number().min(1).max(10), count: z.number().int().min(3).max(5000) });
     expect(res.headers.get("x-service-schema-valid")).toBe(String(exact.safeParse(value).success));
+  });
+
+  it("counts past what a grammar holds are loosened and checked after, not a 500 (llama.cpp refuses a repetition over 2,000)", async () => {
+    const res = await withSchema({ type: "array", items: { type: "integer", minimum: 0, maximum: 9 }, minItems: 1_000_000_000 }, { max_tokens: 12 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-service-schema-unenforced")).toBe("minItems");
+    expect(res.headers.get("x-service-schema-valid")).toBe("false");
+    // Loosened to the nearest count it holds: the grammar still asks for items, so the model writes them until max_tokens.
+    const body = (await res.json()) as any;
+    expect(body.choices[0].finish_reason).toBe("length");
+    expect(body.choices[0].message.content).toMatch(/^\[\d(,\d)+$/);
   });
 
   it("a choice cut short by max_tokens is not valid", async () => {

@@ -1,6 +1,6 @@
 import { getLlama, LlamaGrammar, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../src/engines/jsonSchemaSubset.js";
+import { type JsonShape, MAX_ENFORCED_COUNT, MAX_ENFORCED_REPETITIONS, toJsonSchemaSubset, UnsupportedJsonSchemaError } from "../../src/engines/jsonSchemaSubset.js";
 import { nestsUnboundedQuantifiers } from "../../src/api/chat/schemaCheck.js";
 import { DynamicTemperatureSampler } from "../../src/engines/llama/DynamicTemperatureSampler.js";
 import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
@@ -34,7 +34,7 @@ describe("the JSON Schema subset held by grammar", () => {
         { name: "kind", required: false, shape: { kind: "anyOf", options: [{ kind: "string" }, { kind: "null" }] } },
       ],
     });
-    expect(subset.defs["$defs-tag"]).toEqual({ kind: "literal", values: ["a", "b"] });
+    expect(subset.defs["$defs/tag"]).toEqual({ kind: "literal", values: ["a", "b"] });
   });
 
   it("accepts the safe-integer bounds schema generators write, and small integer ranges", () => {
@@ -78,6 +78,55 @@ describe("the JSON Schema subset held by grammar", () => {
     expect([...unenforced].sort()).toEqual(names);
   });
 
+  it("loosens lengths and item counts past 2,000 (llama.cpp's limit on a repetition), and refuses them without `unenforced`", () => {
+    const unenforced = new Set<string>();
+    expect(toJsonSchemaSubset({ type: "array", items: { type: "null" }, minItems: 1e9 }, { unenforced }).root).toMatchObject({ minItems: MAX_ENFORCED_COUNT, maxItems: null });
+    expect(toJsonSchemaSubset({ type: "string", minLength: 3, maxLength: 5000 }, { unenforced }).root).toMatchObject({ minLength: 3, maxLength: null });
+    expect([...unenforced].sort()).toEqual(["maxLength", "minItems"]);
+    expect(() => toJsonSchemaSubset({ type: "object", properties: { a: { type: "string", maxLength: 2001 } } })).toThrow(/properties\.a\.maxLength: maxLength above 2000/);
+    expect(toJsonSchemaSubset({ type: "string", maxLength: 2000 }).root).toMatchObject({ maxLength: 2000 });
+  });
+
+  it("holds a schema's counts together to a budget; identical string ranges count once", () => {
+    const strings = (n: number, distinct: boolean) => ({
+      type: "object",
+      properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "string", maxLength: distinct ? 1000 + i : 2000 }])),
+    });
+    const alike = new Set<string>();
+    toJsonSchemaSubset(strings(600, false), { unenforced: alike });
+    expect(alike.size).toBe(0);
+    const distinct = new Set<string>();
+    const { root } = toJsonSchemaSubset(strings(60, true), { unenforced: distinct });
+    expect([...distinct]).toEqual(["maxLength"]);
+    const bounds = (root as Extract<JsonShape, { kind: "object" }>).properties.map((p) => (p.shape as Extract<JsonShape, { kind: "string" }>).maxLength);
+    // 1000 + 1001 + ... until the budget: the first 47 are held, the rest left to the check.
+    const held = bounds.filter((b) => b !== null);
+    expect(held.reduce((a, b) => a + b!, 0)).toBeLessThanOrEqual(MAX_ENFORCED_REPETITIONS);
+    expect(held.length).toBeGreaterThan(40);
+    expect(bounds.slice(held.length).every((b) => b === null)).toBe(true);
+    expect(() => toJsonSchemaSubset(strings(60, true))).toThrow(/more than 50000 repetitions/);
+  });
+
+  it("refuses definitions that come back to themselves before any value is written, and keeps look-alike names apart", () => {
+    for (const schema of [
+      { $defs: { a: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" },
+      { $defs: { a: { $ref: "#/$defs/b" }, b: { anyOf: [{ type: "null" }, { $ref: "#/$defs/a" }] } }, type: "array", items: { $ref: "#/$defs/b" } },
+    ]) {
+      expect(() => toJsonSchemaSubset(schema, { unenforced: new Set() })).toThrow(/refers back to itself/);
+    }
+    // Writing something first is fine: a tree of nodes.
+    expect(() => toJsonSchemaSubset({ $defs: { n: { type: "array", items: { $ref: "#/$defs/n" } } }, $ref: "#/$defs/n" })).not.toThrow();
+    const subset = toJsonSchemaSubset({
+      $defs: { "a-b": { const: 1 }, "a/b": { const: 2 }, a_b: { const: 3 } },
+      type: "array",
+      prefixItems: [{ $ref: "#/$defs/a-b" }, { $ref: "#/$defs/a~1b" }, { $ref: "#/$defs/a_b" }],
+    });
+    const definitions = jsonGrammar(subset)
+      .split("\n")
+      .filter((line) => line.startsWith("def-"));
+    expect(definitions.map((line) => line.split(" ::= ")[1]).sort()).toEqual(['("1")', '("2")', '("3")']);
+  });
+
   it("with `unenforced`, still refuses what is no schema", () => {
     for (const schema of [{ type: "wat" }, { type: "string", minLength: 3, maxLength: 1 }, { type: "integer", minimum: 5, maximum: 4 }, { $ref: "https://example.com/schema" }]) {
       expect(() => toJsonSchemaSubset(schema, { unenforced: new Set() })).toThrow(UnsupportedJsonSchemaError);
@@ -105,13 +154,29 @@ describe("the JSON Schema subset held by grammar", () => {
       },
       { type: "object" },
       { enum: ['quote " and \\ backslash', 3, null, true] },
+      // Shapes that once wrote grammars llama.cpp refused ("exceeds sane defaults") or doubled at every level.
+      nested(60, (inner) => ({ type: "array", items: inner })),
+      nested(60, (inner) => ({ type: "object", properties: { a: inner, b: { type: "string", maxLength: 5 } } })),
+      nested(8, (inner) => ({ anyOf: [inner, { type: "array", items: structuredClone(inner) }] })),
+      { type: "array", items: { type: "object", properties: { a: { type: "string", maxLength: 3 } } }, minItems: 2000, maxItems: 2000 },
+      { type: "array", prefixItems: Array.from({ length: 1999 }, () => ({ type: "integer" })) },
+      { type: "array", items: { type: "string", minLength: 1, maxLength: 2000 }, maxItems: 2000 },
+      { type: "array", items: { type: "string" }, minItems: 1e9 },
     ];
     for (const schema of schemas) {
-      const gbnf = jsonGrammar(toJsonSchemaSubset(schema));
+      const gbnf = jsonGrammar(toJsonSchemaSubset(schema, { unenforced: new Set() }));
+      // A grammar as large as its schema: nesting adds rules, it does not double them.
+      expect(gbnf.length).toBeLessThan(100_000);
       expect(() => new LlamaGrammar(llama, { grammar: gbnf }), gbnf).not.toThrow();
     }
   });
 });
+
+function nested(levels: number, wrap: (inner: Record<string, unknown>) => Record<string, unknown>): Record<string, unknown> {
+  let schema: Record<string, unknown> = { type: "string", maxLength: 5 };
+  for (let i = 0; i < levels; i++) schema = wrap(schema);
+  return schema;
+}
 
 describe("the thought splitter", () => {
   const run = (pieces: string[], startInReasoning = false) => {

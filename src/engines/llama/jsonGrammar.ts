@@ -20,7 +20,18 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
     byBody.set(body, name);
     return name;
   };
-  const defName = (name: string) => `def-${name.replace(/[^A-Za-z0-9]/g, "-")}`;
+  // Definitions are numbered: their names may hold any character, and two must never meet in one rule name.
+  const defNames = new Map(Object.keys(subset.defs).map((name, i) => [name, `def-${i}`]));
+  /**
+   * A sub-shape as one symbol. Shapes are written once, as named rules, wherever they are used:
+   * written inline, an array's items (written twice) doubled the grammar at every level of
+   * nesting, and a repeated group that holds rules of its own multiplies llama.cpp's count of
+   * generated rules past its limit ("exceeds sane defaults").
+   */
+  const symbol = (shape: JsonShape): string => {
+    const body = shapeRule(shape);
+    return SINGLE_SYMBOL.test(body) ? body : define("value", body);
+  };
 
   const anyJson = (depth: number): string => {
     const leaf = '(string | number | "true" | "false" | "null")';
@@ -48,26 +59,29 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
       case "literal":
         return `(${shape.values.map((value) => literal(JSON.stringify(value))).join(" | ")})`;
       case "ref":
-        return defName(shape.name);
+        return defNames.get(shape.name)!;
       case "anyOf":
-        return `(${shape.options.map(shapeRule).join(" | ")})`;
+        return `(${shape.options.map(symbol).join(" | ")})`;
       case "array": {
         const { prefix, minItems, maxItems } = shape;
-        const items = shape.items ? shapeRule(shape.items) : null;
+        const items = shape.items ? symbol(shape.items) : null;
         // Elements from position i on (i already written): fixed prefix items, then `items`
         // repeated, cut short only once minItems are there.
         const from = (i: number): string => {
           const comma = i === 0 ? "" : `"," `;
           if (i < prefix.length) {
-            const element = `${comma}${shapeRule(prefix[i]!)} ${from(i + 1)}`.trim();
-            return i < minItems ? element : `(${element})?`;
+            const element = `${comma}${symbol(prefix[i]!)} ${from(i + 1)}`.trim();
+            // An optional tail is a rule of its own: nested inline, each level's group would count all the rules inside it against llama.cpp's limit.
+            return i < minItems ? element : define("items", `(${element})?`);
           }
           if (!items || maxItems === i) return "";
           const required = Math.max(0, minItems - i);
           const most = maxItems === null ? null : maxItems - i;
-          if (i > 0) return `("," ${items})${repeat(required, most)}`;
-          const rest = `("," ${items})${repeat(Math.max(0, required - 1), most === null ? null : most - 1)}`;
-          return required > 0 ? `${items} ${rest}` : `(${items} ${rest})?`;
+          // The repetition is a rule of its own, so an optional group around it holds one rule, not one per repetition.
+          const rest = (min: number, max: number | null) => (max === 0 ? "" : define("items", `("," ${items})${repeat(min, max)}`));
+          if (i > 0) return rest(required, most);
+          const tail = rest(Math.max(0, required - 1), most === null ? null : most - 1);
+          return required > 0 ? `${items} ${tail}`.trim() : `(${`${items} ${tail}`.trim()})?`;
         };
         return `"[" ${from(0)} "]"`;
       }
@@ -76,7 +90,7 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
           const value = anyJson(1);
           return define("object", `"{" (string ":" ${value} ("," string ":" ${value})*)? "}"`);
         }
-        const pairs = shape.properties.map((p) => `${literal(JSON.stringify(p.name))} ":" ${shapeRule(p.shape)}`);
+        const pairs = shape.properties.map((p) => `${literal(JSON.stringify(p.name))} ":" ${symbol(p.shape)}`);
         // head(i): the first emitted property is i or later; tail(i): properties from i on, after one was emitted.
         const n = pairs.length;
         const tails: string[] = new Array(n + 1);
@@ -99,11 +113,14 @@ export function jsonGrammar(subset: JsonSchemaSubset): string {
     }
   };
 
-  for (const [name, shape] of Object.entries(subset.defs)) rules.set(defName(name), shapeRule(shape));
+  for (const [name, shape] of Object.entries(subset.defs)) rules.set(defNames.get(name)!, shapeRule(shape));
   const root = shapeRule(subset.root);
   const lines = [`root ::= ${root}`, ...[...rules].map(([name, body]) => `${name} ::= ${body}`), ...COMMON_RULES];
   return lines.join("\n");
 }
+
+/** A rule name, or a literal without repetition: what needs no rule of its own. */
+const SINGLE_SYMBOL = /^(?:[a-z][a-z0-9-]*|"(?:[^"\\]|\\.)*")$/;
 
 /** Free-form values (json_object, untyped items) nest at most this deep. */
 const MAX_FREE_DEPTH = 3;
