@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
 import { formatBytes } from "./formatBodyBytes.js";
 import type { BodyBudget } from "./bodyBudget.js";
-import { checkJsonShape, type JsonShapeLimits } from "./jsonShape.js";
+import { checkJsonShape, type JsonShapeLimits, scanJsonText } from "./jsonShape.js";
 
 /**
  * Every JSON body, whatever the route: nesting, value count and string characters bounded,
@@ -37,10 +37,15 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
       return;
     }
     let parser = parsers.get(limit);
-    if (!parser) parsers.set(limit, (parser = express.json({ limit, type: "application/json" })));
+    if (!parser) parsers.set(limit, (parser = express.json({ limit, type: "application/json", verify: scanLargeBody(shape) })));
     parser(req, res, (error?: unknown) => {
       if ((error as { type?: string } | undefined)?.type === "entity.too.large") {
         next(new PayloadTooLargeError(`Request body is too large: ${route} accepts at most ${formatBytes(limit)} (${limit} bytes)`));
+        return;
+      }
+      const scanned = (error as { shapeViolation?: string } | undefined)?.shapeViolation;
+      if (scanned) {
+        next(new InvalidRequestError(`the request body ${scanned}`, { _errors: [`the request body ${scanned}`] }));
         return;
       }
       if (error) {
@@ -60,6 +65,18 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
       }
       next(InvalidRequestError.forField(fieldOf(violation.path), `the request body ${violation.message}`));
     });
+  };
+}
+
+/** Bodies from this size on are scanned before they are parsed (smaller ones parse in a few milliseconds, and keep exact paths). */
+const SCAN_FROM_BYTES = 1024 * 1024;
+
+/** body-parser's hook on the raw bytes: a large body past the shape's bounds is refused unparsed. */
+function scanLargeBody(shape: JsonShapeLimits): (req: Request, res: Response, buf: Buffer) => void {
+  return (_req, _res, buf) => {
+    if (buf.length < SCAN_FROM_BYTES) return;
+    const violation = scanJsonText(buf, shape);
+    if (violation) throw Object.assign(new Error(violation), { shapeViolation: violation });
   };
 }
 

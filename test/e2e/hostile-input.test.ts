@@ -277,6 +277,19 @@ describe("nesting and size limits on schemas and free-form JSON", () => {
     expect(errorsAt((await big.json()) as ErrorJson, ["tools", "0", "function", "parameters"])).toEqual(["this schema has more than 2000 values"]);
   });
 
+  it("a large body past the value or nesting bound is refused from its text, before it is parsed", async () => {
+    const many = await post(server, "/chat/completions", chat(`"metadata":{"a":[${"1,".repeat(1_000_000)}1]}`));
+    expect(many.status).toBe(400);
+    // Refused unparsed, the violation is the body's (a parsed one names the field, as above).
+    expect(((await many.json()) as ErrorJson).error).toBe("the request body has more than 200000 values");
+    const deep = await post(server, "/chat/completions", chat(`"metadata":"${"x".repeat(2 * MB)}","x":${"[".repeat(200)}${"]".repeat(200)}`));
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as ErrorJson).error).toBe("the request body is nested deeper than 128 levels");
+    // A large body that is mostly one string, within the bounds, goes on to validation.
+    const long = await post(server, "/chat/completions", chat(`"metadata":{"a":"${"x,[{".repeat(MB)}"}`));
+    expect(((await long.json()) as ErrorJson).error).toMatch(/^Invalid request parameters: metadata/);
+  });
+
   it("deep bodies on routes without schemas are 400s too (never a stack overflow)", async () => {
     for (const path of ["/embeddings", "/crypto/rpc/ethereum", "/video/quote"]) {
       const res = await post(server, path, `{"input":${"[".repeat(3000)}${"]".repeat(3000)}}`);

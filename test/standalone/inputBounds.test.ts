@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { chunksAtWhitespace } from "../../src/engines/cooperativeWork.js";
 import { clipDetails, clipMessage, toErrorResponse, NotFoundError } from "../../src/errors.js";
-import { checkJsonShape } from "../../src/http/jsonShape.js";
+import { checkJsonShape, scanJsonText } from "../../src/http/jsonShape.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
 
@@ -39,6 +39,53 @@ describe("checkJsonShape", () => {
     expect(checkJsonShape({ k: "x".repeat(9_999) }, limits)).toBeUndefined();
     expect(checkJsonShape({ k: "x".repeat(10_000) }, limits)?.message).toBe("has more than 10000 characters of strings and keys");
     expect(checkJsonShape(null, limits)).toBeUndefined();
+  });
+});
+
+describe("checkJsonShape counts as it opens containers", () => {
+  it("refuses a million-element array at the limit's index, not after walking it", () => {
+    const violation = checkJsonShape({ a: Array.from({ length: 1_000_000 }, () => 1) }, { maxDepth: 8, maxNodes: 1000, maxChars: 1e9 });
+    // The root and "a" are two values: the 999th element is the 1,001st.
+    expect(violation).toEqual({ path: ["a", 998], message: "has more than 1000 values" });
+  });
+});
+
+describe("scanJsonText: a large body's bounds read from its text, before parsing", () => {
+  const limits = { maxDepth: 3, maxNodes: 5 };
+  const scan = (text: string) => scanJsonText(Buffer.from(text), limits);
+
+  it("counts commas and nesting outside strings only", () => {
+    expect(scan('{"a":[1,2,3,4]}')).toBeUndefined();
+    expect(scan('{"a":[1,2,3,4,5,6]}')).toBe("has more than 5 values");
+    expect(scan('{"a":"1,2,3,4,5,6,[[[[[["}')).toBeUndefined();
+    expect(scan('{"a":[[[1]]]}')).toBe("is nested deeper than 3 levels");
+    expect(scan("[[1],[2],[3]]")).toBeUndefined();
+  });
+
+  it("finds the end of a string past escaped quotes and backslashes", () => {
+    // An escaped backslash ends the string at the quote after it: what follows is structure.
+    expect(scan(String.raw`{"a":"x\\",",,,,,,":1}`)).toBeUndefined();
+    expect(scan(String.raw`{"a":"x\\",[[[[1]]]]}`)).toBe("is nested deeper than 3 levels");
+    expect(scan(String.raw`{"a":"x\\",1,2,3,4,5,6}`)).toBe("has more than 5 values");
+    // An escaped quote does not end it.
+    expect(scan(String.raw`{"a":"\",,,,,,,[[[["}`)).toBeUndefined();
+    expect(scan(String.raw`{"a":"\\\",,,,,,,"}`)).toBeUndefined();
+  });
+
+  it("leaves what is no JSON to the parser", () => {
+    expect(scan('{"a":"never closed,,,,,,,,')).toBeUndefined();
+    expect(scan("]]]],,,,,")).toBe("has more than 5 values");
+  });
+
+  it("agrees with the walk after parsing on whether a body is past the value bound", () => {
+    const limitsAfter = { maxDepth: 3, maxNodes: 5, maxChars: 1e9 };
+    for (const value of [[1, 2, 3, 4], [1, 2, 3, 4, 5], { a: [1, 2], b: "x,y,z,w,v" }, [[], [], [], [], [], []], { a: 1, b: 2, c: 3, d: 4, e: 5 }]) {
+      const walked = checkJsonShape(value, limitsAfter)?.message;
+      const scanned = scanJsonText(Buffer.from(JSON.stringify(value)), limits);
+      // The scan may let a body through that the walk then refuses (it counts a lower bound), never the reverse.
+      if (scanned) expect(walked).toBe(scanned);
+    }
+    expect(scanJsonText(Buffer.from(JSON.stringify([1, 2, 3, 4, 5, 6])), limits)).toBe(checkJsonShape([1, 2, 3, 4, 5, 6], limitsAfter)?.message);
   });
 });
 
