@@ -4,7 +4,6 @@ import {
   isLlamaText,
   LlamaGrammar,
   LlamaText,
-  resolveChatWrapper,
   type ChatHistoryItem,
   type ChatModelFunctionCall,
   type ChatModelFunctions,
@@ -38,6 +37,7 @@ import type {
   PlannedCompletion,
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
+import { chatWrapperFor } from "./chatWrapperCache.js";
 import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { chatContextOptions, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
@@ -178,8 +178,8 @@ export class LlamaChatEngine implements ChatEngine {
           ? overlapsOutputWithDecode({ gpuLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers, threads: context.currentThreads, cores: availableParallelism() })
           : settings.overlapOutput,
       );
-      // Resolving the wrapper parses the Jinja template: do it once per model, not per request.
-      const chatWrapper = resolveChatWrapper(model);
+      // Resolving the wrapper renders the Jinja template: once per model file, not per request or reload.
+      const chatWrapper = chatWrapperFor(options.file, model);
       const rendering = promptRenderingFor(chatWrapper, model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);

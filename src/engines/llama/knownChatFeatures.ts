@@ -53,9 +53,18 @@ export const KNOWN_CHAT_TEMPLATES: readonly KnownChatTemplate[] = [
 
 const BY_SHA256 = new Map(KNOWN_CHAT_TEMPLATES.map((known) => [known.sha256, known]));
 
+/** The wrapper the full analysis picks for a known template on this architecture; undefined for any other. */
+export function knownChatWrapper(template: string, architecture: string | undefined): SpecializedChatWrapperTypeName | "jinjaTemplate" | undefined {
+  return knownAnswer(template, architecture)?.wrapper;
+}
+
 /** The features of a known template on this architecture, without analysing it; undefined for any other. */
 export function knownChatFeatures(template: string, architecture: string): TemplateFeatures | undefined {
-  const known = BY_SHA256.get(createHash("sha256").update(template).digest("hex"));
-  const answer = known && Object.hasOwn(known.byArchitecture, architecture) ? known.byArchitecture[architecture] : undefined;
+  const answer = knownAnswer(template, architecture);
   return answer ? { ...answer.features } : undefined;
+}
+
+function knownAnswer(template: string, architecture: string | undefined): KnownChatTemplate["byArchitecture"][string] | undefined {
+  const known = BY_SHA256.get(createHash("sha256").update(template).digest("hex"));
+  return known && architecture !== undefined && Object.hasOwn(known.byArchitecture, architecture) ? known.byArchitecture[architecture] : undefined;
 }
