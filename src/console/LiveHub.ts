@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Logger } from "../logger.js";
+import { LiveClient } from "./LiveClient.js";
 import type { MemoryBudgetStatus, ModelManager } from "../models/ModelManager.js";
 import { findActiveKey } from "../store/apiKeys.js";
 import type { Db } from "../store/Store.js";
@@ -30,6 +31,8 @@ export interface LiveHubOptions {
   pollMs?: number;
   /** How long a connection may stay unauthenticated (ms). */
   authTimeoutMs?: number;
+  /** How often connections are pinged; one that has not answered by the next ping is cut (ms). */
+  heartbeatMs?: number;
 }
 
 /** Close codes in the private range: the console tells a wrong key from a dropped connection. */
@@ -45,8 +48,9 @@ export const CLOSE_FORBIDDEN = 4403;
  */
 export class LiveHub {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 });
-  private readonly clients = new Set<WebSocket>();
+  private readonly clients = new Map<WebSocket, LiveClient>();
   private timer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   private last = "";
   private closed = false;
   private readonly now: () => number;
@@ -91,8 +95,9 @@ export class LiveHub {
         ws.close(CLOSE_FORBIDDEN, "the live view is node-wide: it needs the node operator's API key");
         return;
       }
-      this.clients.add(ws);
-      ws.send(JSON.stringify(this.snapshot()));
+      const client = new LiveClient(ws);
+      this.clients.set(ws, client);
+      client.offer(() => JSON.stringify(this.snapshot()), true);
       this.startPolling();
       // The models page shows each model's memory: an operator watching asks for the estimates
       // (made once per process; a node without a memory budget makes them only when asked).
@@ -115,11 +120,17 @@ export class LiveHub {
     if (this.timer) return;
     this.timer = setInterval(() => this.push(), this.options.pollMs ?? 500);
     this.timer.unref();
+    this.heartbeat = setInterval(() => {
+      for (const [ws, client] of this.clients) if (!client.beat()) this.clients.delete(ws);
+    }, this.options.heartbeatMs ?? 30_000);
+    this.heartbeat.unref();
   }
 
   private stopPolling(): void {
     clearInterval(this.timer);
+    clearInterval(this.heartbeat);
     this.timer = undefined;
+    this.heartbeat = undefined;
     this.last = "";
   }
 
@@ -127,10 +138,11 @@ export class LiveHub {
     const snapshot = this.snapshot();
     // Compare without the timestamp, which changes every time.
     const key = JSON.stringify([snapshot.models, snapshot.requests, snapshot.budget]);
-    if (key === this.last) return;
+    const changed = key !== this.last;
     this.last = key;
-    const text = JSON.stringify(snapshot);
-    for (const ws of this.clients) ws.send(text);
+    let text: string | undefined;
+    // Unchanged, it still goes to a client that skipped one while backed up.
+    for (const client of this.clients.values()) client.offer(() => (text ??= JSON.stringify(snapshot)), changed);
   }
 
   /** Shutdown: tells every client the server is going away (1001) and stops accepting. */
