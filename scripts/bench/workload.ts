@@ -66,7 +66,7 @@ export async function runConcurrent(run: RunRequest, requests: readonly BenchReq
   const client = async (_: unknown, k: number) => {
     if (staggerMs > 0 && k > 0) {
       await sent[k - 1]!.promise;
-      await new Promise((resolve) => setTimeout(resolve, staggerMs));
+      await waitAtLeast(staggerMs);
     }
     const { resolve: released } = sent[k]!;
     while (next < requests.length) {
@@ -83,6 +83,15 @@ export async function runConcurrent(run: RunRequest, requests: readonly BenchReq
   const startedAt = performance.now();
   await Promise.all(Array.from({ length: clients }, client));
   return { traces, durationMs: performance.now() - startedAt };
+}
+
+/**
+ * Waits `ms` by performance.now(): a timer counts from the event loop's cached clock, which lags
+ * the real one by however long the current turn has run, so it can fire a few ms early.
+ */
+async function waitAtLeast(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) await new Promise((resolve) => setTimeout(resolve, Math.ceil(left)));
 }
 
 const FILLER =
