@@ -331,6 +331,12 @@ export interface ChatEngine extends EngineBase {
    */
   readonly maxPromptChars?: number;
   /**
+   * At least how many tokens the chat template writes for each message besides its content,
+   * measured at load; more messages than the context holds at that rate are refused before
+   * rendering. Absent where the engine does not render locally.
+   */
+  readonly minTokensPerMessage?: number;
+  /**
    * At least how many tokens these texts take (never more than the whole would), counted in
    * slices with the event loop free between them and stopping once past `stopAbove`: long
    * text is measured before the prompt is tokenized in one go. Absent: not tokenized locally.

@@ -172,6 +172,39 @@ describe("over-long inputs are refused before tokenizing, without stalling the n
     expect(fits.status, await fits.clone().text()).toBe(200);
   });
 
+  it("more messages than the context can hold at the template's own tokens each: a 400 before rendering (60,000 empty ones took 43 s of the event loop)", async () => {
+    const turns = (n: number) => Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: "" }));
+    const res = await post(server, "/chat/completions", { model: "tiny-chat", messages: turns(60_000) });
+    expect(res.status).toBe(400);
+    const json = (await res.json()) as ErrorJson;
+    // ChatML's scaffolding: each message costs tokens of its own, measured at load.
+    const [, count, each, context] = /^messages: (\d+) messages cannot fit: the chat template takes at least (\d+) tokens for each, and tiny-chat's context holds (\d+)$/.exec(
+      json.error,
+    )!;
+    expect(Number(count)).toBe(60_000);
+    expect(Number(each)).toBeGreaterThanOrEqual(1);
+    // Just within the count bound, the conversation is measured and refused by its tokens, or answered.
+    const within = await post(server, "/chat/completions", { model: "tiny-chat", messages: turns(Math.floor(Number(context) / Number(each))), max_tokens: 1 });
+    expect(within.status).toBe(400);
+    expect(((await within.json()) as ErrorJson).error).toMatch(/the prompt is \d+ tokens but this model's context holds/);
+  });
+
+  it("tool definitions count toward the prompt's length bound: a 400 naming the tool, or all the tools", async () => {
+    const probe = (await (await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "z".repeat(3 * MB) }] })).json()) as ErrorJson;
+    const bound = Number(/never more than (\d+) characters/.exec(probe.error)![1]);
+    const tool = (name: string, description: string) => ({ type: "function", function: { name, description, parameters: { type: "object", properties: {} } } });
+    const one = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], tools: [tool("f", "word ".repeat(bound / 4))] });
+    expect(one.status).toBe(400);
+    const oneJson = (await one.json()) as ErrorJson;
+    expect(oneJson.error).toMatch(/^tools\.0\.function: \d+ characters cannot fit/);
+    const half = "word ".repeat(Math.ceil(bound / 10) + 1);
+    const two = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], tools: [tool("f", half), tool("g", half)] });
+    expect(((await two.json()) as ErrorJson).error).toMatch(/^tools: \d+ characters cannot fit/);
+    // Within the character bound, the tools' text is counted with the conversation's, in slices.
+    const tokens = await post(server, "/chat/completions", { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], tools: [tool("f", "word ".repeat(4000))] });
+    expect(((await tokens.json()) as ErrorJson).error).toMatch(/^messages: the conversation has more than \d+ tokens/);
+  });
+
   it("10 MB prompts on the image and video routes (bodies that may carry a picture): a 400 naming the prompt; past the route's limit a 413 naming it", async () => {
     const image = await post(server, "/images/generations", { model: "tiny-sd", prompt: "p".repeat(10 * MB) });
     expect(image.status).toBe(400);

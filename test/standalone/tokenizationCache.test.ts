@@ -66,4 +66,35 @@ describe("TokenizationCache: a tokenizer that remembers long pieces", () => {
     expect(calls.filter((text) => text === piece(0))).toHaveLength(1);
     expect(calls.filter((text) => text === piece(1))).toHaveLength(2);
   });
+
+  it("tokenizes a long special-token text in pieces cut after special tokens, with exactly the tokens it has whole", () => {
+    const { tokenizer, calls } = countingTokenizer();
+    const cache = new TokenizationCache(tokenizer);
+    const turn = (i: number) => `<|im_start|>user\n${i % 5 === 0 ? "a short question" : ""}<|im_end|>\n<|im_start|>assistant\n<|im_end|>\n`;
+    const sample = Array.from({ length: 50 }, (_, i) => turn(i)).join("");
+    expect(cache.cutAfterSpecialTokens(model.tokenizer, ["<|im_start|>", "<|im_end|>"], sample)).toBe(true);
+    // The scaffolding of 3,000 turns: about 190 KB, past the size tokenized whole.
+    const scaffolding = Array.from({ length: 3000 }, (_, i) => turn(i)).join("");
+    calls.length = 0;
+    expect(cache.tokenize(scaffolding, true)).toEqual(model.tokenizer(scaffolding, true));
+    expect(calls.length).toBeGreaterThan(50);
+    expect(calls.join("")).toBe(scaffolding);
+    expect(calls.every((piece) => piece.endsWith("<|im_start|>") || piece.endsWith("<|im_end|>") || piece === calls.at(-1))).toBe(true);
+    // Short special text, and plain text, are tokenized as before.
+    calls.length = 0;
+    cache.tokenize(turn(0), true);
+    cache.tokenize("word ".repeat(5000), false);
+    expect(calls).toEqual([turn(0), "word ".repeat(5000)]);
+  });
+
+  it("cuts nowhere when the cuts would change a token (a cut inside a special token)", () => {
+    const { tokenizer, calls } = countingTokenizer();
+    const cache = new TokenizationCache(tokenizer);
+    const sample = "<|im_end|>\n<|im_start|>user\n".repeat(50);
+    expect(cache.cutAfterSpecialTokens(model.tokenizer, ["<|im_"], sample)).toBe(false);
+    calls.length = 0;
+    const long = "<|im_end|>\n<|im_start|>user\n".repeat(1000);
+    expect(cache.tokenize(long, true)).toEqual(model.tokenizer(long, true));
+    expect(calls).toHaveLength(1);
+  });
 });

@@ -10,12 +10,21 @@ import type { ChatCompletionRequest } from "./schema.js";
  */
 export function checkPromptLength(
   request: ChatCompletionRequest,
-  engine: Pick<ChatEngine, "maxPromptChars" | "contextSize">,
+  engine: Pick<ChatEngine, "maxPromptChars" | "contextSize" | "minTokensPerMessage">,
   modelId: string,
   conversation?: readonly ChatMessage[],
 ): void {
   const maxChars = engine.maxPromptChars;
   if (maxChars === undefined) return;
+  // Each message costs the template's own tokens, content or not: 60,000 empty messages took 43 s
+  // of the event loop to render and tokenize before the context refused them.
+  const perMessage = Math.max(1, engine.minTokensPerMessage ?? 1);
+  if (request.messages.length * perMessage > engine.contextSize) {
+    throw InvalidRequestError.forField(
+      ["messages"],
+      `${request.messages.length} messages cannot fit: the chat template takes at least ${perMessage} tokens for each, and ${modelId}'s context holds ${engine.contextSize}`,
+    );
+  }
   const refuse = (path: (string | number)[], chars: number) =>
     InvalidRequestError.forField(path, `${chars} characters cannot fit: ${modelId}'s context holds ${engine.contextSize} tokens, which is never more than ${maxChars} characters`);
   let total = 0;
@@ -26,6 +35,14 @@ export function checkPromptLength(
     }
   }
   if (total > maxChars) throw refuse(["messages"], total);
+  // Tool definitions are written into the prompt too (a 30 MB description took 25 s to tokenize).
+  let toolChars = 0;
+  for (const [i, text] of toolTexts(request).entries()) {
+    if (text.length > maxChars) throw refuse(["tools", i, "function"], text.length);
+    toolChars += text.length;
+  }
+  if (toolChars > maxChars) throw refuse(["tools"], toolChars);
+  if (total + toolChars > maxChars) throw refuse(["messages"], total + toolChars);
   // What the model reads: the caller's text with extracted documents, a character's prompt and web results.
   if (conversation) {
     const rendered = conversation.reduce((sum, m) => sum + (m.content?.length ?? 0) + (m.role === "assistant" ? (m.reasoning?.length ?? 0) : 0), 0);
@@ -41,14 +58,30 @@ const MEASURE_ABOVE_CHARS = 4096;
  * slices (the event loop free between them) and a conversation that cannot fit the context is
  * refused before the prompt is tokenized in one go on the event loop.
  */
-export async function checkPromptTokens(engine: Pick<ChatEngine, "countTokensAtLeast" | "contextSize">, modelId: string, conversation: readonly ChatMessage[]): Promise<void> {
+export async function checkPromptTokens(
+  engine: Pick<ChatEngine, "countTokensAtLeast" | "contextSize">,
+  modelId: string,
+  conversation: readonly ChatMessage[],
+  request?: Pick<ChatCompletionRequest, "tools">,
+): Promise<void> {
   if (!engine.countTokensAtLeast) return;
-  const texts = conversation.flatMap((m) => [m.content ?? "", m.role === "assistant" ? (m.reasoning ?? "") : ""]).filter((t) => t.length > 0);
+  const texts = [...conversation.flatMap((m) => [m.content ?? "", m.role === "assistant" ? (m.reasoning ?? "") : ""]), ...(request ? toolTexts(request) : [])].filter(
+    (t) => t.length > 0,
+  );
   if (texts.reduce((sum, t) => sum + t.length, 0) <= MEASURE_ABOVE_CHARS) return;
   const tokens = await engine.countTokensAtLeast(texts, engine.contextSize);
   if (tokens > engine.contextSize) {
     throw InvalidRequestError.forField(["messages"], `the conversation has more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
   }
+}
+
+/** Each tool's text as the prompt carries it: name, description and parameters schema. */
+function toolTexts(request: Pick<ChatCompletionRequest, "tools">): string[] {
+  return (request.tools ?? []).map((tool) => {
+    if (tool.type !== "function" || !("function" in tool)) return ""; // built-in search tools write nothing of the caller's
+    const { name, description, parameters } = tool.function;
+    return `${name} ${description ?? ""} ${parameters === undefined ? "" : JSON.stringify(parameters)}`;
+  });
 }
 
 function* textFields(message: ChatCompletionRequest["messages"][number]): Generator<[(string | number)[], string]> {

@@ -165,7 +165,7 @@ export class ChatService {
     // Held until the request ends (the metered request releases it).
     const { engine } = call.hold(await this.models.acquire(entry.id, "chat"));
     checkPromptLength(request, engine, entry.id, conversation.messages);
-    await checkPromptTokens(engine, entry.id, conversation.messages);
+    await checkPromptTokens(engine, entry.id, conversation.messages, request);
     const { features } = engine;
     const stop = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop;
     const logprobs = toLogprobs(request, entry.id, features);

@@ -4,6 +4,7 @@ import {
   isLlamaText,
   LlamaGrammar,
   LlamaText,
+  SpecialTokensText,
   type ChatHistoryItem,
   type ChatModelFunctionCall,
   type ChatModelFunctions,
@@ -137,9 +138,54 @@ export class LlamaChatEngine implements ChatEngine {
     };
     const longest = longestTokenBytes(model);
     this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
+    this.minTokensPerMessage = this.measureTokensPerMessage();
+    this.tokenizeScaffoldingInPieces();
+  }
+
+  /**
+   * The template's scaffolding around many short messages is one long special-token text, which
+   * llama.cpp tokenizes in time quadratic in its length (TokenizationCache.cutAfterSpecialTokens).
+   * The special tokens it cuts at are the ones the template writes; a rendering of 200 empty
+   * messages checks that cutting there changes no token.
+   */
+  private tokenizeScaffoldingInPieces(): void {
+    try {
+      const messages = Array.from({ length: 200 }, (_, i): ChatMessage => ({ role: i % 2 === 0 ? "user" : "assistant", content: "" }));
+      const rendered = this.chatWrapper.generateContextState({ chatHistory: promptHistory(messages, this.rendering) }).contextText;
+      const scaffolding = rendered.values.filter((value): value is SpecialTokensText => value instanceof SpecialTokensText).map((value) => value.value);
+      const sample = scaffolding.reduce((longest, text) => (text.length > longest.length ? text : longest), "");
+      const tokenizer = this.model.tokenizer;
+      const markers = new Set(
+        tokenizer(sample, true)
+          .filter((token) => tokenizer.isSpecialToken(token))
+          .map((token) => tokenizer.detokenize([token], true)),
+      );
+      this.tokenization.cutAfterSpecialTokens(tokenizer, [...markers], sample);
+    } catch {
+      // A template that cannot render the sample: special text is tokenized whole, as before.
+    }
   }
 
   readonly maxPromptChars: number | undefined;
+  readonly minTokensPerMessage: number;
+
+  /**
+   * The fewest tokens the template writes for a message of its own, user or assistant, measured
+   * on empty ones: a user message is what [user, user] adds to [user], an assistant message what
+   * [user, assistant, user] adds beyond that. 0 where the template drops empty messages or
+   * refuses the shapes (some insist that roles alternate).
+   */
+  private measureTokensPerMessage(): number {
+    const tokens = (roles: readonly ("user" | "assistant")[]) => this.renderPrompt(roles.map((role): ChatMessage => ({ role, content: "" }))).tokens.length;
+    try {
+      const one = tokens(["user"]);
+      const user = tokens(["user", "user"]) - one;
+      const assistant = tokens(["user", "assistant", "user"]) - one - user;
+      return Math.max(0, Math.min(user, assistant));
+    } catch {
+      return 0;
+    }
+  }
 
   async countTokensAtLeast(texts: readonly string[], stopAbove: number): Promise<number> {
     const slicer = new CooperativeSlicer();
