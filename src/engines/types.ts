@@ -321,6 +321,14 @@ export interface ChatFeatures {
   infill: boolean;
 }
 
+/** What a chat template writes around messages of its own, at the least (empty messages). */
+export interface TemplateTokens {
+  /** For any message: one that continues the turn before it (same role) is merged into it. */
+  perMessage: number;
+  /** For an assistant turn and the user turn after it, each opened by a change of role. */
+  perExchange: number;
+}
+
 export interface ChatEngine extends EngineBase {
   readonly kind: "chat";
   readonly contextSize: number;
@@ -331,11 +339,11 @@ export interface ChatEngine extends EngineBase {
    */
   readonly maxPromptChars?: number;
   /**
-   * At least how many tokens the chat template writes for each message besides its content,
-   * measured at load; more messages than the context holds at that rate are refused before
-   * rendering. Absent where the engine does not render locally.
+   * The fewest tokens the chat template writes around messages, besides their content, measured
+   * at load: more messages than the context holds at this rate are refused before rendering.
+   * Absent where the engine does not render locally.
    */
-  readonly minTokensPerMessage?: number;
+  readonly templateTokens?: TemplateTokens;
   /**
    * At least how many tokens these texts take (never more than the whole would), counted in
    * slices with the event loop free between them and stopping once past `stopAbove`: long

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { chunksAtWhitespace } from "../../src/engines/cooperativeWork.js";
 import { clipDetails, clipMessage, toErrorResponse, NotFoundError } from "../../src/errors.js";
 import { checkJsonShape, scanJsonText } from "../../src/http/jsonShape.js";
+import { templateTokenFloor } from "../../src/api/chat/promptBound.js";
 import { toJsonSchemaSubset } from "../../src/engines/jsonSchemaSubset.js";
 import { jsonGrammar } from "../../src/engines/llama/jsonGrammar.js";
 
@@ -86,6 +87,26 @@ describe("scanJsonText: a large body's bounds read from its text, before parsing
       if (scanned) expect(walked).toBe(scanned);
     }
     expect(scanJsonText(Buffer.from(JSON.stringify([1, 2, 3, 4, 5, 6])), limits)).toBe(checkJsonShape([1, 2, 3, 4, 5, 6], limitsAfter)?.message);
+  });
+});
+
+describe("templateTokenFloor: the least a chat template writes around messages", () => {
+  const roles = (...list: string[]) => list.map((role) => ({ role }));
+  const chatml = { perMessage: 2, perExchange: 14 };
+
+  it("counts each two changes between user and assistant as an exchange, every other message at the least a message costs", () => {
+    const alternating = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? "assistant" : "user" }));
+    // 9 changes: 4 exchanges (8 messages) and 2 messages more.
+    expect(templateTokenFloor(alternating, chatml)).toBe(4 * 14 + 2 * 2);
+    expect(templateTokenFloor(roles("user", "user", "user"), chatml)).toBe(6);
+    // System and tool messages open no exchange.
+    expect(templateTokenFloor(roles("system", "user", "assistant", "user"), chatml)).toBe(14 + 2 * 2);
+    expect(templateTokenFloor(roles("user", "tool", "assistant", "tool"), chatml)).toBe(8);
+  });
+
+  it("falls back to one token a message where nothing was measured, and never counts an exchange below two messages", () => {
+    expect(templateTokenFloor(roles("user", "assistant", "user"), undefined)).toBe(3);
+    expect(templateTokenFloor(roles("user", "assistant", "user"), { perMessage: 3, perExchange: 0 })).toBe(9);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { ChatEngine, ChatMessage } from "../../engines/types.js";
+import type { ChatEngine, ChatMessage, TemplateTokens } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { ChatCompletionRequest } from "./schema.js";
 
@@ -10,7 +10,7 @@ import type { ChatCompletionRequest } from "./schema.js";
  */
 export function checkPromptLength(
   request: ChatCompletionRequest,
-  engine: Pick<ChatEngine, "maxPromptChars" | "contextSize" | "minTokensPerMessage">,
+  engine: Pick<ChatEngine, "maxPromptChars" | "contextSize" | "templateTokens">,
   modelId: string,
   conversation?: readonly ChatMessage[],
 ): void {
@@ -18,11 +18,11 @@ export function checkPromptLength(
   if (maxChars === undefined) return;
   // Each message costs the template's own tokens, content or not: 60,000 empty messages took 43 s
   // of the event loop to render and tokenize before the context refused them.
-  const perMessage = Math.max(1, engine.minTokensPerMessage ?? 1);
-  if (request.messages.length * perMessage > engine.contextSize) {
+  const floor = templateTokenFloor(request.messages, engine.templateTokens);
+  if (floor > engine.contextSize) {
     throw InvalidRequestError.forField(
       ["messages"],
-      `${request.messages.length} messages cannot fit: the chat template takes at least ${perMessage} tokens for each, and ${modelId}'s context holds ${engine.contextSize}`,
+      `${request.messages.length} messages cannot fit: the chat template writes at least ${floor} tokens around them, and ${modelId}'s context holds ${engine.contextSize}`,
     );
   }
   const refuse = (path: (string | number)[], chars: number) =>
@@ -73,6 +73,22 @@ export async function checkPromptTokens(
   if (tokens > engine.contextSize) {
     throw InvalidRequestError.forField(["messages"], `the conversation has more than ${engine.contextSize} tokens; ${modelId}'s context holds ${engine.contextSize}`);
   }
+}
+
+/**
+ * The fewest tokens a template writes around these messages: every message at least the least a
+ * message costs (1 where unmeasured), and each change between user and assistant opens a turn.
+ * Changes alternate (to assistant, to user, ...), so every two of them cost an exchange.
+ */
+export function templateTokenFloor(messages: readonly { role: string }[], template: TemplateTokens | undefined): number {
+  let changes = 0;
+  for (let i = 1; i < messages.length; i++) {
+    const [before, role] = [messages[i - 1]!.role, messages[i]!.role];
+    if (before !== role && (before === "user" || before === "assistant") && (role === "user" || role === "assistant")) changes++;
+  }
+  const perMessage = Math.max(1, template?.perMessage ?? 1);
+  const perExchange = Math.max(2 * perMessage, template?.perExchange ?? 0);
+  return (messages.length - 2 * Math.floor(changes / 2)) * perMessage + Math.floor(changes / 2) * perExchange;
 }
 
 /** Each tool's text as the prompt carries it: name, description and parameters schema. */

@@ -36,6 +36,7 @@ import type {
   MemoryEstimate,
   PlannedChat,
   PlannedCompletion,
+  TemplateTokens,
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
 import { chatWrapperFor } from "./chatWrapperCache.js";
@@ -138,7 +139,7 @@ export class LlamaChatEngine implements ChatEngine {
     };
     const longest = longestTokenBytes(model);
     this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
-    this.minTokensPerMessage = this.measureTokensPerMessage();
+    this.templateTokens = this.measureTemplateTokens();
     this.tokenizeScaffoldingInPieces();
   }
 
@@ -167,24 +168,27 @@ export class LlamaChatEngine implements ChatEngine {
   }
 
   readonly maxPromptChars: number | undefined;
-  readonly minTokensPerMessage: number;
+  readonly templateTokens: TemplateTokens;
 
   /**
-   * The fewest tokens the template writes for a message of its own, user or assistant, measured
-   * on empty ones: a user message is what [user, user] adds to [user], an assistant message what
-   * [user, assistant, user] adds beyond that. 0 where the template drops empty messages or
-   * refuses the shapes (some insist that roles alternate).
+   * What the template writes around empty messages: a user message merged into the one before
+   * ([user, user] over [user]), and an exchange, an assistant turn with the user turn after it
+   * ([user, assistant, user] over [user]). 0 where it cannot render them (some templates insist
+   * that roles alternate), which leaves only the bound of one token a message.
    */
-  private measureTokensPerMessage(): number {
+  private measureTemplateTokens(): TemplateTokens {
     const tokens = (roles: readonly ("user" | "assistant")[]) => this.renderPrompt(roles.map((role): ChatMessage => ({ role, content: "" }))).tokens.length;
-    try {
-      const one = tokens(["user"]);
-      const user = tokens(["user", "user"]) - one;
-      const assistant = tokens(["user", "assistant", "user"]) - one - user;
-      return Math.max(0, Math.min(user, assistant));
-    } catch {
-      return 0;
-    }
+    const measured = (measure: () => number) => {
+      try {
+        return Math.max(0, measure());
+      } catch {
+        return 0;
+      }
+    };
+    return {
+      perMessage: measured(() => tokens(["user", "user"]) - tokens(["user"])),
+      perExchange: measured(() => tokens(["user", "assistant", "user"]) - tokens(["user"])),
+    };
   }
 
   async countTokensAtLeast(texts: readonly string[], stopAbove: number): Promise<number> {
