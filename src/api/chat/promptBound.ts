@@ -3,10 +3,12 @@ import { InvalidRequestError } from "../../errors.js";
 import type { ChatCompletionRequest } from "./schema.js";
 
 /**
- * Refuses a prompt that cannot fit the model's context by its length alone, before any
- * tokenizer runs: a field longer than the engine's `maxPromptChars` (the context times the
- * longest token piece) is a 400 naming it, and so is a conversation whose text together is.
- * Engines without a sound bound (relays, vocabularies that can drop characters) skip it.
+ * Refuses a prompt that cannot fit the model's context by its length alone, before anything is
+ * rendered or tokenized: more messages than the context holds at the template's own tokens
+ * (`templateTokenFloor`), a field longer than the engine's `maxPromptChars` (the context times
+ * the longest token piece), and messages or tool definitions whose text together is, are each a
+ * 400 naming the field. Engines without a sound bound (relays, vocabularies that can drop
+ * characters) skip it.
  */
 export function checkPromptLength(
   request: ChatCompletionRequest,
