@@ -321,12 +321,18 @@ export interface ChatFeatures {
   infill: boolean;
 }
 
-/** What a chat template writes around messages of its own, at the least (empty messages). */
-export interface TemplateTokens {
-  /** For any message: one that continues the turn before it (same role) is merged into it. */
+/** What a chat template writes around messages besides their content, at the least. */
+export interface TemplateCosts {
+  /** For a message that continues the turn before it (same role): it is merged into that turn. */
   perMessage: number;
   /** For an assistant turn and the user turn after it, each opened by a change of role. */
   perExchange: number;
+}
+
+/** Templates may treat empty messages apart (Qwen's drops them): both are measured. */
+export interface TemplateTokens {
+  empty: TemplateCosts;
+  withContent: TemplateCosts;
 }
 
 export interface ChatEngine extends EngineBase {

@@ -91,22 +91,42 @@ describe("scanJsonText: a large body's bounds read from its text, before parsing
 });
 
 describe("templateTokenFloor: the least a chat template writes around messages", () => {
-  const roles = (...list: string[]) => list.map((role) => ({ role }));
-  const chatml = { perMessage: 2, perExchange: 14 };
+  const messages = (...list: [string, string][]) => list.map(([role, content]) => ({ role, content }));
+  // ChatML's, as the demo model measures it; Qwen's wrapper drops empty messages (all 0).
+  const chatml = { empty: { perMessage: 2, perExchange: 14 }, withContent: { perMessage: 2, perExchange: 14 } };
+  const qwen = { empty: { perMessage: 0, perExchange: 0 }, withContent: { perMessage: 1, perExchange: 10 } };
+  const alternating = (n: number, content: string) => Array.from({ length: n }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content }));
 
-  it("counts each two changes between user and assistant as an exchange, every other message at the least a message costs", () => {
-    const alternating = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? "assistant" : "user" }));
-    // 9 changes: 4 exchanges (8 messages) and 2 messages more.
-    expect(templateTokenFloor(alternating, chatml)).toBe(4 * 14 + 2 * 2);
-    expect(templateTokenFloor(roles("user", "user", "user"), chatml)).toBe(6);
+  it("counts each two changes between user and assistant as an exchange, every other message at what a merged one costs", () => {
+    // 9 changes: 4 exchanges (8 messages) and the first message and the unpaired change.
+    expect(templateTokenFloor(alternating(10, "x"), chatml)).toBe(4 * 14 + 2 * 2);
+    expect(templateTokenFloor(messages(["user", "x"], ["user", "x"], ["user", "x"]), chatml)).toBe(6);
     // System and tool messages open no exchange.
-    expect(templateTokenFloor(roles("system", "user", "assistant", "user"), chatml)).toBe(14 + 2 * 2);
-    expect(templateTokenFloor(roles("user", "tool", "assistant", "tool"), chatml)).toBe(8);
+    expect(templateTokenFloor(messages(["system", "x"], ["user", "x"], ["assistant", "x"], ["user", "x"]), chatml)).toBe(14 + 2 * 2);
   });
 
-  it("falls back to one token a message where nothing was measured, and never counts an exchange below two messages", () => {
-    expect(templateTokenFloor(roles("user", "assistant", "user"), undefined)).toBe(3);
-    expect(templateTokenFloor(roles("user", "assistant", "user"), { perMessage: 3, perExchange: 0 })).toBe(9);
+  it("costs empty messages apart, and an exchange with an empty side at the lesser cost", () => {
+    expect(templateTokenFloor(alternating(1000, "x"), qwen)).toBe(499 * 10 + 2 * 1);
+    // Qwen's wrapper drops empty messages: only the floor of one token a message is left.
+    expect(templateTokenFloor(alternating(1000, ""), qwen)).toBe(1000);
+    const mixed = alternating(1000, "x").map((message, i) => (i % 4 === 1 ? { ...message, content: "" } : message));
+    // Every other assistant message empty: half the exchanges have an empty side.
+    expect(templateTokenFloor(mixed, qwen)).toBe(249 * 10 + 2 * 1);
+    // An assistant message with only tool calls has content.
+    expect(
+      templateTokenFloor(
+        [
+          { role: "user", content: "x" },
+          { role: "assistant", content: null, tool_calls: [{}] },
+          { role: "user", content: "x" },
+        ],
+        qwen,
+      ),
+    ).toBe(10 + 1);
+  });
+
+  it("counts one token a message where nothing was measured", () => {
+    expect(templateTokenFloor(alternating(3, "x"), undefined)).toBe(3);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { ChatEngine, ChatMessage, TemplateTokens } from "../../engines/types.js";
+import type { ChatEngine, ChatMessage, TemplateCosts, TemplateTokens } from "../../engines/types.js";
 import { InvalidRequestError } from "../../errors.js";
 import type { ChatCompletionRequest } from "./schema.js";
 
@@ -78,19 +78,41 @@ export async function checkPromptTokens(
 }
 
 /**
- * The fewest tokens a template writes around these messages: every message at least the least a
- * message costs (1 where unmeasured), and each change between user and assistant opens a turn.
- * Changes alternate (to assistant, to user, ...), so every two of them cost an exchange.
+ * The fewest tokens a template writes around these messages, besides their content: a message
+ * that continues its turn costs the least a merged message does, and each change between user
+ * and assistant opens a turn. Changes alternate (to assistant, to user, ...), so every two of
+ * them cost an exchange. Empty messages are costed apart (a template may drop them). Whatever
+ * the template, a message counts at least one token: more messages than the context has tokens
+ * are refused even where a template would drop them all.
  */
-export function templateTokenFloor(messages: readonly { role: string }[], template: TemplateTokens | undefined): number {
-  let changes = 0;
-  for (let i = 1; i < messages.length; i++) {
-    const [before, role] = [messages[i - 1]!.role, messages[i]!.role];
-    if (before !== role && (before === "user" || before === "assistant") && (role === "user" || role === "assistant")) changes++;
+export function templateTokenFloor(messages: readonly TemplatedMessage[], template: TemplateTokens | undefined): number {
+  const cost = (hasContent: boolean, key: keyof TemplateCosts) => (hasContent ? template?.withContent : template?.empty)?.[key] ?? 0;
+  let floor = 0;
+  // Whether the first change of an exchange opened a message with content; null: no exchange open.
+  let opened: boolean | null = null;
+  for (const [i, message] of messages.entries()) {
+    const hasContent = messageHasContent(message);
+    const before = messages[i - 1]?.role;
+    const role = message.role;
+    const changes = before !== undefined && before !== role && (before === "user" || before === "assistant") && (role === "user" || role === "assistant");
+    if (!changes) floor += cost(hasContent, "perMessage");
+    else if (opened === null) opened = hasContent;
+    else {
+      floor += opened && hasContent ? cost(true, "perExchange") : Math.min(cost(true, "perExchange"), cost(false, "perExchange"));
+      opened = null;
+    }
   }
-  const perMessage = Math.max(1, template?.perMessage ?? 1);
-  const perExchange = Math.max(2 * perMessage, template?.perExchange ?? 0);
-  return (messages.length - 2 * Math.floor(changes / 2)) * perMessage + Math.floor(changes / 2) * perExchange;
+  if (opened !== null) floor += cost(opened, "perMessage");
+  return Math.max(floor, messages.length);
+}
+
+/** What the floor reads of a message. */
+type TemplatedMessage = { role: string; content?: unknown; tool_calls?: readonly unknown[] | null };
+
+function messageHasContent(message: TemplatedMessage): boolean {
+  const { content } = message;
+  if (typeof content === "string" ? content.length > 0 : Array.isArray(content) && content.length > 0) return true;
+  return (message.tool_calls?.length ?? 0) > 0;
 }
 
 /** Each tool's text as the prompt carries it: name, description and parameters schema. */

@@ -36,6 +36,7 @@ import type {
   MemoryEstimate,
   PlannedChat,
   PlannedCompletion,
+  TemplateCosts,
   TemplateTokens,
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
@@ -171,24 +172,31 @@ export class LlamaChatEngine implements ChatEngine {
   readonly templateTokens: TemplateTokens;
 
   /**
-   * What the template writes around empty messages: a user message merged into the one before
-   * ([user, user] over [user]), and an exchange, an assistant turn with the user turn after it
-   * ([user, assistant, user] over [user]). 0 where it cannot render them (some templates insist
-   * that roles alternate), which leaves only the bound of one token a message.
+   * What the template writes around messages besides their content: a user message merged into
+   * the one before it ([user, user] over [user]), and an exchange, an assistant turn with the
+   * user turn after it ([user, assistant, user] over [user]); for empty messages and for
+   * messages of one short word. 0 where it cannot render them (some templates insist that roles
+   * alternate).
    */
   private measureTemplateTokens(): TemplateTokens {
-    const tokens = (roles: readonly ("user" | "assistant")[]) => this.renderPrompt(roles.map((role): ChatMessage => ({ role, content: "" }))).tokens.length;
-    const measured = (measure: () => number) => {
-      try {
-        return Math.max(0, measure());
-      } catch {
-        return 0;
-      }
+    const word = "a";
+    const wordTokens = this.model.tokenize(word, false).length;
+    const costs = (content: string): TemplateCosts => {
+      const tokens = (roles: readonly ("user" | "assistant")[]) => this.renderPrompt(roles.map((role): ChatMessage => ({ role, content }))).tokens.length;
+      const own = content === "" ? 0 : wordTokens;
+      const measured = (measure: () => number) => {
+        try {
+          return Math.max(0, measure());
+        } catch {
+          return 0;
+        }
+      };
+      return {
+        perMessage: measured(() => tokens(["user", "user"]) - tokens(["user"]) - own),
+        perExchange: measured(() => tokens(["user", "assistant", "user"]) - tokens(["user"]) - 2 * own),
+      };
     };
-    return {
-      perMessage: measured(() => tokens(["user", "user"]) - tokens(["user"])),
-      perExchange: measured(() => tokens(["user", "assistant", "user"]) - tokens(["user"])),
-    };
+    return { empty: costs(""), withContent: costs(word) };
   }
 
   async countTokensAtLeast(texts: readonly string[], stopAbove: number): Promise<number> {
