@@ -31,9 +31,10 @@ export interface LiveHubOptions {
   pollMs?: number;
   /** How long a connection may stay unauthenticated (ms). */
   authTimeoutMs?: number;
-  /** How often connections are pinged; one that has not answered by the next ping is cut (ms). */
-  heartbeatMs?: number;
 }
+
+/** How often live connections are pinged; one that has not answered by the next ping is cut. */
+const HEARTBEAT_MS = 30_000;
 
 /** Close codes in the private range: the console tells a wrong key from a dropped connection. */
 export const CLOSE_UNAUTHORIZED = 4401;
@@ -122,7 +123,7 @@ export class LiveHub {
     this.timer.unref();
     this.heartbeat = setInterval(() => {
       for (const [ws, client] of this.clients) if (!client.beat()) this.clients.delete(ws);
-    }, this.options.heartbeatMs ?? 30_000);
+    }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
 

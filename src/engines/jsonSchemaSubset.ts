@@ -222,7 +222,6 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
         let minLength = count("minLength", 0)!;
         let maxLength = count("maxLength", null);
         if (maxLength !== null && maxLength < minLength) throw new UnsupportedJsonSchemaError([...path, "maxLength"], "maxLength is below minLength");
-        [minLength, maxLength] = enforcedCounts(path, "minLength", minLength, "maxLength", maxLength);
         const format = typeof node.format === "string" && ["date", "time", "date-time", "uuid"].includes(node.format) ? (node.format as StringFormat) : null;
         // Other formats are annotations to the grammar; a caller that checks the output afterwards checks them there.
         if (unenforced && typeof node.format === "string" && !format) unenforced.add("format");
@@ -232,7 +231,7 @@ export function toJsonSchemaSubset(schema: unknown, options: JsonSchemaSubsetOpt
           }
           minLength = 0;
           maxLength = null;
-        }
+        } else [minLength, maxLength] = enforcedCounts(path, "minLength", minLength, "maxLength", maxLength);
         return { kind: "string", minLength, maxLength, format };
       }
       case "integer":

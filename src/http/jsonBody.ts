@@ -71,10 +71,14 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
 /** Bodies from this size on are scanned before they are parsed (smaller ones parse in a few milliseconds, and keep exact paths). */
 const SCAN_FROM_BYTES = 1024 * 1024;
 
-/** body-parser's hook on the raw bytes: a large body past the shape's bounds is refused unparsed. */
-function scanLargeBody(shape: JsonShapeLimits): (req: Request, res: Response, buf: Buffer) => void {
-  return (_req, _res, buf) => {
-    if (buf.length < SCAN_FROM_BYTES) return;
+/**
+ * body-parser's hook on the raw bytes: a large body past the shape's bounds is refused unparsed.
+ * UTF-8 only, where a byte below 0x80 is always that character (body-parser also takes UTF-16,
+ * whose characters may hold a quote's or a comma's byte).
+ */
+function scanLargeBody(shape: JsonShapeLimits): (req: Request, res: Response, buf: Buffer, encoding: string) => void {
+  return (_req, _res, buf, encoding) => {
+    if (buf.length < SCAN_FROM_BYTES || !/^utf-?8$/i.test(encoding ?? "")) return;
     const violation = scanJsonText(buf, shape);
     if (violation) throw Object.assign(new Error(violation), { shapeViolation: violation });
   };

@@ -328,6 +328,13 @@ describe("nesting and size limits on schemas and free-form JSON", () => {
     // A large body that is mostly one string, within the bounds, goes on to validation.
     const long = await post(server, "/chat/completions", chat(`"metadata":{"a":"${"x,[{".repeat(MB)}"}`));
     expect(((await long.json()) as ErrorJson).error).toMatch(/^Invalid request parameters: metadata/);
+    // UTF-16 is not scanned: its characters hold quote and comma bytes (U+2200 is 00 22, U+2C00 00 2C), which are neither.
+    const utf16 = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json; charset=utf-16le" },
+      body: Buffer.from(chat(`"metadata":{"a":"${"\u2200\u2c00".repeat(MB / 2)}"}`), "utf16le"),
+    });
+    expect(((await utf16.json()) as ErrorJson).error).toMatch(/^Invalid request parameters: metadata/);
   });
 
   it("deep bodies on routes without schemas are 400s too (never a stack overflow)", async () => {

@@ -85,6 +85,8 @@ describe("the JSON Schema subset held by grammar", () => {
     expect([...unenforced].sort()).toEqual(["maxLength", "minItems"]);
     expect(() => toJsonSchemaSubset({ type: "object", properties: { a: { type: "string", maxLength: 2001 } } })).toThrow(/properties\.a\.maxLength: maxLength above 2000/);
     expect(toJsonSchemaSubset({ type: "string", maxLength: 2000 }).root).toMatchObject({ maxLength: 2000 });
+    // Beside a format the lengths are not enforced at all, whatever they are: that is the reason given.
+    expect(() => toJsonSchemaSubset({ type: "string", format: "date", minLength: 5000 })).toThrow(/minLength: format cannot be combined with minLength or maxLength/);
   });
 
   it("holds a schema's counts together to a budget; identical string ranges count once", () => {

@@ -162,7 +162,7 @@ export class LlamaChatEngine implements ChatEngine {
           .filter((token) => tokenizer.isSpecialToken(token))
           .map((token) => tokenizer.detokenize([token], true)),
       );
-      this.tokenization.cutAfterSpecialTokens(tokenizer, [...markers], sample);
+      this.tokenization.cutAfterSpecialTokens([...markers], sample);
     } catch {
       // A template that cannot render the sample: special text is tokenized whole, as before.
     }

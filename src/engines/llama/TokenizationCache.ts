@@ -27,10 +27,13 @@ export class TokenizationCache {
   /** Use in place of the model's tokenizer (LlamaText.tokenize takes it). */
   readonly tokenize: Tokenizer;
 
-  constructor(tokenizer: Tokenizer, limits: Partial<TokenizationCacheLimits> = {}) {
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    limits: Partial<TokenizationCacheLimits> = {},
+  ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     const tokenize = (text: string, specialTokens?: boolean | "builtin", options?: "trimLeadingSpace"): Token[] => {
-      if (specialTokens === true && text.length > SPECIAL_PIECE_CHARS && this.markers.length > 0) return this.inPieces(tokenizer, text, options);
+      if (specialTokens === true && text.length > SPECIAL_PIECE_CHARS && this.markers.length > 0) return this.inPieces(text, options);
       if (specialTokens === "builtin" || text.length < this.limits.minChars || text.length > this.limits.maxChars) {
         return tokenizer(text as never, specialTokens as never, options as never);
       }
@@ -64,18 +67,18 @@ export class TokenizationCache {
    * pieces. A special token is a cut llama.cpp makes anyway: the text on each side of it is
    * tokenized on its own, so pieces that end with one change nothing.
    */
-  cutAfterSpecialTokens(tokenizer: Tokenizer, markers: readonly string[], sample: string): boolean {
+  cutAfterSpecialTokens(markers: readonly string[], sample: string): boolean {
     const usable = markers.filter((marker) => marker.length > 0);
     if (usable.length === 0) return false;
     this.markers = usable;
-    const whole = tokenizer(sample, true);
-    const pieces = this.inPieces(tokenizer, sample, undefined, 64);
+    const whole = this.tokenizer(sample, true);
+    const pieces = this.inPieces(sample, undefined, 64);
     const same = whole.length === pieces.length && whole.every((token, i) => token === pieces[i]);
     if (!same) this.markers = [];
     return same;
   }
 
-  private inPieces(tokenizer: Tokenizer, text: string, options: "trimLeadingSpace" | undefined, pieceChars = SPECIAL_PIECE_CHARS / 4): Token[] {
+  private inPieces(text: string, options: "trimLeadingSpace" | undefined, pieceChars = SPECIAL_PIECE_CHARS / 4): Token[] {
     const tokens: Token[] = [];
     // Where each marker next occurs (-1: not again), searched forward only, so the text is read once per marker.
     const next = this.markers.map((marker) => text.indexOf(marker));
@@ -87,7 +90,7 @@ export class TokenizationCache {
         if (next[i]! >= 0 && next[i]! + marker.length < from) next[i] = text.indexOf(marker, from - marker.length);
         if (next[i]! >= 0) end = Math.min(end, next[i]! + marker.length);
       }
-      for (const token of tokenizer(text.slice(start, end), true, start === 0 ? options : undefined)) tokens.push(token);
+      for (const token of this.tokenizer(text.slice(start, end), true, start === 0 ? options : undefined)) tokens.push(token);
       start = end;
     }
     return tokens;
