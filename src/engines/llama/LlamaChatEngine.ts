@@ -142,11 +142,13 @@ export class LlamaChatEngine implements ChatEngine {
     this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
     this.templateTokens = this.measureTemplateTokens();
     this.tokenizeScaffoldingInPieces();
+    // A raw prompt may spell any special token of the vocabulary, any text its user-defined ones.
+    this.tokenization.allowVocabularyCuts(model, ["special", "plain"]);
   }
 
   /**
    * The template's scaffolding around many short messages is one long special-token text, which
-   * llama.cpp tokenizes in time quadratic in its length (TokenizationCache.cutAfterSpecialTokens).
+   * llama.cpp tokenizes in time quadratic in its length (TokenizationCache.allowCuts).
    * The special tokens it cuts at are the ones the template writes; a rendering of 200 empty
    * messages checks that cutting there changes no token.
    */
@@ -162,10 +164,15 @@ export class LlamaChatEngine implements ChatEngine {
           .filter((token) => tokenizer.isSpecialToken(token))
           .map((token) => tokenizer.detokenize([token], true)),
       );
-      this.tokenization.cutAfterSpecialTokens([...markers], sample);
+      this.tokenization.allowCuts("special", [...markers], sample);
     } catch {
       // A template that cannot render the sample: special text is tokenized whole, as before.
     }
+  }
+
+  /** The special tokens long text is cut after before llama.cpp tokenizes it (tests, diagnostics). */
+  tokenizationCuts(): { special: string[]; plain: string[] } {
+    return this.tokenization.cutMarkers();
   }
 
   readonly maxPromptChars: number | undefined;
@@ -375,7 +382,7 @@ export class LlamaChatEngine implements ChatEngine {
     let tokens: Token[];
     // A raw prompt may spell special tokens (an editor's own FIM or chat layout), as llama-server and
     // vLLM read them; FIM parts are code, read as plain text.
-    if (typeof prompt === "string") tokens = this.model.tokenize(prompt, suffix === undefined);
+    if (typeof prompt === "string") tokens = this.tokenization.tokenizeRaw(prompt, suffix === undefined);
     else {
       const vocabulary = this.features.vocabularySize;
       for (const [position, id] of prompt.entries()) {
@@ -395,7 +402,7 @@ export class LlamaChatEngine implements ChatEngine {
     const { prefix: pre, suffix: suf, middle: mid } = this.model.tokens.infill;
     if (pre === null || suf === null || mid === null) throw this.refuse({ kind: "noInfillTokens" });
     // Prefix-suffix-middle order, as llama.cpp's infill and node-llama-cpp's LlamaCompletion build it.
-    const suffixTokens = this.model.tokenize(suffix, false);
+    const suffixTokens = this.tokenization.tokenizeRaw(suffix, false);
     return [...(bos !== null ? [bos] : []), pre, ...tokens, suf, ...suffixTokens, mid];
   }
 

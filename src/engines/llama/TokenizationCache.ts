@@ -1,4 +1,5 @@
-import type { Token, Tokenizer } from "node-llama-cpp";
+import type { LlamaModel, Token, Tokenizer } from "node-llama-cpp";
+import { cuttableSpecialTokens, SpecialTokenCuts, type SpecialTokenText } from "./SpecialTokenCuts.js";
 
 export interface TokenizationCacheLimits {
   /** Pieces shorter than this are tokenized every time: cheap, and too many to be worth keeping. */
@@ -8,8 +9,10 @@ export interface TokenizationCacheLimits {
 }
 
 const DEFAULT_LIMITS: TokenizationCacheLimits = { minChars: 256, maxChars: 4_000_000 };
-/** Special-token text longer than this is tokenized in pieces where the model allows it. */
-const SPECIAL_PIECE_CHARS = 8192;
+/** Special tokens of a vocabulary checked in the sample that allows cutting after them. */
+const VOCABULARY_SAMPLE_MARKERS = 64;
+/** Text longer than this is tokenized in pieces where the model allows it. */
+const PIECES_ABOVE_CHARS = 8192;
 
 /**
  * A model's tokenizer that remembers the tokens of long pieces of text. A rendered prompt is
@@ -33,10 +36,8 @@ export class TokenizationCache {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     const tokenize = (text: string, specialTokens?: boolean | "builtin", options?: "trimLeadingSpace"): Token[] => {
-      if (specialTokens === true && text.length > SPECIAL_PIECE_CHARS && this.markers.length > 0) return this.inPieces(text, options);
-      if (specialTokens === "builtin" || text.length < this.limits.minChars || text.length > this.limits.maxChars) {
-        return tokenizer(text as never, specialTokens as never, options as never);
-      }
+      if (specialTokens === "builtin") return tokenizer(text as never, specialTokens as never, options as never);
+      if (text.length < this.limits.minChars || text.length > this.limits.maxChars) return this.fresh(text, specialTokens === true, options);
       const key = `${specialTokens ? "s" : "t"}${options === "trimLeadingSpace" ? "l" : "-"}${text}`;
       const known = this.pieces.get(key);
       if (known) {
@@ -45,7 +46,7 @@ export class TokenizationCache {
         this.pieces.set(key, known);
         return known.tokens.slice();
       }
-      const tokens = tokenizer(text, specialTokens, options);
+      const tokens = this.fresh(text, specialTokens === true, options);
       this.keep(key, { tokens: tokens.slice(), chars: text.length });
       return tokens;
     };
@@ -56,42 +57,82 @@ export class TokenizationCache {
     }) as Tokenizer;
   }
 
-  /** Special-token texts a long special text may be cut after (see `cutAfterSpecialTokens`). */
-  private markers: readonly string[] = [];
+  /** Where long text may be cut: with special tokens read, and as plain text (see `allowCuts`). */
+  private cuts = { special: new SpecialTokenCuts([]), plain: new SpecialTokenCuts([]) };
 
   /**
-   * Lets long special-token text be tokenized in pieces cut right after the given special tokens,
-   * if that gives `sample` exactly the tokens it gets whole (else nothing changes). llama.cpp's
-   * search for special tokens in a text is quadratic in its length: the scaffolding a template
-   * writes around 20,000 empty messages (580 KB) took 4.7 s of the event loop whole and 78 ms in
-   * pieces. A special token is a cut llama.cpp makes anyway: the text on each side of it is
+   * Lets long text be tokenized in pieces cut right after the given special tokens (besides
+   * those allowed before), if that gives `sample` exactly the tokens it gets whole, cut after
+   * every one of them (else nothing changes). `special`: for text read with special tokens (a
+   * template's scaffolding, a raw prompt); `plain`: for plain text (a message), where llama.cpp
+   * still splits at user-defined tokens (`<think>`, `[PAD151700]`).
+   *
+   * llama.cpp's split at special tokens is quadratic in their number (see SpecialTokenCuts): the
+   * scaffolding a template writes around 20,000 empty messages (580 KB) took 4.7 s of the event
+   * loop whole and 78 ms in pieces; a message of 32,768 `[PAD151700]` (Qwen2.5's vocabulary),
+   * 1.9 s whole. A special token is a cut llama.cpp makes anyway: the text on each side of it is
    * tokenized on its own, so pieces that end with one change nothing.
    */
-  cutAfterSpecialTokens(markers: readonly string[], sample: string): boolean {
-    const usable = markers.filter((marker) => marker.length > 0);
-    if (usable.length === 0) return false;
-    this.markers = usable;
-    const whole = this.tokenizer(sample, true);
-    const pieces = this.inPieces(sample, undefined, 64);
+  allowCuts(mode: "special" | "plain", markers: readonly string[], sample: string): boolean {
+    const cuts = this.cuts[mode].with(markers);
+    if (cuts.size === this.cuts[mode].size) return false;
+    const whole = this.tokenizer(sample, mode === "special");
+    const pieces = this.inPieces(cuts, sample, mode === "special", undefined, 1);
     const same = whole.length === pieces.length && whole.every((token, i) => token === pieces[i]);
-    if (!same) this.markers = [];
+    if (same) this.cuts[mode] = cuts;
     return same;
   }
 
-  private inPieces(text: string, options: "trimLeadingSpace" | undefined, pieceChars = SPECIAL_PIECE_CHARS / 4): Token[] {
+  /**
+   * Allows cuts after the model's own special tokens, in the given modes: any special token
+   * with special tokens read, user-defined ones (`<think>`, Qwen2.5's `[PAD151700]`) in plain
+   * text too, which llama.cpp splits at even there. Such text is tokenized in time quadratic in
+   * the number of tokens it spells: a raw prompt of 32,000 `x<|endoftext|>` took 3.8 s, a
+   * message of 32,768 `[PAD151700]` 1.9 s (131,072 of them, 27 s). The cuts are after the
+   * vocabulary's delimited special tokens that nothing else overlaps (cuttableSpecialTokens),
+   * once a sample with each of them (a spread of them, for vocabularies with thousands) gets the
+   * same tokens cut as whole. Reading the attributes of a 256,000-token vocabulary and checking
+   * the samples takes 4 to 50 ms.
+   */
+  allowVocabularyCuts(model: LlamaModel, modes: readonly ("special" | "plain")[]): void {
+    const size = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
+    const specials: (SpecialTokenText & { userDefined: boolean })[] = [];
+    for (let id = 0; id < size; id++) {
+      const attributes = model.getTokenAttributes(id as Token);
+      if (!(attributes.control || attributes.userDefined || attributes.unknown)) continue;
+      specials.push({ text: model.detokenize([id as Token], true), rstrip: attributes.rstrip, userDefined: attributes.userDefined });
+    }
+    const cuttable = new Set(cuttableSpecialTokens(specials));
+    for (const mode of modes) {
+      const markers = mode === "special" ? [...cuttable] : specials.filter((special) => special.userDefined && cuttable.has(special.text)).map((special) => special.text);
+      if (markers.length === 0) continue;
+      const spread = markers.filter((_, i) => i % Math.ceil(markers.length / VOCABULARY_SAMPLE_MARKERS) === 0);
+      this.allowCuts(mode, markers, spread.map((marker) => `a${marker}b ${marker}\n${marker}${marker} x`).join(""));
+    }
+  }
+
+  /**
+   * A raw prompt (a /completions prompt, read with its special tokens, or a fill-in-the-middle
+   * part, read as plain text): in pieces when long, and not kept (it seldom repeats, and would
+   * push out the pieces that do).
+   */
+  tokenizeRaw(text: string, specialTokens: boolean): Token[] {
+    return this.fresh(text, specialTokens);
+  }
+
+  /** Tokens straight from the model's tokenizer, in pieces when the text is long and may be cut. */
+  private fresh(text: string, specialTokens: boolean, options?: "trimLeadingSpace"): Token[] {
+    const cuts = this.cuts[specialTokens ? "special" : "plain"];
+    if (text.length > PIECES_ABOVE_CHARS && cuts.size > 0) return this.inPieces(cuts, text, specialTokens, options);
+    return this.tokenizer(text, specialTokens, options);
+  }
+
+  private inPieces(cuts: SpecialTokenCuts, text: string, specialTokens: boolean, options: "trimLeadingSpace" | undefined, pieceChars = PIECES_ABOVE_CHARS / 4): Token[] {
     const tokens: Token[] = [];
-    // Where each marker next occurs (-1: not again), searched forward only, so the text is read once per marker.
-    const next = this.markers.map((marker) => text.indexOf(marker));
-    let start = 0;
-    while (start < text.length) {
-      const from = start + pieceChars;
-      let end = text.length;
-      for (const [i, marker] of this.markers.entries()) {
-        if (next[i]! >= 0 && next[i]! + marker.length < from) next[i] = text.indexOf(marker, from - marker.length);
-        if (next[i]! >= 0) end = Math.min(end, next[i]! + marker.length);
-      }
-      for (const token of this.tokenizer(text.slice(start, end), true, start === 0 ? options : undefined)) tokens.push(token);
-      start = end;
+    let first = true;
+    for (const piece of cuts.pieces(text, pieceChars)) {
+      for (const token of this.tokenizer(piece, specialTokens, first ? options : undefined)) tokens.push(token);
+      first = false;
     }
     return tokens;
   }
@@ -104,6 +145,11 @@ export class TokenizationCache {
       this.pieces.delete(oldKey);
       this.chars -= old.chars;
     }
+  }
+
+  /** The special tokens long text is cut after, by mode (tests, diagnostics). */
+  cutMarkers(): { special: string[]; plain: string[] } {
+    return { special: this.cuts.special.markers, plain: this.cuts.plain.markers };
   }
 
   /** Pieces and characters kept (tests, diagnostics). */
