@@ -15,7 +15,7 @@ export interface ReadableHtml {
 
 export async function readHtml(html: string, options: { charThreshold?: number } = {}): Promise<ReadableHtml> {
   const shape = tagShape(html);
-  if (shape.depth > TREE_MAX_DEPTH || shape.elements > READABILITY_MAX_ELEMENTS) return streamedText(html);
+  if (shape.depth > TREE_MAX_DEPTH || shape.elements > READABILITY_MAX_ELEMENTS || shape.textBreaks > TREE_MAX_TEXT_BREAKS) return streamedText(html);
   const [{ Readability }, { parseHTML }] = await Promise.all([import("@mozilla/readability"), import("linkedom")]);
   const { document } = parseHTML(html);
   // linkedom builds a whole document only from a page with an <html> element: plain text has no
@@ -58,11 +58,21 @@ interface DomNode {
  */
 export const TREE_MAX_DEPTH = 1_000;
 
+/**
+ * linkedom makes a text node of every run of text between a "<" that starts no tag or an
+ * entity and the next: 250 KB of "< " became 125,000 nodes, which took 2.9 s to read (0.35 s to
+ * parse, the rest in Readability and the walk), and 64 KB of it, small enough to be read on the
+ * event loop, about 0.4 s. A real page's text holds a few hundred such breaks; one past this is
+ * read as a stream (about 0.17 s at this bound with the tree).
+ */
+export const TREE_MAX_TEXT_BREAKS = 10_000;
+
 const VOID_ELEMENTS = new Set("AREA BASE BR COL EMBED HR IMG INPUT LINK META PARAM SOURCE TRACK WBR".split(" "));
 
 /** What scanTags reports: text between tags (as offsets), and each tag (its name as written). */
 interface TagVisitor {
-  text(start: number, end: number): void;
+  /** Text from `start` to `end`, which holds `strayOpens` "<" that start no tag. */
+  text(start: number, end: number, strayOpens: number): void;
   /** Returns where scanning goes on (past a script's content), or nothing to go on after the tag. */
   tag(name: string, closing: boolean, selfClosing: boolean, end: number): number | undefined;
 }
@@ -77,11 +87,16 @@ function scanTags(html: string, visit: TagVisitor): void {
   // Text runs from `at`; the next tag is looked for from `from` (past any "<" that started none).
   let at = 0;
   let from = 0;
+  let strayOpens = 0;
+  const text = (end: number) => {
+    visit.text(at, end, strayOpens);
+    strayOpens = 0;
+  };
   while (from < html.length) {
     const open = html.indexOf("<", from);
     if (open < 0) break;
     if (html.startsWith("<!--", open)) {
-      visit.text(at, open);
+      text(open);
       const close = html.indexOf("-->", open + 4);
       at = from = close < 0 ? html.length : close + 3;
       continue;
@@ -89,33 +104,43 @@ function scanTags(html: string, visit: TagVisitor): void {
     const closing = html[open + 1] === "/";
     const nameStart = open + (closing ? 2 : 1);
     if (!/[a-zA-Z]/.test(html[nameStart] ?? "")) {
+      strayOpens++;
       from = open + 1;
       continue;
     }
     const close = html.indexOf(">", nameStart);
     if (close < 0) {
-      visit.text(at, open);
+      text(open);
       return;
     }
     let nameEnd = nameStart;
     while (nameEnd < close && !/[\s/]/.test(html[nameEnd]!)) nameEnd++;
-    visit.text(at, open);
+    text(open);
     at = from = visit.tag(html.slice(nameStart, nameEnd), closing, html[close - 1] === "/", close + 1) ?? close + 1;
   }
-  visit.text(at, html.length);
+  text(html.length);
 }
 
 /**
  * How deep the page's tags could nest, from its tags alone (opening tags less closing ones at
- * their highest), and how many elements it opens. The depth is an upper bound (a parser closes
+ * their highest), how many elements it opens, and how many breaks its text has (a "<" that starts
+ * no tag, an "&" that may start an entity: see TREE_MAX_TEXT_BREAKS). The depth is an upper bound (a parser closes
  * an unclosed <p> or <li> where the next begins), so a page within it is within it when parsed.
  */
-function tagShape(html: string): { depth: number; elements: number } {
+function tagShape(html: string): { depth: number; elements: number; textBreaks: number } {
   let depth = 0;
   let deepest = 0;
   let elements = 0;
+  let textBreaks = 0;
+  // The next "&" of the page, searched forward only (text runs come in order), so the page is read once.
+  let nextAmpersand = html.indexOf("&");
   scanTags(html, {
-    text: () => {},
+    text: (start, end, strayOpens) => {
+      textBreaks += strayOpens;
+      for (; nextAmpersand >= 0 && nextAmpersand < end; nextAmpersand = html.indexOf("&", nextAmpersand + 1)) {
+        if (nextAmpersand >= start) textBreaks++;
+      }
+    },
     tag: (name, closing, selfClosing) => {
       if (closing) depth = Math.max(0, depth - 1);
       else {
@@ -125,7 +150,7 @@ function tagShape(html: string): { depth: number; elements: number } {
       return undefined;
     },
   });
-  return { depth: deepest, elements };
+  return { depth: deepest, elements, textBreaks };
 }
 
 /**

@@ -3,7 +3,7 @@ import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../.
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
 import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
 import { extractDocument } from "../../src/documents/extractDocument.js";
-import { READABILITY_MAX_DEPTH, READABILITY_MAX_ELEMENTS } from "../../src/documents/readHtml.js";
+import { READABILITY_MAX_DEPTH, READABILITY_MAX_ELEMENTS, TREE_MAX_TEXT_BREAKS } from "../../src/documents/readHtml.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
 
 describe("document extraction: real files made by the libraries people make them with", () => {
@@ -88,6 +88,25 @@ describe("document extraction: real files made by the libraries people make them
     expect(lines).toHaveLength(READABILITY_MAX_ELEMENTS + 1);
     expect(lines.slice(0, 3)).toEqual(["Menu", "Line 0", "Line 1"]);
     expect(lines.at(-1)).toBe(`Line ${READABILITY_MAX_ELEMENTS - 1}`);
+  });
+
+  it('HTML whose text breaks into more runs than a tree should hold (entities, a "<" that starts no tag) is read as a stream', async () => {
+    // linkedom makes a text node of each run: 250 KB of "< " took 2.9 s to read from its tree.
+    const page = (breaks: number) =>
+      `<!doctype html><html><head><title>Breaks</title></head><body><nav><a href="/">Home</a> <a href="/x">Menu entry</a></nav>
+      <article><h1>Many breaks</h1><p>${"Hearth serves language models on a small machine. ".repeat(6)}</p><p>${"1 &lt; 2 & ".repeat(breaks / 2)}</p></article></body></html>`;
+    // Within the bound: Readability's article, the menu left out.
+    const within = (await extractDocument(Buffer.from(page(TREE_MAX_TEXT_BREAKS - 100)), { mimeType: "text/html" })).text;
+    expect(within).toContain("1 < 2 & 1 < 2");
+    expect(within).not.toContain("Menu entry");
+    // Past it: the whole page as a stream, the menu included, entities decoded the same.
+    const past = (await extractDocument(Buffer.from(page(TREE_MAX_TEXT_BREAKS + 100)), { mimeType: "text/html" })).text;
+    expect(past).toContain("Menu entry");
+    expect(past).toContain("1 < 2 & 1 < 2");
+    expect(past.split("\n").filter((line) => line.trim())[0]).toBe("Breaks");
+    // Stray "<" count too: 100,000 of them in one paragraph.
+    const stray = (await extractDocument(Buffer.from(`<html><body><nav>Menu</nav><p>${"< ".repeat(100_000)}</p></body></html>`), { mimeType: "text/html" })).text;
+    expect(stray.split("\n").filter((line) => line.trim())).toEqual(["Menu", "< ".repeat(100_000).trim()]);
   });
 
   it("HTML nested past Readability's depth, but not past a tree's, is read from its tree whole", async () => {
