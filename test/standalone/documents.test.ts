@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../../src/api/chat/inlineData.js";
+import { parsesOffThread } from "../../src/api/chat/readFilePart.js";
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
 import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
 import { extractDocument } from "../../src/documents/extractDocument.js";
@@ -201,5 +202,22 @@ describe("inline data (data URLs and base64)", () => {
     expect(() => decodeInlineData("https://example.com/a.pdf", 100)).toThrow(/does not fetch URLs/);
     const big = decodeInlineData.bind(null, Buffer.alloc(300).toString("base64"), 100);
     expect(big).toThrow(InlineDataTooLargeError);
+  });
+});
+
+describe("which chat file parts are read in the document worker, off the event loop", () => {
+  it("PDFs and Office files always; HTML and CSV past 64 KB (1 MB of short CSV fields took papaparse 0.8 to 1.1 s); anything past 1 MB", async () => {
+    const pdf = await makePdf(["one line"]);
+    expect(parsesOffThread(pdf, { mimeType: "application/pdf" })).toBe(true);
+    expect(parsesOffThread(await makeDocx(["one line"]), { filename: "a.docx" })).toBe(true);
+    for (const [hints, unit] of [
+      [{ mimeType: "text/csv" }, "\n"],
+      [{ filename: "page.html" }, "< "],
+    ] as const) {
+      expect(parsesOffThread(Buffer.from(unit.repeat(64_000 / unit.length)), hints)).toBe(false);
+      expect(parsesOffThread(Buffer.from(unit.repeat(64_002 / unit.length)), hints)).toBe(true);
+    }
+    expect(parsesOffThread(Buffer.from("plain words ".repeat(80_000)), { mimeType: "text/plain" })).toBe(false);
+    expect(parsesOffThread(Buffer.from("plain words ".repeat(90_000)), { mimeType: "text/plain" })).toBe(true);
   });
 });

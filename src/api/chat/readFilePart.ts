@@ -83,16 +83,19 @@ async function scannedPages(data: Buffer, path: (string | number)[], ctx: PartCo
 
 /**
  * Office documents and PDFs are parsed in a worker thread (seconds of CPU for a large one);
- * so is any file over OFF_THREAD_BYTES, and HTML over OFF_THREAD_HTML_BYTES (building its tree
- * and finding its article take about 0.5 s a megabyte, readHtml.ts). Small text, Markdown, HTML
- * and CSV files are read in place: the trip to the worker would cost more than they do.
+ * so is any file over OFF_THREAD_BYTES, and HTML and CSV over OFF_THREAD_MARKUP_BYTES: building
+ * an HTML tree and finding its article take about 0.5 s a megabyte (readHtml.ts), and a CSV of
+ * short fields takes papaparse as long (a megabyte of `"` 1.1 s, of empty rows 0.8 s). Small text,
+ * Markdown, HTML and CSV files are read in place: the trip to the worker would cost more than
+ * they do.
  */
 const OFF_THREAD_BYTES = 1e6;
-const OFF_THREAD_HTML_BYTES = 64e3;
-function parsesOffThread(data: Buffer, hints: DocumentHints): boolean {
+const OFF_THREAD_MARKUP_BYTES = 64e3;
+export function parsesOffThread(data: Buffer, hints: DocumentHints): boolean {
   if (data.length > OFF_THREAD_BYTES) return true;
   const type = detectDocumentType(data, hints);
-  return type === "pdf" || type === "docx" || type === "pptx" || type === "xlsx" || (type === "html" && data.length > OFF_THREAD_HTML_BYTES);
+  if (type === "html" || type === "csv") return data.length > OFF_THREAD_MARKUP_BYTES;
+  return type === "pdf" || type === "docx" || type === "pptx" || type === "xlsx";
 }
 
 const megabytes = (bytes: number) => (bytes / 1e6).toFixed(bytes < 1e6 ? 2 : 1);
