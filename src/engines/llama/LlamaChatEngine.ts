@@ -116,6 +116,7 @@ export class LlamaChatEngine implements ChatEngine {
     private readonly barrier: StepBarrier,
     private readonly modelId: string,
     private readonly model: LlamaModel,
+    file: string,
     private readonly context: LlamaContext,
     private readonly chatWrapper: ChatWrapper,
     private readonly rendering: PromptRendering,
@@ -143,7 +144,7 @@ export class LlamaChatEngine implements ChatEngine {
     this.templateTokens = this.measureTemplateTokens();
     this.tokenizeScaffoldingInPieces();
     // A raw prompt may spell any special token of the vocabulary, any text its user-defined ones.
-    this.tokenization.allowVocabularyCuts(model, ["special", "plain"]);
+    this.tokenization.allowVocabularyCuts(model, file, ["special", "plain"]);
   }
 
   /**
@@ -248,7 +249,7 @@ export class LlamaChatEngine implements ChatEngine {
       const rendering = promptRenderingFor(chatWrapper, model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(barrier, options.modelId, model, context, chatWrapper, rendering, syntax, pool, decodeBatches, llama.gpu);
+      return new LlamaChatEngine(barrier, options.modelId, model, options.file, context, chatWrapper, rendering, syntax, pool, decodeBatches, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;

@@ -20,6 +20,7 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
 
   private constructor(
     private readonly model: LlamaModel,
+    file: string,
     private readonly contexts: LlamaEmbeddingContext[],
     readonly dimensions: number,
     readonly maxInputTokens: number,
@@ -31,7 +32,7 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
     this.maxInputChars = longest === undefined ? undefined : maxInputTokens * longest;
     // Inputs seldom repeat: nothing is kept, but long ones are cut after user-defined tokens.
     this.tokenization = new TokenizationCache(model.tokenizer, { minChars: Number.POSITIVE_INFINITY });
-    this.tokenization.allowVocabularyCuts(model, ["plain"]);
+    this.tokenization.allowVocabularyCuts(model, file, ["plain"]);
   }
 
   private readonly tokenization: TokenizationCache;
@@ -66,7 +67,7 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
         );
       }
       const probe = await contexts[0]!.getEmbeddingFor("hello");
-      return new LlamaEmbeddingEngine(model, contexts, probe.vector.length, maxInputTokens, entry.embedding.normalize, llama.gpu);
+      return new LlamaEmbeddingEngine(model, entry.file!, contexts, probe.vector.length, maxInputTokens, entry.embedding.normalize, llama.gpu);
     } catch (error) {
       await model.dispose();
       throw error;

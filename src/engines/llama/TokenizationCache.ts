@@ -1,4 +1,5 @@
 import type { LlamaModel, Token, Tokenizer } from "node-llama-cpp";
+import { modelFileKey } from "./modelFileKey.js";
 import { cuttableSpecialTokens, SpecialTokenCuts, type SpecialTokenText } from "./SpecialTokenCuts.js";
 
 export interface TokenizationCacheLimits {
@@ -91,20 +92,13 @@ export class TokenizationCache {
    * message of 32,768 `[PAD151700]` 1.9 s (131,072 of them, 27 s). The cuts are after the
    * vocabulary's delimited special tokens that nothing else overlaps (cuttableSpecialTokens),
    * once a sample with each of them (a spread of them, for vocabularies with thousands) gets the
-   * same tokens cut as whole. Reading the attributes of a 256,000-token vocabulary and checking
-   * the samples takes 4 to 50 ms.
+   * same tokens cut as whole. Reading the attributes of a 256,000-token vocabulary takes up to
+   * 50 ms, once per model file; checking the samples, a few milliseconds at each load.
    */
-  allowVocabularyCuts(model: LlamaModel, modes: readonly ("special" | "plain")[]): void {
-    const size = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
-    const specials: (SpecialTokenText & { userDefined: boolean })[] = [];
-    for (let id = 0; id < size; id++) {
-      const attributes = model.getTokenAttributes(id as Token);
-      if (!(attributes.control || attributes.userDefined || attributes.unknown)) continue;
-      specials.push({ text: model.detokenize([id as Token], true), rstrip: attributes.rstrip, userDefined: attributes.userDefined });
-    }
-    const cuttable = new Set(cuttableSpecialTokens(specials));
+  allowVocabularyCuts(model: LlamaModel, file: string, modes: readonly ("special" | "plain")[]): void {
+    const cuttable = vocabularyCuts(model, file);
     for (const mode of modes) {
-      const markers = mode === "special" ? [...cuttable] : specials.filter((special) => special.userDefined && cuttable.has(special.text)).map((special) => special.text);
+      const markers = cuttable[mode];
       if (markers.length === 0) continue;
       const spread = markers.filter((_, i) => i % Math.ceil(markers.length / VOCABULARY_SAMPLE_MARKERS) === 0);
       this.allowCuts(mode, markers, spread.map((marker) => `a${marker}b ${marker}\n${marker}${marker} x`).join(""));
@@ -156,4 +150,24 @@ export class TokenizationCache {
   size(): { pieces: number; chars: number } {
     return { pieces: this.pieces.size, chars: this.chars };
   }
+}
+
+/** The cuttable special tokens of each model file read so far (see TokenizationCache.allowVocabularyCuts). */
+const cutsByFile = new Map<string, { special: string[]; plain: string[] }>();
+
+function vocabularyCuts(model: LlamaModel, file: string): { special: string[]; plain: string[] } {
+  const key = modelFileKey(file);
+  const known = key === undefined ? undefined : cutsByFile.get(key);
+  if (known) return known;
+  const size = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
+  const specials: (SpecialTokenText & { userDefined: boolean })[] = [];
+  for (let id = 0; id < size; id++) {
+    const attributes = model.getTokenAttributes(id as Token);
+    if (!(attributes.control || attributes.userDefined || attributes.unknown)) continue;
+    specials.push({ text: model.detokenize([id as Token], true), rstrip: attributes.rstrip, userDefined: attributes.userDefined });
+  }
+  const cuttable = new Set(cuttableSpecialTokens(specials));
+  const cuts = { special: [...cuttable], plain: specials.filter((special) => special.userDefined && cuttable.has(special.text)).map((special) => special.text) };
+  if (key !== undefined) cutsByFile.set(key, cuts);
+  return cuts;
 }

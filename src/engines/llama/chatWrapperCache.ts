@@ -1,6 +1,6 @@
-import { statSync } from "node:fs";
 import { type ChatWrapper, JinjaTemplateChatWrapper, type LlamaModel, resolveChatWrapper } from "node-llama-cpp";
 import { knownChatWrapper } from "./knownChatFeatures.js";
+import { modelFileKey } from "./modelFileKey.js";
 
 /**
  * The chat wrapper for a model file, resolved once per file (path, size, modification time).
@@ -17,7 +17,7 @@ import { knownChatWrapper } from "./knownChatFeatures.js";
 const resolved = new Map<string, { wrapper: ChatWrapper } | "jinjaTemplate">();
 
 export function chatWrapperFor(file: string, model: LlamaModel): ChatWrapper {
-  const key = fileKey(file);
+  const key = modelFileKey(file);
   const known = key === undefined ? undefined : resolved.get(key);
   if (known !== undefined && known !== "jinjaTemplate") return known.wrapper;
   const metadata = model.fileInfo.metadata;
@@ -29,13 +29,4 @@ export function chatWrapperFor(file: string, model: LlamaModel): ChatWrapper {
   const wrapper = resolveChatWrapper(model);
   if (key !== undefined) resolved.set(key, wrapper instanceof JinjaTemplateChatWrapper ? "jinjaTemplate" : { wrapper });
   return wrapper;
-}
-
-function fileKey(file: string): string | undefined {
-  try {
-    const stats = statSync(file);
-    return `${file}\u0000${stats.size}\u0000${stats.mtimeMs}`;
-  } catch {
-    return undefined;
-  }
 }
