@@ -12,7 +12,7 @@ import {
   resolveChatWrapper,
 } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { chatWrapperFor } from "../../src/engines/llama/chatWrapperCache.js";
+import { chatWrapperFor, chatWrapperKindEarly, chatWrapperKindOffThread } from "../../src/engines/llama/chatWrapperCache.js";
 import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { testTempDir } from "../helpers/tempDir.js";
 import { tinyChatPath } from "../helpers/testServer.js";
@@ -36,13 +36,15 @@ describe("chat wrappers resolved once per model file", () => {
   it("a template no specialized wrapper renders (the demo's, on llama) gets the Jinja wrapper the full resolution gets, without the resolution", async () => {
     const model = await loadModel(tinyChatPath());
     try {
-      const wrapper = chatWrapperFor(tinyChatPath(), model);
+      const wrapper = await chatWrapperFor(tinyChatPath(), model);
       const full = resolveChatWrapper(model);
       expect(wrapper).toBeInstanceOf(JinjaTemplateChatWrapper);
       expect(full).toBeInstanceOf(JinjaTemplateChatWrapper);
       expect(rendered(wrapper)).toEqual(rendered(full));
       // Built for this model: a Jinja wrapper holds its tokenizer, so a reload gets a new one.
-      expect(chatWrapperFor(tinyChatPath(), model)).not.toBe(wrapper);
+      expect(await chatWrapperFor(tinyChatPath(), model)).not.toBe(wrapper);
+      // A template in the known-template table starts no worker.
+      expect(await chatWrapperKindEarly(tinyChatPath())).toBeUndefined();
     } finally {
       await model.dispose();
     }
@@ -52,17 +54,42 @@ describe("chat wrappers resolved once per model file", () => {
     const path = join(testTempDir("hearth-wrapper-"), "qwen-shaped.gguf");
     await writeChatModel(path, { ...TINY_CHAT, architecture: "qwen2" });
     const first = await loadModel(path);
-    const wrapper = chatWrapperFor(path, first);
+    const wrapper = await chatWrapperFor(path, first);
     expect(wrapper).toBeInstanceOf(QwenChatWrapper);
     expect(rendered(wrapper)).toEqual(rendered(resolveChatWrapper(first)));
     await first.dispose();
 
     const reloaded = await loadModel(path);
-    expect(chatWrapperFor(path, reloaded)).toBe(wrapper);
+    expect(await chatWrapperFor(path, reloaded)).toBe(wrapper);
     utimesSync(path, new Date(), new Date(Date.now() + 5_000));
-    const changed = chatWrapperFor(path, reloaded);
+    const changed = await chatWrapperFor(path, reloaded);
     expect(changed).not.toBe(wrapper);
     expect(changed).toBeInstanceOf(QwenChatWrapper);
     await reloaded.dispose();
+  });
+
+  it("a template Hearth does not know is resolved in a worker thread, off the event loop, to the wrapper the full resolution gives", async () => {
+    // A Phi-style layout: no specialized wrapper renders it, so the answer is the Jinja wrapper
+    // (the full resolution took 0.6 s of the event loop for this tiny model, 0.8 to 5 s for current models' templates).
+    const dir = testTempDir("hearth-wrapper-");
+    const phiStyle = join(dir, "phi-style.gguf");
+    const template = `{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + '<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}`;
+    await writeChatModel(phiStyle, { ...TINY_CHAT, chatTemplate: template });
+    const qwenShaped = join(dir, "qwen-shaped.gguf");
+    await writeChatModel(qwenShaped, { ...TINY_CHAT, architecture: "qwen2" });
+    expect(await chatWrapperKindOffThread(phiStyle)).toBe("jinjaTemplate");
+    expect(await chatWrapperKindOffThread(qwenShaped)).toBe("specialized");
+    expect(await chatWrapperKindOffThread(join(dir, "missing.gguf"))).toBeUndefined();
+
+    const model = await loadModel(phiStyle);
+    try {
+      const wrapper = await chatWrapperFor(phiStyle, model, chatWrapperKindEarly(phiStyle));
+      expect(wrapper).toBeInstanceOf(JinjaTemplateChatWrapper);
+      expect(rendered(wrapper)).toEqual(rendered(resolveChatWrapper(model)));
+      // Kept for the file: the next load asks no worker.
+      expect(await chatWrapperKindEarly(phiStyle)).toBeUndefined();
+    } finally {
+      await model.dispose();
+    }
   });
 });

@@ -40,7 +40,7 @@ import type {
   TemplateTokens,
 } from "../types.js";
 import { ChatSyntax } from "./ChatSyntax.js";
-import { chatWrapperFor } from "./chatWrapperCache.js";
+import { chatWrapperFor, chatWrapperKindEarly } from "./chatWrapperCache.js";
 import { ChoiceGeneration, tokenLogprob, type ChoiceOutcome, type GenerationPlan, type ToolPlan } from "./ChoiceGeneration.js";
 import { chatContextOptions, getSharedLlama, skipsMemorySafetyChecks } from "./getSharedLlama.js";
 import { jsonGrammar, literal } from "./jsonGrammar.js";
@@ -226,6 +226,8 @@ export class LlamaChatEngine implements ChatEngine {
     const llama = await getSharedLlama(options.gpu);
     const { settings } = options;
     const ignoreMemorySafetyChecks = skipsMemorySafetyChecks(llama);
+    // A template Hearth does not know is resolved in a worker thread while the model loads.
+    const wrapperKind = chatWrapperKindEarly(options.file);
     const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers, ignoreMemorySafetyChecks });
     try {
       const decodeBatches = new DecodeBatches();
@@ -245,7 +247,7 @@ export class LlamaChatEngine implements ChatEngine {
           : settings.overlapOutput,
       );
       // Resolving the wrapper renders the Jinja template: once per model file, not per request or reload.
-      const chatWrapper = chatWrapperFor(options.file, model);
+      const chatWrapper = await chatWrapperFor(options.file, model, wrapperKind);
       const rendering = promptRenderingFor(chatWrapper, model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
