@@ -88,11 +88,12 @@ export interface BackendDescriptor {
    */
   memoryKey?(entry: ModelEntry, gpu: "auto" | false): Promise<string | undefined>;
   /**
-   * Work every first load of its models would start with that needs no model (loading a native
-   * library): a serving node does it once, in the background, after it starts listening. Resolves
-   * with what the operator should know about how the backend will run here (logged as warnings).
+   * Work every first load of its models would start with that needs no loaded model (loading a
+   * native library, reading the registry's model files: `entries` are this backend's): a serving
+   * node does it once, in the background, after it starts listening. Resolves with what the
+   * operator should know about how the backend will run here (logged as warnings).
    */
-  prepare?(options: EngineFactoryOptions): Promise<BackendNotice[]>;
+  prepare?(options: EngineFactoryOptions, entries: readonly ModelEntry[]): Promise<BackendNotice[]>;
   /** Text backends: the chat features of a model without loading it. */
   probeChatFeatures?(entry: ModelEntry): Promise<ProbedChatFeatures>;
   /** Text backends: how image and video parts reach the model (absent: they are refused). */

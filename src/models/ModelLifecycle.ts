@@ -145,8 +145,18 @@ export class ModelLifecycle {
    * backends had to say.
    */
   prepareBackends(): Promise<BackendNotice[]> {
-    const backends = new Set(this.registry.list().map((entry) => backendOf(entry)));
-    return Promise.all([...backends].map((backend) => backend.prepare?.({ gpu: this.options.gpu }).catch(() => undefined))).then((notices) => notices.flatMap((n) => n ?? []));
+    const entries = this.registry.list();
+    const backends = new Set(entries.map((entry) => backendOf(entry)));
+    return Promise.all(
+      [...backends].map((backend) =>
+        backend
+          .prepare?.(
+            { gpu: this.options.gpu },
+            entries.filter((entry) => backendOf(entry) === backend),
+          )
+          .catch(() => undefined),
+      ),
+    ).then((notices) => notices.flatMap((n) => n ?? []));
   }
 
   /**

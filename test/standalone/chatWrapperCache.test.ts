@@ -12,7 +12,9 @@ import {
   resolveChatWrapper,
 } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { chatWrapperFor, chatWrapperKindEarly, chatWrapperKindOffThread } from "../../src/engines/llama/chatWrapperCache.js";
+import { ModelEntry } from "../../src/config/modelRegistry.js";
+import { llamaBackend } from "../../src/engines/backends/llama.js";
+import { chatWrapperFor, chatWrapperKindEarly, chatWrapperKindOffThread, chatWrapperResolution } from "../../src/engines/llama/chatWrapperCache.js";
 import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { testTempDir } from "../helpers/tempDir.js";
 import { tinyChatPath } from "../helpers/testServer.js";
@@ -91,5 +93,19 @@ describe("chat wrappers resolved once per model file", () => {
     } finally {
       await model.dispose();
     }
+  });
+
+  it("a serving node resolves the templates it does not know when it starts, in the background", async () => {
+    const dir = testTempDir("hearth-wrapper-");
+    const unknown = join(dir, "gemma-style.gguf");
+    const template = `{% for message in messages %}{{ '<turn ' + message['role'] + '>' + message['content'] + '</turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<turn assistant>' }}{% endif %}`;
+    await writeChatModel(unknown, { ...TINY_CHAT, chatTemplate: template });
+    const entry = (id: string, file: string) => ModelEntry.parse({ id, type: "text", backend: "llama", file, llama: { contextSize: 512, sequences: 1, threads: 1 } });
+    expect(chatWrapperResolution(unknown)).toBeUndefined();
+    await llamaBackend.prepare!({ gpu: false }, [entry("demo", tinyChatPath()), entry("gemma-style", unknown)]);
+    // Started by prepare, not by a load: the answer is kept before any model is loaded.
+    await expect.poll(() => chatWrapperResolution(unknown), { timeout: 60_000, interval: 50 }).toBe("kept");
+    // The demo's template is in the known-template table: nothing to resolve.
+    expect(chatWrapperResolution(tinyChatPath())).not.toBe("resolving");
   });
 });

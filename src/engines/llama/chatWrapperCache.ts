@@ -17,23 +17,24 @@ import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
  *   holds the model's tokenizer, which dies with the model, and building one for a known
  *   answer takes 3 to 200 ms (the same wrapper the resolution ends with).
  * Templates Hearth generates are answered from the known-template table. Any other template is
- * first resolved in a worker thread (chatWrapperKindOffThread), started by chatWrapperKindEarly
- * while the model loads; only a specialized answer is resolved again here, to build that wrapper
- * with the settings the resolution picks.
+ * first resolved in a worker thread (chatWrapperKindEarly), when the server starts and while the
+ * model loads; only a specialized answer is resolved again here, to build that wrapper with the
+ * settings the resolution picks.
  */
 const resolved = new Map<string, { wrapper: ChatWrapper } | "jinjaTemplate">();
+/** Files being resolved off the event loop, by file key: a load waits for the same answer. */
+const resolving = new Map<string, Promise<ChatWrapperKind | undefined>>();
 
-export async function chatWrapperFor(file: string, model: LlamaModel, early?: Promise<ChatWrapperKind | undefined>): Promise<ChatWrapper> {
+/** The file's chat wrapper; `early` is chatWrapperKindEarly's promise, when started before the model loaded. */
+export async function chatWrapperFor(file: string, model: LlamaModel, early = chatWrapperKindEarly(file)): Promise<ChatWrapper> {
+  // A Jinja answer from the worker is kept for the file below.
+  await early;
   const key = modelFileKey(file);
   const known = key === undefined ? undefined : resolved.get(key);
   if (known !== undefined && known !== "jinjaTemplate") return known.wrapper;
   const metadata = model.fileInfo.metadata;
   const template = metadata.tokenizer?.chat_template;
-  const hasTemplate = typeof template === "string" && template.trim() !== "";
-  let jinja = known === "jinjaTemplate" || (hasTemplate && knownChatWrapper(template, metadata.general?.architecture) === "jinjaTemplate");
-  // Without a template the resolution only reads the model's names (fast): no worker for that.
-  if (!jinja && hasTemplate) jinja = (await (early ?? chatWrapperKindOffThread(file))) === "jinjaTemplate";
-  if (jinja) {
+  if (known === "jinjaTemplate" || (typeof template === "string" && knownChatWrapper(template, metadata.general?.architecture) === "jinjaTemplate")) {
     if (key !== undefined) resolved.set(key, "jinjaTemplate");
     // Falls back to the full resolution by itself if the template does not build.
     return resolveChatWrapper(model, { type: "jinjaTemplate" });
@@ -44,23 +45,41 @@ export async function chatWrapperFor(file: string, model: LlamaModel, early?: Pr
 }
 
 /**
- * Starts chatWrapperKindOffThread for a model file whose wrapper nothing known answers (no
- * resolution kept for the file, a template not in the known-template table), reading its
- * template from its header, so that the resolution runs while the model itself loads; resolves
- * to undefined when no worker was needed (or could answer). Pass the promise to chatWrapperFor.
+ * Resolves a model file's chat wrapper in a worker thread (chatWrapperKindOffThread) when nothing
+ * known answers it (no resolution kept for the file, a template not in the known-template table;
+ * the template is read from the file's header), and keeps a Jinja answer for the file. Started
+ * when the server starts for every GGUF chat model in the registry, and when a model starts
+ * loading, so that the resolution runs beside the load; undefined when no worker was needed or
+ * it could not answer. A file without a template is left alone: its resolution only reads the
+ * model's names.
  */
-export async function chatWrapperKindEarly(file: string): Promise<ChatWrapperKind | undefined> {
+export function chatWrapperKindEarly(file: string): Promise<ChatWrapperKind | undefined> {
   const key = modelFileKey(file);
-  if (key !== undefined && resolved.has(key)) return undefined;
-  try {
-    const metadata = (await readGgufScalarMetadata(file)) as { tokenizer?: { chat_template?: unknown }; general?: { architecture?: unknown } };
-    const template = metadata.tokenizer?.chat_template;
-    const architecture = typeof metadata.general?.architecture === "string" ? metadata.general.architecture : undefined;
-    if (typeof template !== "string" || template.trim() === "" || knownChatWrapper(template, architecture) !== undefined) return undefined;
-  } catch {
-    return undefined;
-  }
-  return chatWrapperKindOffThread(file);
+  if (key === undefined || resolved.has(key)) return Promise.resolve(undefined);
+  const inFlight = resolving.get(key);
+  if (inFlight) return inFlight;
+  const answer = (async () => {
+    try {
+      const metadata = (await readGgufScalarMetadata(file)) as { tokenizer?: { chat_template?: unknown }; general?: { architecture?: unknown } };
+      const template = metadata.tokenizer?.chat_template;
+      const architecture = typeof metadata.general?.architecture === "string" ? metadata.general.architecture : undefined;
+      if (typeof template !== "string" || template.trim() === "" || knownChatWrapper(template, architecture) !== undefined) return undefined;
+    } catch {
+      return undefined;
+    }
+    const kind = await chatWrapperKindOffThread(file);
+    if (kind === "jinjaTemplate") resolved.set(key, "jinjaTemplate");
+    return kind;
+  })().finally(() => resolving.delete(key));
+  resolving.set(key, answer);
+  return answer;
+}
+
+/** Where a model file's chat wrapper stands in this process (tests, diagnostics). */
+export function chatWrapperResolution(file: string): "kept" | "resolving" | undefined {
+  const key = modelFileKey(file);
+  if (key === undefined) return undefined;
+  return resolved.has(key) ? "kept" : resolving.has(key) ? "resolving" : undefined;
 }
 
 /**
