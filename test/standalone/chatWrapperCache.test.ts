@@ -14,7 +14,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
 import { llamaBackend } from "../../src/engines/backends/llama.js";
-import { chatWrapperFor, chatWrapperKindEarly, chatWrapperKindOffThread, chatWrapperResolution } from "../../src/engines/llama/chatWrapperCache.js";
+import { chatWrapperFor, chatWrapperKindEarly, chatWrapperResolution, resolveChatWrapperKinds } from "../../src/engines/llama/chatWrapperCache.js";
 import { TINY_CHAT, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { testTempDir } from "../helpers/tempDir.js";
 import { tinyChatPath } from "../helpers/testServer.js";
@@ -45,7 +45,7 @@ describe("chat wrappers resolved once per model file", () => {
       expect(rendered(wrapper)).toEqual(rendered(full));
       // Built for this model: a Jinja wrapper holds its tokenizer, so a reload gets a new one.
       expect(await chatWrapperFor(tinyChatPath(), model)).not.toBe(wrapper);
-      // A template in the known-template table starts no worker.
+      // A template in the known-template table starts no child process.
       expect(await chatWrapperKindEarly(tinyChatPath())).toBeUndefined();
     } finally {
       await model.dispose();
@@ -70,7 +70,7 @@ describe("chat wrappers resolved once per model file", () => {
     await reloaded.dispose();
   });
 
-  it("a template Hearth does not know is resolved in a worker thread, off the event loop, to the wrapper the full resolution gives", async () => {
+  it("a template Hearth does not know is resolved in a child process, off the event loop, to the wrapper the full resolution gives", async () => {
     // A Phi-style layout: no specialized wrapper renders it, so the answer is the Jinja wrapper
     // (the full resolution took 0.6 s of the event loop for this tiny model, 0.8 to 5 s for current models' templates).
     const dir = testTempDir("hearth-wrapper-");
@@ -79,16 +79,18 @@ describe("chat wrappers resolved once per model file", () => {
     await writeChatModel(phiStyle, { ...TINY_CHAT, chatTemplate: template });
     const qwenShaped = join(dir, "qwen-shaped.gguf");
     await writeChatModel(qwenShaped, { ...TINY_CHAT, architecture: "qwen2" });
-    expect(await chatWrapperKindOffThread(phiStyle)).toBe("jinjaTemplate");
-    expect(await chatWrapperKindOffThread(qwenShaped)).toBe("specialized");
-    expect(await chatWrapperKindOffThread(join(dir, "missing.gguf"))).toBeUndefined();
+    // One child process answers each file in turn; a file it cannot read gets no answer.
+    const answers = resolveChatWrapperKinds([phiStyle, join(dir, "missing.gguf"), qwenShaped]);
+    expect(await answers.get(phiStyle)).toBe("jinjaTemplate");
+    expect(await answers.get(join(dir, "missing.gguf"))).toBeUndefined();
+    expect(await answers.get(qwenShaped)).toBe("specialized");
 
     const model = await loadModel(phiStyle);
     try {
       const wrapper = await chatWrapperFor(phiStyle, model, chatWrapperKindEarly(phiStyle));
       expect(wrapper).toBeInstanceOf(JinjaTemplateChatWrapper);
       expect(rendered(wrapper)).toEqual(rendered(resolveChatWrapper(model)));
-      // Kept for the file: the next load asks no worker.
+      // Kept for the file: the next load asks no child process.
       expect(await chatWrapperKindEarly(phiStyle)).toBeUndefined();
     } finally {
       await model.dispose();

@@ -13,16 +13,13 @@ export const llamaBackend: BackendDescriptor = {
     return LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu });
   },
   // Loading llama.cpp's binding (and its CPU, CUDA or Vulkan backend) takes about 0.6 s, and
-  // resolving a chat template Hearth does not know 0.8 to 5 s (in a worker thread), which the
+  // resolving a chat template Hearth does not know 0.8 to 5 s (in a child process), which the
   // first request to a GGUF model would otherwise wait for.
   prepare: async ({ gpu }, entries) => {
     const llama = await (await import("../llama/getSharedLlama.js")).getSharedLlama(gpu);
     const { cpuDecodePoolNotice } = await import("../llama/threadsForBatch.js");
-    const { chatWrapperKindEarly } = await import("../llama/chatWrapperCache.js");
-    // One after another: the worker resolves one template at a time anyway.
-    void (async () => {
-      for (const entry of entries) if (entry.type === "text" && entry.file) await chatWrapperKindEarly(entry.file);
-    })();
+    const { chatWrapperKindsEarly } = await import("../llama/chatWrapperCache.js");
+    void chatWrapperKindsEarly(entries.flatMap((entry) => (entry.type === "text" && entry.file ? [entry.file] : [])));
     return cpuDecodePoolNotice(llama.gpu === false);
   },
   estimateMemory: async (entry, gpu) => (await import("../llama/estimateGgufMemory.js")).estimateGgufMemory(entry, gpu),

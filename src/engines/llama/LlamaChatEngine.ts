@@ -226,7 +226,7 @@ export class LlamaChatEngine implements ChatEngine {
     const llama = await getSharedLlama(options.gpu);
     const { settings } = options;
     const ignoreMemorySafetyChecks = skipsMemorySafetyChecks(llama);
-    // A template Hearth does not know is resolved in a worker thread while the model loads.
+    // A template Hearth does not know is resolved in a child process while the model loads.
     const wrapperKind = chatWrapperKindEarly(options.file);
     const model = await llama.loadModel({ modelPath: options.file, gpuLayers: settings.gpuLayers, ignoreMemorySafetyChecks });
     try {

@@ -1,7 +1,8 @@
 import { type ChatWrapper, JinjaTemplateChatWrapper, type LlamaModel, resolveChatWrapper } from "node-llama-cpp";
-import { WorkerPool } from "../worker/WorkerPool.js";
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { siblingModule } from "../worker/siblingModule.js";
-import type { ChatWrapperKind, ChatWrapperTask } from "./chatWrapperWorker.js";
+import type { ChatWrapperAnswer, ChatWrapperKind } from "./chatWrapperChild.js";
 import { knownChatWrapper } from "./knownChatFeatures.js";
 import { modelFileKey } from "./modelFileKey.js";
 import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
@@ -17,7 +18,7 @@ import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
  *   holds the model's tokenizer, which dies with the model, and building one for a known
  *   answer takes 3 to 200 ms (the same wrapper the resolution ends with).
  * Templates Hearth generates are answered from the known-template table. Any other template is
- * first resolved in a worker thread (chatWrapperKindEarly), when the server starts and while the
+ * first resolved in a child process (chatWrapperKindEarly), when the server starts and while the
  * model loads; only a specialized answer is resolved again here, to build that wrapper with the
  * settings the resolution picks.
  */
@@ -27,7 +28,7 @@ const resolving = new Map<string, Promise<ChatWrapperKind | undefined>>();
 
 /** The file's chat wrapper; `early` is chatWrapperKindEarly's promise, when started before the model loaded. */
 export async function chatWrapperFor(file: string, model: LlamaModel, early = chatWrapperKindEarly(file)): Promise<ChatWrapper> {
-  // A Jinja answer from the worker is kept for the file below.
+  // A Jinja answer from the child process is kept for the file by then.
   await early;
   const key = modelFileKey(file);
   const known = key === undefined ? undefined : resolved.get(key);
@@ -45,34 +46,57 @@ export async function chatWrapperFor(file: string, model: LlamaModel, early = ch
 }
 
 /**
- * Resolves a model file's chat wrapper in a worker thread (chatWrapperKindOffThread) when nothing
+ * Resolves a model file's chat wrapper in a child process (resolveChatWrapperKinds) when nothing
  * known answers it (no resolution kept for the file, a template not in the known-template table;
  * the template is read from the file's header), and keeps a Jinja answer for the file. Started
- * when the server starts for every GGUF chat model in the registry, and when a model starts
- * loading, so that the resolution runs beside the load; undefined when no worker was needed or
- * it could not answer. A file without a template is left alone: its resolution only reads the
+ * when a model starts loading, so that the resolution runs beside the load (and joined if the
+ * server's start began it, chatWrapperKindsEarly); undefined when no resolution was needed or
+ * none could be had. A file without a template is left alone: its resolution only reads the
  * model's names.
  */
 export function chatWrapperKindEarly(file: string): Promise<ChatWrapperKind | undefined> {
   const key = modelFileKey(file);
   if (key === undefined || resolved.has(key)) return Promise.resolve(undefined);
-  const inFlight = resolving.get(key);
-  if (inFlight) return inFlight;
-  const answer = (async () => {
-    try {
-      const metadata = (await readGgufScalarMetadata(file)) as { tokenizer?: { chat_template?: unknown }; general?: { architecture?: unknown } };
-      const template = metadata.tokenizer?.chat_template;
-      const architecture = typeof metadata.general?.architecture === "string" ? metadata.general.architecture : undefined;
-      if (typeof template !== "string" || template.trim() === "" || knownChatWrapper(template, architecture) !== undefined) return undefined;
-    } catch {
-      return undefined;
-    }
-    const kind = await chatWrapperKindOffThread(file);
+  return resolving.get(key) ?? track(key, (async () => ((await needsResolution(file)) ? resolveChatWrapperKinds([file]).get(file) : undefined))());
+}
+
+/**
+ * chatWrapperKindEarly for the registry's GGUF chat models when the server starts, in one child
+ * process, one file after another; resolves when all are answered.
+ */
+export async function chatWrapperKindsEarly(files: readonly string[]): Promise<void> {
+  const wanted: { file: string; key: string }[] = [];
+  for (const file of new Set(files)) {
+    const key = modelFileKey(file);
+    if (key === undefined || resolved.has(key) || resolving.has(key)) continue;
+    if (await needsResolution(file)) wanted.push({ file, key });
+  }
+  if (wanted.length === 0) return;
+  const answers = resolveChatWrapperKinds(wanted.map(({ file }) => file));
+  await Promise.all(wanted.map(({ file, key }) => resolving.get(key) ?? track(key, answers.get(file)!)));
+}
+
+/** Whether a file's template is one the known-template table does not answer (read from its header; false if it cannot be read). */
+async function needsResolution(file: string): Promise<boolean> {
+  try {
+    const metadata = (await readGgufScalarMetadata(file)) as { tokenizer?: { chat_template?: unknown }; general?: { architecture?: unknown } };
+    const template = metadata.tokenizer?.chat_template;
+    const architecture = typeof metadata.general?.architecture === "string" ? metadata.general.architecture : undefined;
+    return typeof template === "string" && template.trim() !== "" && knownChatWrapper(template, architecture) === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** A resolution in progress for a file: a Jinja answer is kept for it when it comes. */
+function track(key: string, answer: Promise<ChatWrapperKind | undefined> | undefined): Promise<ChatWrapperKind | undefined> {
+  const tracked = (async () => {
+    const kind = await answer;
     if (kind === "jinjaTemplate") resolved.set(key, "jinjaTemplate");
     return kind;
   })().finally(() => resolving.delete(key));
-  resolving.set(key, answer);
-  return answer;
+  resolving.set(key, tracked);
+  return tracked;
 }
 
 /** Where a model file's chat wrapper stands in this process (tests, diagnostics). */
@@ -83,39 +107,41 @@ export function chatWrapperResolution(file: string): "kept" | "resolving" | unde
 }
 
 /**
- * node-llama-cpp's full resolution for a model file, in a worker thread, from the file's
- * vocabulary; undefined if the worker could not answer (the caller resolves on its own thread).
- * The worker's start (about 1.4 s, most of it node-llama-cpp's binding) overlaps the model's own
- * load (chatWrapperKindEarly); it stays for RESOLVER_IDLE_MS after its last answer, so models
- * loaded one after another share it, then ends (model files are resolved once per process).
+ * node-llama-cpp's full resolution for each file, in a child process (chatWrapperChild.ts) that
+ * reads the files' vocabularies one after another and ends; each answer is undefined if the file
+ * could not be resolved or the process failed (the caller then resolves on its own thread). The
+ * process's start, about 1.2 s (node-llama-cpp's import and binding), overlaps a model's own load.
  */
-export async function chatWrapperKindOffThread(file: string): Promise<ChatWrapperKind | undefined> {
-  if (!resolver) {
-    const started = { pool: WorkerPool.start({ name: "chat template resolution", entry: WORKER, data: null, size: 1, maxWaiting: 16, unref: true }), running: 0 };
-    // A worker that could not start is not kept: the next call tries again.
-    started.pool.catch(() => {
-      if (resolver === started) resolver = undefined;
-    });
-    resolver = started;
-  }
-  const current = resolver;
-  clearTimeout(current.idle);
-  current.running++;
+export function resolveChatWrapperKinds(files: readonly string[]): Map<string, Promise<ChatWrapperKind | undefined>> {
+  const settle = new Map<string, (kind: ChatWrapperKind | undefined) => void>();
+  const answers = new Map(files.map((file) => [file, new Promise<ChatWrapperKind | undefined>((resolve) => settle.set(file, resolve))]));
+  const settleRest = () => {
+    for (const resolve of settle.values()) resolve(undefined);
+    settle.clear();
+  };
   try {
-    const { result } = await (await current.pool).run<ChatWrapperKind>({ file } satisfies ChatWrapperTask);
-    return result;
+    const entry = fileURLToPath(CHILD);
+    // Sources run through tsx (tests) need it in the child too; the compiled copy runs as it is.
+    const child = fork(entry, [...files], { execArgv: /\.[mc]?ts$/.test(entry) ? ["--import", "tsx"] : [], stdio: ["ignore", "ignore", "ignore", "ipc"] });
+    const timer = setTimeout(() => child.kill(), CHILD_TIMEOUT_MS).unref();
+    child.on("message", (answer: ChatWrapperAnswer) => {
+      settle.get(answer.file)?.(answer.kind ?? undefined);
+      settle.delete(answer.file);
+    });
+    child.on("error", settleRest);
+    child.on("exit", () => {
+      clearTimeout(timer);
+      settleRest();
+    });
+    // Never what keeps the server's process alive.
+    child.unref();
+    child.channel?.unref();
   } catch {
-    return undefined;
-  } finally {
-    if (--current.running === 0) {
-      current.idle = setTimeout(() => {
-        if (resolver === current) resolver = undefined;
-        current.pool.then((pool) => pool.dispose()).catch(() => {});
-      }, RESOLVER_IDLE_MS).unref();
-    }
+    settleRest();
   }
+  return answers;
 }
 
-const RESOLVER_IDLE_MS = 30_000;
-const WORKER = siblingModule(import.meta.url, "chatWrapperWorker");
-let resolver: { pool: Promise<WorkerPool>; running: number; idle?: NodeJS.Timeout } | undefined;
+const CHILD = siblingModule(import.meta.url, "chatWrapperChild");
+/** Past this the child is stopped and its files resolved on the event loop (a template rendering without end, say). */
+const CHILD_TIMEOUT_MS = 120_000;
