@@ -13,7 +13,7 @@ export const llamaBackend: BackendDescriptor = {
     return LlamaChatEngine.load({ modelId: entry.id, file: entry.file!, settings: entry.llama, maxWaiting: entry.queue.maxWaiting, gpu: options.gpu });
   },
   // Loading llama.cpp's binding (and its CPU, CUDA or Vulkan backend) takes about 0.6 s, and
-  // resolving a chat template Hearth does not know 0.8 to 5 s (in a child process), which the
+  // resolving a chat template Hearth does not know up to 3.6 s (in a child process), which the
   // first request to a GGUF model would otherwise wait for.
   prepare: async ({ gpu }, entries) => {
     const llama = await (await import("../llama/getSharedLlama.js")).getSharedLlama(gpu);

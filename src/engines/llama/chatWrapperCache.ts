@@ -10,13 +10,13 @@ import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
 /**
  * The chat wrapper for a model file, resolved once per file (path, size, modification time).
  * node-llama-cpp's resolution renders the model's Jinja template against every compatible
- * specialized wrapper, synchronously: 0.6 to 1.3 s for the demo chat model, 0.8 to 5 s for the
- * templates of current models (llama.cpp's collection of 71), during which, on the event loop,
+ * specialized wrapper, synchronously: 0.6 to 1.3 s for the demo chat model, up to 3.6 s for the
+ * templates of current models (median 1 s over llama.cpp's collection of 71), during which, on the event loop,
  * no other request moves. What is kept:
  * - a specialized wrapper itself (it holds only the settings the resolution chose);
  * - for a template no specialized wrapper renders, only that answer: a Jinja template wrapper
  *   holds the model's tokenizer, which dies with the model, and building one for a known
- *   answer takes 3 to 200 ms (the same wrapper the resolution ends with).
+ *   answer takes 3 to 32 ms (the same wrapper the resolution ends with).
  * Templates Hearth generates are answered from the known-template table. Any other template is
  * first resolved in a child process (chatWrapperKindEarly), when the server starts and while the
  * model loads; only a specialized answer is resolved again here, to build that wrapper with the
