@@ -70,9 +70,10 @@ export class TokenizationCache {
    *
    * llama.cpp's split at special tokens is quadratic in their number (see SpecialTokenCuts): the
    * scaffolding a template writes around 20,000 empty messages (580 KB) took 4.7 s of the event
-   * loop whole and 78 ms in pieces; a message of 32,768 `[PAD151700]` (Qwen2.5's vocabulary),
-   * 1.9 s whole. A special token is a cut llama.cpp makes anyway: the text on each side of it is
-   * tokenized on its own, so pieces that end with one change nothing.
+   * loop whole and 78 ms in pieces; a message of 32,768 `[PAD151700]` (user-defined in
+   * llama.cpp's Qwen2 vocabulary file), 1.9 s whole. A special token is a cut llama.cpp makes
+   * anyway: the text on each side of it is tokenized on its own, so pieces that end with one
+   * change nothing.
    */
   allowCuts(mode: "special" | "plain", markers: readonly string[], sample: string): boolean {
     const cuts = this.cuts[mode].with(markers);
@@ -86,8 +87,8 @@ export class TokenizationCache {
 
   /**
    * Allows cuts after the model's own special tokens, in the given modes: any special token
-   * with special tokens read, user-defined ones (`<think>`, Qwen2.5's `[PAD151700]`) in plain
-   * text too, which llama.cpp splits at even there. Such text is tokenized in time quadratic in
+   * with special tokens read, user-defined ones (`<think>`, the `[PAD151700]` padding some GGUF
+   * conversions mark so) in plain text too, which llama.cpp splits at even there. Such text is tokenized in time quadratic in
    * the number of tokens it spells: a raw prompt of 32,000 `x<|endoftext|>` took 3.8 s, a
    * message of 32,768 `[PAD151700]` 1.9 s (131,072 of them, 27 s). The cuts are after the
    * vocabulary's delimited special tokens that nothing else overlaps (cuttableSpecialTokens),
