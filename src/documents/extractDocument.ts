@@ -86,7 +86,17 @@ export interface DocumentLimits {
   maxChars: number;
 }
 
-const TYPE_NAMES: Record<DocumentType, string> = { pdf: "PDF", docx: "DOCX", pptx: "PPTX", xlsx: "XLSX", csv: "CSV", html: "HTML", markdown: "Markdown", text: "text" };
+/** How messages name each type. */
+export const DOCUMENT_TYPE_NAMES: Record<DocumentType, string> = {
+  pdf: "PDF",
+  docx: "DOCX",
+  pptx: "PPTX",
+  xlsx: "XLSX",
+  csv: "CSV",
+  html: "HTML",
+  markdown: "Markdown",
+  text: "text",
+};
 
 export interface ExtractedDocument {
   type: DocumentType;
@@ -107,7 +117,7 @@ export async function extractDocument(data: Buffer, hints: DocumentHints = {}, l
     throw new UnsupportedDocumentError(`${declared}; supported: ${SUPPORTED_DOCUMENTS}`);
   }
   if (ZIPPED_TYPES.has(type) && zipExpansionPastLimit(data, MAX_OFFICE_EXPANDED_BYTES) !== null) {
-    throw new DocumentTooLargeError(TYPE_NAMES[type], MAX_OFFICE_EXPANDED_BYTES);
+    throw new DocumentTooLargeError(DOCUMENT_TYPE_NAMES[type], MAX_OFFICE_EXPANDED_BYTES);
   }
   let text: string;
   try {
@@ -115,7 +125,7 @@ export async function extractDocument(data: Buffer, hints: DocumentHints = {}, l
   } catch (error) {
     if (error instanceof DocumentTextTooLongError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    throw new UnreadableDocumentError(TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
+    throw new UnreadableDocumentError(DOCUMENT_TYPE_NAMES[type], reason.split("\n")[0]!.slice(0, 300) || "unknown error");
   }
   const tidied = tidy(text);
   if (tidied.length > limits.maxChars) throw new DocumentTextTooLongError(limits.maxChars, tidied.length);

@@ -1,8 +1,15 @@
 import { InvalidRequestError } from "../../src/errors.js";
 import { serveWorker } from "../../src/engines/worker/serveWorker.js";
 
-/** A worker module for WorkerPool tests: echoes, spins through checkpoints or until its signal aborts, refuses, or dies. */
-type Task = { type: "echo"; value: unknown } | { type: "spin"; steps: number } | { type: "watch-signal" } | { type: "crash" } | { type: "throw" } | { type: "refuse" };
+/** A worker module for WorkerPool tests: echoes, spins through checkpoints or until its signal aborts, blocks without any, refuses, or dies. */
+type Task =
+  | { type: "echo"; value: unknown }
+  | { type: "spin"; steps: number }
+  | { type: "block"; ms: number }
+  | { type: "watch-signal" }
+  | { type: "crash" }
+  | { type: "throw" }
+  | { type: "refuse" };
 
 serveWorker<{ greeting: string }, Task>({
   async load(data) {
@@ -22,6 +29,12 @@ serveWorker<{ greeting: string }, Task>({
           await io.checkpoint();
         }
         return { result: "spun" };
+      case "block": {
+        // One long call that never reaches a checkpoint, like a library parsing a whole file.
+        const until = Date.now() + task.ms;
+        while (Date.now() < until);
+        return { result: "blocked" };
+      }
       case "watch-signal":
         // An engine that checks a signal between steps (as Whisper's seek loop does) and throws its own error.
         for (let step = 1; ; step++) {

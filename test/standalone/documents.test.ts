@@ -4,6 +4,7 @@ import { parsesOffThread } from "../../src/api/chat/readFilePart.js";
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
 import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
 import { extractDocument } from "../../src/documents/extractDocument.js";
+import { extractDocumentOffThread } from "../../src/documents/extractDocumentOffThread.js";
 import { READABILITY_MAX_DEPTH, READABILITY_MAX_ELEMENTS, TREE_MAX_TEXT_BREAKS } from "../../src/documents/readHtml.js";
 import { makeDocx, makePdf, makePptx, makeXlsx } from "../helpers/documents.js";
 
@@ -219,5 +220,12 @@ describe("which chat file parts are read in the document worker, off the event l
     }
     expect(parsesOffThread(Buffer.from("plain words ".repeat(80_000)), { mimeType: "text/plain" })).toBe(false);
     expect(parsesOffThread(Buffer.from("plain words ".repeat(90_000)), { mimeType: "text/plain" })).toBe(true);
+  });
+
+  it("a document that takes the worker past the time limit is refused as unreadable, and the next one is read", async () => {
+    // 900 KB of empty CSV rows: papaparse reads them in one call of about 0.7 s, past a 50 ms limit.
+    const slow = extractDocumentOffThread(Buffer.from("\n".repeat(900_000)), { filename: "rows.csv" }, { maxChars: 1_000_000 }, undefined, 50);
+    await expect(slow).rejects.toThrow(/^could not read the CSV file: reading it took more than 0.05 s, the most this node spends on one file$/);
+    expect(await extractDocumentOffThread(Buffer.from("a,b\n1,2\n"), { filename: "small.csv" }, { maxChars: 1_000_000 })).toEqual({ type: "csv", text: "a,b\n1,2" });
   });
 });

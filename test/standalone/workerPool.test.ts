@@ -8,8 +8,15 @@ afterEach(async () => {
   await Promise.all(pools.map((p) => p.dispose()));
   pools = [];
 });
-const start = async (options: { size?: number; maxWaiting?: number; data?: unknown } = {}) => {
-  const pool = await WorkerPool.start({ name: "test-model", entry: ENTRY, data: options.data ?? { n: 1 }, size: options.size ?? 1, maxWaiting: options.maxWaiting ?? 8 });
+const start = async (options: { size?: number; maxWaiting?: number; data?: unknown; stopAbortedAfterMs?: number } = {}) => {
+  const pool = await WorkerPool.start({
+    name: "test-model",
+    entry: ENTRY,
+    data: options.data ?? { n: 1 },
+    size: options.size ?? 1,
+    maxWaiting: options.maxWaiting ?? 8,
+    stopAbortedAfterMs: options.stopAbortedAfterMs,
+  });
   pools.push(pool);
   return pool;
 };
@@ -187,6 +194,21 @@ describe("WorkerPool.runWhenFree", () => {
     finishPreparing();
     await new Promise((r) => setTimeout(r, 20));
     expect((await pool.run({ type: "echo", value: 4 })).result).toEqual({ greeting: "hello", value: 4 });
+    expect(pool.stats()).toEqual({ workers: 1, busy: 0, waiting: 0 });
+  });
+
+  it("stops and replaces a worker whose aborted task never reaches a checkpoint, with stopAbortedAfterMs; the queue goes on", async () => {
+    const pool = await start({ stopAbortedAfterMs: 100 });
+    const controller = new AbortController();
+    const blocked = pool.run({ type: "block", ms: 60_000 }, { signal: controller.signal }).catch((e: unknown) => e);
+    const queued = pool.run({ type: "echo", value: 7 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const abortedAt = performance.now();
+    controller.abort();
+    expect(await blocked).toBeInstanceOf(TaskAbortedError);
+    // Stopped after the grace, not after the minute the task would have taken.
+    expect(performance.now() - abortedAt).toBeLessThan(30_000);
+    expect((await queued).result).toEqual({ greeting: "hello", value: 7 });
     expect(pool.stats()).toEqual({ workers: 1, busy: 0, waiting: 0 });
   });
 });

@@ -16,6 +16,12 @@ export interface WorkerPoolOptions {
   maxWaiting: number;
   /** Workers do not keep the process alive (a process-wide pool nobody disposes). */
   unref?: boolean;
+  /**
+   * A running task that is aborted and has not ended this long after (work that never reaches a
+   * checkpoint: a library parsing a file in one call) has its worker stopped and replaced, so
+   * the worker is free for the next task; the task fails as aborted. Unset: it runs to its end.
+   */
+  stopAbortedAfterMs?: number;
 }
 
 export interface RunOptions {
@@ -47,6 +53,10 @@ interface Task {
   resolve: (value: { result: unknown; queueMs: number }) => void;
   reject: (error: unknown) => void;
   onAbort?: () => void;
+  /** Armed when the running task is aborted (stopAbortedAfterMs). */
+  stopTimer?: NodeJS.Timeout;
+  /** Its worker was stopped because it did not end after its abort. */
+  stopped?: boolean;
 }
 
 interface Slot {
@@ -290,6 +300,16 @@ export class WorkerPool {
     if (!slot) return;
     if (task.sent) {
       slot.worker.postMessage({ type: "cancel", id: task.id } satisfies ToWorker);
+      const grace = this.options.stopAbortedAfterMs;
+      if (grace !== undefined) {
+        task.stopTimer = setTimeout(() => {
+          if (slot.task !== task) return;
+          task.stopped = true;
+          // Its exit fails the task (as aborted) and starts a replacement (onWorkerLost).
+          void slot.worker.terminate();
+        }, grace);
+        task.stopTimer.unref();
+      }
       return;
     }
     // Its payload is still being made: the worker never saw it, and is free for the next task.
@@ -300,6 +320,7 @@ export class WorkerPool {
 
   private finish(task: Task, settle: () => void): void {
     if (task.onAbort) task.options.signal?.removeEventListener("abort", task.onAbort);
+    clearTimeout(task.stopTimer);
     settle();
   }
 
@@ -308,7 +329,9 @@ export class WorkerPool {
     slot.alive = false;
     const task = slot.task;
     slot.task = null;
-    if (task) this.finish(task, () => task.reject(new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`)));
+    if (task) {
+      this.finish(task, () => task.reject(task.stopped ? new TaskAbortedError() : new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`)));
+    }
     this.failCalls(slot, new InferenceError(`Inference processing failed: the ${this.options.name} worker ${reason}`));
     if (this.disposed) return;
     const index = this.slots.indexOf(slot);
