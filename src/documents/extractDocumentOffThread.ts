@@ -59,8 +59,8 @@ export async function readHtmlOffThread(html: string, options: { charThreshold?:
 /**
  * The most the document worker spends on one file. Its one thread serves every document of the
  * node in turn, and a library parsing a file does so in one call: 25 MB of CSV quotes would hold
- * it about 28 s, a `<`-heavy page minutes, while the documents behind it wait. Past the limit (or
- * when the client leaves) the worker is stopped and replaced (stopAbortedAfterMs).
+ * it about 24 s (0.9 s a megabyte), while the documents behind it wait. Past the limit (or when
+ * the client leaves) the worker is stopped and replaced (stopAbortedAfterMs).
  */
 export const DOCUMENT_TIME_LIMIT_MS = 60_000;
 /** How long an aborted document may take to end by itself before its worker is stopped. */
