@@ -88,12 +88,12 @@ export class TokenizationCache {
   /**
    * Allows cuts after the model's own special tokens, in the given modes: any special token
    * with special tokens read, user-defined ones (`<think>`, the `[PAD151700]` padding some GGUF
-   * conversions mark so) in plain text too, which llama.cpp splits at even there. Such text is tokenized in time quadratic in
-   * the number of tokens it spells: a raw prompt of 32,000 `x<|endoftext|>` took 3.8 s, a
-   * message of 32,768 `[PAD151700]` 1.9 s (131,072 of them, 27 s). The cuts are after the
-   * vocabulary's delimited special tokens that nothing else overlaps (cuttableSpecialTokens),
-   * once a sample with each of them (a spread of them, for vocabularies with thousands) gets the
-   * same tokens cut as whole. Reading the attributes of a 256,000-token vocabulary takes up to
+   * conversions mark so) in plain text too, which llama.cpp splits at even there. Such text is
+   * tokenized in time quadratic in the number of tokens it spells: a raw prompt of 32,000
+   * `x<|endoftext|>` took 3.8 s, a message of 32,768 `[PAD151700]` 1.9 s (131,072 of them,
+   * 27 s). The cuts are after the vocabulary's delimited special tokens that nothing else
+   * overlaps (cuttableSpecialTokens), once a sample with each of them (a spread of them, for
+   * vocabularies with thousands) gets the same tokens cut as whole. Reading the attributes of a 256,000-token vocabulary takes up to
    * 50 ms, once per model file; checking the samples, a few milliseconds at each load.
    */
   allowVocabularyCuts(model: LlamaModel, file: string, modes: readonly ("special" | "plain")[]): void {
