@@ -116,4 +116,18 @@ export function needsFile(what: string): (entry: ModelEntry) => EntryProblem[] {
   return (entry) => (entry.file ? [] : [{ path: "file", message: what }]);
 }
 
+/**
+ * A `prepare` that imports, once the node listens, the engine modules its models' first load
+ * would import. Evaluating transformers.js with onnxruntime's binding holds the event loop about
+ * 0.2 s (measured on the 2-core host), which every request and stream in flight at a first
+ * load would wait behind; at start nothing waits. Only backends with models in the registry
+ * are prepared, so a chat-only node still never loads them.
+ */
+export function importEngineModules(modules: (entries: readonly ModelEntry[]) => Promise<unknown>[]): NonNullable<BackendDescriptor["prepare"]> {
+  return async (_options, entries) => {
+    await Promise.all(modules(entries));
+    return [];
+  };
+}
+
 export const alwaysServable = (): { servable: true } => ({ servable: true });

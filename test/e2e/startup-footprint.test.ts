@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { expect, it } from "vitest";
+import { expect, it, vi } from "vitest";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";
-import { tinyChatPath } from "../helpers/testServer.js";
+import { fixturesDir, tinyChatPath } from "../helpers/testServer.js";
 import { testTempDir } from "../helpers/tempDir.js";
 
 /**
@@ -46,5 +46,29 @@ it("a started chat node that has answered a chat request has loaded neither tsx,
   expect(loaded).toContain("express");
   for (const absent of ["tsx", "viem", "@solana/kit", "@solana-program/token", "@noble/curves", "sharp", "@huggingface/transformers", "onnxruntime-node"]) {
     expect(loaded, absent).not.toContain(absent);
+  }
+});
+
+/**
+ * The other side: a node whose registry has a model evaluated with transformers.js on the event
+ * loop imports it once it listens, before any request, so no request waits behind the import
+ * (about 0.2 s of module evaluation) at the model's first load.
+ */
+it("a started node with a transformers.js embedding model imports transformers.js before any request", async () => {
+  const dir = testTempDir("hearth-footprint-");
+  const registry = join(dir, "models.config.json");
+  writeFileSync(registry, JSON.stringify({ models: [{ id: "tiny-embedding", type: "embedding", backend: "transformers", file: join(fixturesDir(), "tiny-embedding") }] }));
+  const packagesFile = join(dir, "packages.txt");
+  const recorder = pathToFileURL(join(import.meta.dirname, "..", "helpers", "recordPackages.mjs")).href;
+  const server = await hearthServe(["--port", "0", "--data-dir", join(dir, "data"), "--config", registry], {
+    NODE_OPTIONS: `--import=${recorder}`,
+    HEARTH_RECORD_PACKAGES: packagesFile,
+  });
+  try {
+    // No request is sent: only the start can have imported it.
+    await vi.waitFor(() => expect(readFileSync(packagesFile, "utf8").split("\n")).toContain("@huggingface/transformers"), { timeout: 30_000, interval: 100 });
+  } finally {
+    server.child.kill("SIGTERM");
+    await exited(server.child);
   }
 });

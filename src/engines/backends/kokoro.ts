@@ -1,5 +1,5 @@
 import { OnnxSettings, SpeechSettings, VoiceCloningSettings } from "../../config/backendSettings.js";
-import { alwaysServable, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
+import { alwaysServable, importEngineModules, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
 import { kokoroStandardVoices } from "../kokoro/kokoroStandardVoices.js";
 import { listKokoroVoices } from "../kokoro/kokoroVoices.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
@@ -11,6 +11,7 @@ export const kokoroBackend: BackendDescriptor = {
   entryProblems: needsFile('a kokoro model needs its model directory in "file"'),
   servable: alwaysServable,
   load: async (entry, options) => (await import("../kokoro/KokoroEngine.js")).KokoroEngine.load(entry, options.gpu),
+  prepare: importEngineModules(() => [import("../kokoro/KokoroEngine.js")]),
   estimateMemory: (entry, gpu) => estimateOnnxMemory(entry.file!, { copies: 1, executionProviders: entry.onnx.executionProviders, gpu }),
   // The voices/ folder says which voices exist; speech.voices may offer a subset.
   listVoices(entry) {

@@ -1,14 +1,15 @@
 import { join } from "node:path";
 import { EmbeddingSettings, MusicSettings, OnnxSettings, UpscaleSettings, VisionSettings } from "../../config/backendSettings.js";
-import { alwaysServable, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
+import { alwaysServable, importEngineModules, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 import { inputLimit, readJson } from "../transformers/modelConfig.js";
 
 /**
  * transformers.js ONNX models: embedding encoders, vision-language chat models (type "text":
  * Idefics3 / SmolVLM exports, pictures and video frames in chat), super-resolution (upscale),
- * background-removal and text-to-music (MusicGen exports) models. transformers.js is imported when the first of its models loads, not
- * at start (about 165 MiB of memory and a second of start-up a chat-only node never needs).
+ * background-removal and text-to-music (MusicGen exports) models. transformers.js is imported
+ * once the node listens when the registry has such models, not before it listens (about a second
+ * of start-up), and never on a node without them (about 165 MiB of memory a chat-only node never needs).
  */
 export const transformersBackend: BackendDescriptor = {
   serves: ["embedding", "text", "upscale", "background-removal", "music"],
@@ -22,6 +23,16 @@ export const transformersBackend: BackendDescriptor = {
     if (entry.type === "background-removal") return (await import("../transformers/BackgroundRemovalEngine.js")).TransformersBackgroundRemovalEngine.load(entry, options.gpu);
     return (await import("../transformers/TransformersEmbeddingEngine.js")).TransformersEmbeddingEngine.load(entry, options.gpu);
   },
+  // Vision chat and music run their models on worker threads; the others evaluate
+  // transformers.js on the event loop.
+  prepare: importEngineModules((entries) => {
+    const types = new Set(entries.map((entry) => entry.type));
+    return [
+      types.has("embedding") && import("../transformers/TransformersEmbeddingEngine.js"),
+      types.has("upscale") && import("../transformers/UpscaleEngine.js"),
+      types.has("background-removal") && import("../transformers/BackgroundRemovalEngine.js"),
+    ].filter((module) => module !== false);
+  }),
   estimateMemory: (entry, gpu) =>
     estimateOnnxMemory(entry.file!, { copies: 1, executionProviders: entry.type === "embedding" ? entry.embedding.executionProviders : entry.onnx.executionProviders, gpu }),
   embeddingShape(entry) {
