@@ -16,6 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { mulberry32 } from "../src/random.js";
 import { createAccount } from "../src/store/accounts.js";
@@ -51,10 +52,34 @@ interface Operation {
 // ---------------------------------------------------------------------------------------------
 // The node under test
 
-async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUrl: string; metricsUrl: string }> {
-  const child = spawn(process.execPath, [join(ROOT, "bin/hearth.cjs"), "serve", "--port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--log-level", "fatal"], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "inherit"],
+/** The node's stall reports (--stall-warn-ms): how long the loop was held, and what was in flight. */
+interface StallReport {
+  heldMs: number;
+  inFlight: { kind?: string; method?: string; route?: string; models?: string; runningMs?: number; clientRequestId?: string; [field: string]: unknown }[];
+  moreInFlight?: number;
+  startedDuring?: number;
+}
+
+async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUrl: string; metricsUrl: string; stalls: StallReport[] }> {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "bin/hearth.cjs"), "serve", "--port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--log-level", "warn", "--log-format", "json", "--stall-warn-ms", "100"],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  // Stall reports are kept for the report; errors and worse are shown; other warnings (callers
+  // the abuse guard blocks, refused payments) are what a fuzz provokes.
+  const stalls: StallReport[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    let entry: { level?: number; msg?: string } & Partial<StallReport>;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      process.stderr.write(`${line}\n`);
+      return;
+    }
+    if (entry.msg?.startsWith("the event loop was held"))
+      stalls.push({ heldMs: entry.heldMs ?? 0, inFlight: entry.inFlight ?? [], moreInFlight: entry.moreInFlight, startedDuring: entry.startedDuring });
+    else if ((entry.level ?? 0) >= 50) process.stderr.write(`${line}\n`);
   });
   let banner = "";
   return new Promise((resolvePromise, reject) => {
@@ -67,7 +92,7 @@ async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUr
       if (base && metrics) {
         clearTimeout(timer);
         child.removeAllListeners("exit");
-        resolvePromise({ child, baseUrl: base, metricsUrl: metrics });
+        resolvePromise({ child, baseUrl: base, metricsUrl: metrics, stalls });
       }
     });
   });
@@ -304,10 +329,12 @@ async function main(): Promise<void> {
     const slowest: { ms: number; request: string; status: number }[] = [];
     let transportErrors = 0;
     let next = 0;
+    /** What each request sent, by its X-Request-Id, to name the requests a stall report lists. */
+    const sentLabels = new Map<string, string>();
     const started = performance.now();
     const worker = async () => {
       while (next < TOTAL) {
-        next++;
+        const number = ++next;
         const operation = pick(operations);
         const path = fillPath(operation.path, ids);
         const headers: Record<string, string> = {};
@@ -321,7 +348,10 @@ async function main(): Promise<void> {
           mutated = mutate(seed, operation.contentType ?? "application/json");
           if (mutated.contentType) headers["content-type"] = mutated.contentType;
         }
+        // The node names a request that was in flight during a stall by this id.
+        headers["x-request-id"] = `fuzz-${number}`;
         const key = `${operation.method} ${operation.path}`;
+        sentLabels.set(`fuzz-${number}`, `${key} (${mutated.label})`);
         const counts = byOperation.get(key) ?? {};
         byOperation.set(key, counts);
         try {
@@ -384,6 +414,15 @@ async function main(): Promise<void> {
         worstP99: Math.max(...lag.p99),
         worstMax: Math.max(...lag.max),
       },
+      // What held the node's loop 100 ms or more (its own stall watch), worst first.
+      stalls: {
+        count: node.stalls.length,
+        atLeast200Ms: node.stalls.filter((stall) => stall.heldMs >= 200).length,
+        worst: [...node.stalls]
+          .sort((a, b) => b.heldMs - a.heldMs)
+          .slice(0, 10)
+          .map((stall) => ({ ...stall, inFlight: stall.inFlight.map((activity) => ({ ...activity, sent: sentLabels.get(String(activity.clientRequestId)) })) })),
+      },
       slowestRequests: slowest,
       byOperation: Object.fromEntries([...byOperation].sort()),
       serverErrors: serverErrors.slice(0, 50),
@@ -402,6 +441,15 @@ async function main(): Promise<void> {
     log(
       `node event-loop lag (ms, per 1 s window): median p50 ${f(report.eventLoopLagMs.medianOfP50)}, median p99 ${f(report.eventLoopLagMs.medianOfP99)}, worst p99 ${f(report.eventLoopLagMs.worstP99)}, worst max ${f(report.eventLoopLagMs.worstMax)}`,
     );
+    log(`event loop held 100 ms or more: ${report.stalls.count} times (200 ms or more: ${report.stalls.atLeast200Ms})`);
+    for (const stall of report.stalls.worst.slice(0, 3)) {
+      const inFlight = stall.inFlight.map((activity) =>
+        [activity.sent ?? [activity.kind, activity.method, activity.route, activity.models].filter(Boolean).join(" "), `${activity.runningMs} ms`].join(", "),
+      );
+      log(
+        `  ${stall.heldMs} ms, in flight: ${inFlight.join("; ") || "nothing"}${stall.moreInFlight ? ` and ${stall.moreInFlight} more` : ""}${stall.startedDuring ? `; ${stall.startedDuring} arrived meanwhile` : ""}`,
+      );
+    }
     for (const error of serverErrors.slice(0, 10)) log(`  ${error.status} ${error.request}: ${error.body}`);
     log("slowest requests:");
     for (const slow of slowest.slice(0, 5)) log(`  ${slow.ms} ms ${slow.status} ${slow.request}`);

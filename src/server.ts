@@ -52,6 +52,8 @@ export interface RunningServer {
   metrics: Metrics;
   /** The unauthenticated metrics listener (`--metrics-port`), when configured: http://host:port/metrics. */
   metricsUrl?: string;
+  /** Settles when the backends are prepared (after the listener is up); the stall watch starts then. */
+  prepared: Promise<void>;
   /** Stops accepting, lets in-flight requests finish (up to the grace period), disposes models, closes the database. */
   close(): Promise<void>;
 }
@@ -158,6 +160,16 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // sooner waits for the same promise).
   const preparing = models.prepareBackends().then((notices) => {
     for (const { message, fields } of notices) logger.warn(fields ?? {}, message);
+    // From here on: the preparation's own module loads hold the loop by design, with nothing waiting.
+    if (config.stallWarnMs > 0 && !closing) {
+      metrics.watchStalls(config.stallWarnMs, ({ heldMs, suspects, moreSuspects, startedDuring }) =>
+        logger.warn(
+          { heldMs, inFlight: suspects, ...(moreSuspects ? { moreInFlight: moreSuspects } : {}), ...(startedDuring ? { startedDuring } : {}) },
+          `the event loop was held ${heldMs} ms`,
+        ),
+      );
+      watchModelLoads(models, metrics);
+    }
   });
 
   let closing: Promise<void> | undefined;
@@ -182,9 +194,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       await wallet.topUps.stop();
       await preparing;
       await models.dispose();
+      metrics.stopWatchingStalls();
       db.close();
     })());
-  return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, metrics, metricsUrl: metricsServer?.url, close };
+  return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, metrics, metricsUrl: metricsServer?.url, prepared: preparing, close };
 }
 
 /** Counts responses not yet closed, so shutdown knows when only idle connections remain. */
@@ -204,6 +217,24 @@ class InFlightRequests {
     if (this.count === 0) callback();
     else this.waiters.push(callback);
   }
+}
+
+/** A model load is an activity a stall report names, from its "loading" change to its "loaded", "failed" or "unloaded" (no room). */
+function watchModelLoads(models: ModelManager, metrics: Metrics): void {
+  const loading = new Map<string, () => void>();
+  models.onChange(({ ids, reason }) => {
+    const key = ids.join(",");
+    if (reason === "loading") {
+      loading.get(key)?.();
+      loading.set(
+        key,
+        metrics.beginActivity("model load", () => ({ models: key })),
+      );
+    } else if (reason === "loaded" || reason === "failed" || reason === "unloaded") {
+      loading.get(key)?.();
+      loading.delete(key);
+    }
+  });
 }
 
 /**

@@ -69,6 +69,14 @@ export const SERVER_SETTINGS = {
     description: "also serve GET /metrics without authentication on this port (same host; 0 picks a free one); empty: only the operator-key route on the API port",
     see: "operations.md#metrics-and-logs",
   },
+  stallWarnMs: {
+    flag: "--stall-warn-ms <ms>",
+    env: "HEARTH_STALL_WARN_MS",
+    default: "200",
+    description:
+      "when one piece of work holds the event loop this long (every request and stream waits meanwhile), log a warning naming the requests and model loads in flight, and count it in hearth_event_loop_stall_seconds; 0: off",
+    see: "operations.md#metrics-and-logs",
+  },
   videoWorkers: {
     flag: "--video-workers <n>",
     env: "HEARTH_VIDEO_WORKERS",
@@ -214,6 +222,8 @@ export const ServerConfig = z.object({
   wallet: WalletConfig.default(WalletConfig.parse({})),
   /** A second listener serving only GET /metrics, without auth (for a Prometheus scraper on a private network). */
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+  /** A stall of the event loop this long is logged with what was in flight (src/metrics/StallWatch.ts); 0: not watched. */
+  stallWarnMs: z.coerce.number().int().nonnegative().default(200),
   /** Video jobs run at the same time; queued jobs wait in SQLite. */
   videoWorkers: z.coerce.number().int().min(1).max(64).default(1),
   /** Finished videos not fetched and completed are deleted after this long. */

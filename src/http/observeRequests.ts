@@ -6,13 +6,25 @@ import { CLIENT_CLOSED_REQUEST } from "./clientClosedRequest.js";
  * After requestContext: one access-log line per request (at info, through the request's own
  * logger) and the request metrics, when the response is over. Routes are reported as their
  * Express pattern (`/api/v1/models/:id`), never the raw URL, so ids and queries stay out of labels
- * and logs.
+ * and logs. While it runs, the request is an activity a stall report names (Metrics.beginActivity).
  */
 export function observeRequests(metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = performance.now();
     const route = captureRoute(req);
+    const endActivity = metrics.beginActivity("request", () => {
+      const ctx = res.locals.ctx;
+      return {
+        method: req.method,
+        route: route() ?? "(not routed yet)",
+        requestId: ctx.requestId,
+        // The client's own X-Request-Id, so a stall can be matched with the client's logs.
+        clientRequestId: ctx.clientRequestId === ctx.requestId ? undefined : ctx.clientRequestId,
+        keyId: ctx.auth?.apiKeyId ?? undefined,
+      };
+    });
     res.once("close", () => {
+      endActivity();
       const ctx = res.locals.ctx;
       const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST;
       const seconds = (performance.now() - started) / 1000;

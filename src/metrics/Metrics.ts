@@ -5,11 +5,14 @@ import type { ChatGenerateResult } from "../engines/types.js";
 import type { Limits } from "../limits/Limits.js";
 import type { ModelManager } from "../models/ModelManager.js";
 import { sampleModels, type ModelSample } from "./sampleModels.js";
+import { type ActivityFields, type Stall, StallWatch } from "./StallWatch.js";
 
 /** Seconds; from a few ms (tiny models, cached prompts) to the 120 s request timeout. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** Seconds between two pieces of one stream: decoding is milliseconds per token. */
 const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1];
+/** Seconds the event loop was held past the stall threshold: from a fraction of a second to a frozen node. */
+const STALL_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const TOKENS_PER_SECOND_BUCKETS = [1, 2.5, 5, 10, 20, 35, 50, 75, 100, 150, 250, 500, 1000, 2500];
 
 /** Label of requests that matched no route (kept as one series, whatever the URL). */
@@ -154,6 +157,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly stalls = new Histogram({
+    name: "hearth_event_loop_stall_seconds",
+    help: "Times the event loop was held past --stall-warn-ms, by how long (every request and stream waited that long; the log names what was in flight)",
+    buckets: STALL_BUCKETS,
+    registers: [this.registry],
+  });
+  private stallWatch: StallWatch | undefined;
+
   constructor() {
     // Process metrics (CPU, memory, event loop, GC) under their usual names, for stock dashboards.
     collectDefaultMetrics({ register: this.registry });
@@ -168,6 +179,31 @@ export class Metrics {
     });
     sources.limits.onRejection(({ limitType }) => this.rateLimited.inc({ limit_type: limitType }));
     return this;
+  }
+
+  /** Starts noticing when the event loop is held this long or longer: each time is counted, then reported. */
+  watchStalls(thresholdMs: number, report: (stall: Stall) => void): void {
+    this.stallWatch?.stop();
+    this.stallWatch = new StallWatch({
+      thresholdMs,
+      onStall: (stall) => {
+        this.stalls.observe(stall.heldMs / 1000);
+        report(stall);
+      },
+    }).start();
+  }
+
+  stopWatchingStalls(): void {
+    this.stallWatch?.stop();
+    this.stallWatch = undefined;
+  }
+
+  /**
+   * Something that may hold the event loop (a request, a model load) has started: a stall
+   * reported before the returned function is called names it, with the fields `describe` gives.
+   */
+  beginActivity(kind: string, describe: () => ActivityFields): () => void {
+    return this.stallWatch?.begin(kind, describe) ?? noop;
   }
 
   request(method: string, route: string, status: number, seconds: number): void {
@@ -231,6 +267,8 @@ export class Metrics {
     }
   }
 }
+
+const noop = () => {};
 
 interface ChatTimerSinks {
   queueWait(seconds: number): void;
