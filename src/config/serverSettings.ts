@@ -12,7 +12,8 @@ import { loadWalletConfig, WalletConfig } from "./walletConfig.js";
 
 /**
  * Every setting with its flag, environment variable, default and description: --help shows
- * them, and `npm run docs:generate` writes the table in docs/configuration.md from them
+ * them, and `npm run docs:generate` writes the table in docs/configuration.md and the
+ * commands' help in docs/cli.md from them
  * (`see`: the docs page that says more).
  */
 /** One server setting: its flag, environment variable, default ("" for none), description and docs page. */
