@@ -140,10 +140,20 @@ export const AUDIO_FORMATS = {
 export type AudioFormat = keyof typeof AUDIO_FORMATS;
 
 /** Encodes mono float32 PCM into one of the speech formats (pcm is raw 16-bit little-endian). */
-export function encodeAudio(samples: Float32Array, sampleRate: number, format: AudioFormat, signal?: AbortSignal, options: { outputSampleRate?: number } = {}): Promise<Buffer> {
-  const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+export function encodeAudio(
+  samples: Float32Array | readonly Float32Array[],
+  sampleRate: number,
+  format: AudioFormat,
+  signal?: AbortSignal,
+  options: { outputSampleRate?: number } = {},
+): Promise<Buffer> {
+  // Consecutive chunks go to ffmpeg one after another, never concatenated first (a long speech
+  // is 100 MB of float samples).
+  const parts = samples instanceof Float32Array ? [samples] : samples;
+  const input = Readable.from(parts.map((part) => Buffer.from(part.buffer, part.byteOffset, part.byteLength)));
+  const totalSamples = parts.reduce((n, part) => n + part.length, 0);
   const encoded = collect(pcmEncoding(command(input), sampleRate, format, options), signal);
-  return format === "flac" ? encoded.then((flac) => setFlacTotalSamples(flac, samples.length, sampleRate)) : encoded;
+  return format === "flac" ? encoded.then((flac) => setFlacTotalSamples(flac, totalSamples, sampleRate)) : encoded;
 }
 
 /**

@@ -10,7 +10,7 @@ import { KOKORO_V1_VOICES } from "../../src/engines/kokoro/kokoroVoices.js";
 import { compressionRatio, isSilenceError } from "../../src/engines/whisper/WhisperEngine.js";
 import { WorkQueue } from "../../src/engines/WorkQueue.js";
 import { atempoChain, createAudioEncoderStream, probeMedia, stretchAudio } from "../../src/media/ffmpeg.js";
-import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
+import { floatPartsToPcm16, floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 
 const tone = (seconds: number, rate: number, hz = 440) => Float32Array.from({ length: Math.round(seconds * rate) }, (_, i) => 0.5 * Math.sin((2 * Math.PI * hz * i) / rate));
 
@@ -106,6 +106,24 @@ describe("PCM framing and ffmpeg streaming", () => {
     expect(values).toEqual([0, 32767, -32768, 16384, -16384, 32767, -32768, 0, 0, 0, 8192, -32735]);
     // The bytes are little-endian: 0x7fff is ff 7f.
     expect([...pcm.subarray(2, 4)]).toEqual([0xff, 0x7f]);
+  });
+
+  it("converts consecutive chunks into one PCM buffer after a header's room, as the whole would be, in slices, and stops on an abort", async () => {
+    // One chunk longer than a slice (2^19 samples), one empty, and small ones around them.
+    const parts = [tone(0.1, 24000), tone(30, 24000, 330), new Float32Array(0), Float32Array.of(2, -2, Number.NaN)];
+    const whole = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      whole.set(part, offset);
+      offset += part.length;
+    }
+    const framed = await floatPartsToPcm16(parts, { headerBytes: 44 });
+    expect(framed.length).toBe(44 + whole.length * 2);
+    expect(framed.subarray(44).equals(floatToPcm16(whole))).toBe(true);
+    expect((await floatPartsToPcm16(parts)).equals(floatToPcm16(whole))).toBe(true);
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(floatPartsToPcm16(parts, { signal: aborted.signal })).rejects.toThrow();
   });
 
   it.each(["mp3", "opus", "aac", "flac"] as const)("encodes %s while input still arrives: bytes come out before the input ends", async (format) => {

@@ -20,6 +20,15 @@ import {
 const tone = (seconds: number, rate: number) => Float32Array.from({ length: seconds * rate }, (_, i) => 0.5 * Math.sin((2 * Math.PI * 440 * i) / rate));
 
 describe("ffmpeg (the real binary)", () => {
+  it("encodes consecutive chunks as the one file they make, FLAC's total length included", async () => {
+    const parts = [tone(1, 24000), tone(0.5, 24000), tone(1, 24000)];
+    const flac = await encodeAudio(parts, 24000, "flac");
+    // STREAMINFO's 36-bit total sample count (bytes 21.5 to 25), which ffmpeg leaves 0 on a pipe.
+    expect((flac[21]! & 0x0f) * 2 ** 32 + flac.readUInt32BE(22)).toBe(60000);
+    const decoded = await decodeAudio(flac, 24000);
+    expect(decoded.length).toBe(60000);
+  });
+
   it.each(Object.keys(AUDIO_FORMATS) as AudioFormat[])("encodes speech audio as %s that decodes back with the right length", async (format) => {
     const encoded = await encodeAudio(tone(1, 24000), 24000, format);
     expect(encoded.length).toBeGreaterThan(100);

@@ -7,7 +7,7 @@ import type { ModelEntry } from "../../config/modelRegistry.js";
 import type { PcmSpeechEngine, SpeechEngine, SpeechVoice } from "../../engines/types.js";
 import { InvalidRequestError, NotFoundError } from "../../errors.js";
 import { createAudioEncoderStream, encodeAudio, stretchAudio } from "../../media/ffmpeg.js";
-import { concatSamples, floatToPcm16, wavHeader } from "../../media/pcm.js";
+import { floatPartsToPcm16, floatToPcm16, WAV_HEADER_BYTES, wavHeader } from "../../media/pcm.js";
 import type { ModelLease, ModelManager } from "../../models/ModelManager.js";
 import { findClonedVoice, touchClonedVoice } from "../../store/clonedVoices.js";
 import type { Db } from "../../store/Store.js";
@@ -185,7 +185,7 @@ export class SpeechService {
       } else {
         const parts: Float32Array[] = [];
         for await (const samples of this.synthesizeEach(speech.engine, speech, signal)) parts.push(samples);
-        audio = await encodeWhole(concatSamples(parts), speech.engine.sampleRate, speech.format, signal);
+        audio = await encodeWhole(parts, speech.engine.sampleRate, speech.format, signal);
       }
       return { audio, contentType };
     });
@@ -308,12 +308,18 @@ export async function synthesizeAtSpeed(engine: PcmSpeechEngine, options: Parame
   return engine.nativeSpeed ? samples : stretchAudio(samples, engine.sampleRate, options.speed, options.signal);
 }
 
-/** A complete file: WAV and PCM framed here (exact header), the compressed formats by ffmpeg. */
-export async function encodeWhole(samples: Float32Array, sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {
+/**
+ * A complete file from the pieces' samples in order: WAV and PCM framed here (exact header),
+ * the compressed formats by ffmpeg. The pieces are never concatenated: 4,096 characters can be
+ * 17 minutes of audio.
+ */
+export async function encodeWhole(parts: readonly Float32Array[], sampleRate: number, format: SpeechFormat, signal: AbortSignal): Promise<Buffer> {
   if (format === "wav") {
-    const data = floatToPcm16(samples);
-    return Buffer.concat([wavHeader(sampleRate, data.length), data]);
+    const samples = parts.reduce((n, part) => n + part.length, 0);
+    const file = await floatPartsToPcm16(parts, { headerBytes: WAV_HEADER_BYTES, signal });
+    wavHeader(sampleRate, samples * 2).copy(file);
+    return file;
   }
-  if (format === "pcm" && sampleRate === PCM_SAMPLE_RATE) return floatToPcm16(samples);
-  return encodeAudio(samples, sampleRate, format, signal, format === "pcm" ? { outputSampleRate: PCM_SAMPLE_RATE } : {});
+  if (format === "pcm" && sampleRate === PCM_SAMPLE_RATE) return floatPartsToPcm16(parts, { signal });
+  return encodeAudio(parts, sampleRate, format, signal, format === "pcm" ? { outputSampleRate: PCM_SAMPLE_RATE } : {});
 }
