@@ -18,6 +18,38 @@ export class CooperativeSlicer {
 }
 
 /**
+ * Bytes copied per turn of the event loop by `copyInSlices`. Copying is fast; first touching
+ * fresh memory is not everywhere: on the 2-core host a fresh 45 MB array took 0.2 s to fill.
+ */
+const COPY_SLICE_BYTES = 2 << 20;
+
+/**
+ * Copies `chunks` one after another into `into` from its start (as much as fits), letting other
+ * callbacks run between slices: for the large buffers a request makes (decoded audio, an encoded
+ * file, a document handed to a worker), where Buffer.concat would copy them all in one call.
+ * Returns the bytes copied.
+ */
+export async function copyInSlices(chunks: readonly Uint8Array[], into: Uint8Array, signal?: AbortSignal): Promise<number> {
+  let offset = 0;
+  let sinceYield = 0;
+  for (const chunk of chunks) {
+    for (let from = 0; from < chunk.length && offset < into.length; ) {
+      const piece = chunk.subarray(from, from + Math.min(COPY_SLICE_BYTES - sinceYield, into.length - offset));
+      into.set(piece, offset);
+      offset += piece.length;
+      from += piece.length;
+      sinceYield += piece.length;
+      if (sinceYield >= COPY_SLICE_BYTES) {
+        await setImmediate();
+        signal?.throwIfAborted();
+        sinceYield = 0;
+      }
+    }
+  }
+  return offset;
+}
+
+/**
  * A long text as chunks of at most `size` characters, each cut just before whitespace where
  * there is some in the chunk's second half (a hard cut otherwise), so that tokenizers that
  * split words at whitespace see the same words in the chunks as in the whole.

@@ -1,3 +1,4 @@
+import { copyInSlices } from "../engines/cooperativeWork.js";
 import { setFlacTotalSamples } from "./flac.js";
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
 import { spawn, spawnSync } from "node:child_process";
@@ -48,8 +49,12 @@ function ffmpegOutput(): PassThrough {
 }
 
 /** Runs a prepared command to completion, collecting its stdout. */
-function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
-  return collectChunks(cmd, signal).then((chunks) => Buffer.concat(chunks));
+async function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
+  const chunks = await collectChunks(cmd, signal);
+  // Joined in slices, not by Buffer.concat: an encoded 17-minute speech is 47 MB of FLAC.
+  const out = Buffer.allocUnsafe(chunks.reduce((n, chunk) => n + chunk.length, 0));
+  await copyInSlices(chunks, out, signal);
+  return out;
 }
 
 /** Runs a prepared command to completion; its stdout as the pieces it came in. */
@@ -117,15 +122,10 @@ export async function decodeAudio(input: Buffer, sampleRate: number, signal?: Ab
   // Copied straight into an array of its own (no concatenated Buffer in between: one copy of
   // what may be hundreds of MB), which owns its whole ArrayBuffer and so can be transferred
   // to a worker thread (a Buffer's may be Node's shared pool).
+  // In slices: 700 s of audio are 45 MB of samples.
   const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
   const samples = new Float32Array(Math.floor(total / 4));
-  const bytes = new Uint8Array(samples.buffer);
-  let offset = 0;
-  for (let i = 0; i < chunks.length && offset < bytes.length; i++) {
-    const piece = chunks[i]!.subarray(0, bytes.length - offset);
-    bytes.set(piece, offset);
-    offset += piece.length;
-  }
+  await copyInSlices(chunks, new Uint8Array(samples.buffer), signal);
   return samples;
 }
 
