@@ -4,6 +4,7 @@ import {
   type ChatHistoryItem,
   type ChatModelFunctions,
   type ChatWrapper,
+  GemmaChatWrapper,
   getLlama,
   JinjaTemplateChatWrapper,
   LlamaLogLevel,
@@ -89,9 +90,10 @@ describe("chat wrappers resolved once per model file", () => {
     await writeChatModel(qwenShaped, { ...TINY_CHAT, architecture: "qwen2" });
     // One child process answers each file in turn; a file it cannot read gets no answer.
     const answers = resolveChatWrapperKinds([phiStyle, join(dir, "missing.gguf"), qwenShaped]);
-    expect(await answers.get(phiStyle)).toBe("jinjaTemplate");
+    expect(await answers.get(phiStyle)).toEqual({ kind: "jinjaTemplate" });
     expect(await answers.get(join(dir, "missing.gguf"))).toBeUndefined();
-    expect(await answers.get(qwenShaped)).toBe("specialized");
+    // A specialized answer names the wrapper's type and the settings it was built with.
+    expect(await answers.get(qwenShaped)).toMatchObject({ kind: "specialized", specialized: { type: "qwen", settings: expect.any(Object) } });
 
     const model = await loadModel(phiStyle);
     try {
@@ -100,6 +102,27 @@ describe("chat wrappers resolved once per model file", () => {
       expect(rendered(wrapper)).toEqual(rendered(resolveChatWrapper(model)));
       // Kept for the file: the next load asks no child process.
       expect(await chatWrapperKindEarly(phiStyle)).toBeUndefined();
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  it("a template a specialized wrapper renders gets that wrapper from the child process's answer, kept before the model loads", async () => {
+    // Gemma 2's turn layout (no system role): node-llama-cpp's Gemma wrapper renders it.
+    const gemmaStyle = await withTemplate(
+      "gemma-2-style",
+      `{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}`,
+    );
+    expect(await chatWrapperKindEarly(gemmaStyle)).toBe("specialized");
+    // Built from the answer: nothing is left to resolve on this thread when the model loads.
+    expect(chatWrapperResolution(gemmaStyle)).toBe("kept");
+    const model = await loadModel(gemmaStyle);
+    try {
+      const wrapper = await chatWrapperFor(gemmaStyle, model);
+      const full = resolveChatWrapper(model);
+      expect(wrapper).toBeInstanceOf(GemmaChatWrapper);
+      expect(wrapper.constructor).toBe(full.constructor);
+      expect(rendered(wrapper)).toEqual(rendered(full));
     } finally {
       await model.dispose();
     }

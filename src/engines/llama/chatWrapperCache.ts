@@ -3,6 +3,7 @@ import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { siblingModule } from "../worker/siblingModule.js";
 import type { ChatWrapperAnswer, ChatWrapperKind } from "./chatWrapperChild.js";
+import { buildSpecialized } from "./specializedChoice.js";
 import { knownChatWrapper } from "./knownChatFeatures.js";
 import { modelFileKey } from "./modelFileKey.js";
 import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
@@ -18,13 +19,17 @@ import { readGgufScalarMetadata } from "./readGgufScalarMetadata.js";
  *   holds the model's tokenizer, which dies with the model, and building one for a known
  *   answer takes 3 to 32 ms (the same wrapper the resolution ends with).
  * Templates Hearth generates are answered from the known-template table. Any other template is
- * first resolved in a child process (chatWrapperKindEarly), when the server starts and while the
- * model loads; only a specialized answer is resolved again here, to build that wrapper with the
- * settings the resolution picks.
+ * resolved in a child process (chatWrapperKindEarly), when the server starts and while the model
+ * loads. A specialized answer comes with the type and settings that rebuild it
+ * (specializedChoice.ts), and that wrapper is built and kept here at once; only an answer
+ * without them is resolved again on this thread.
  */
 const resolved = new Map<string, { wrapper: ChatWrapper } | "jinjaTemplate">();
 /** Files being resolved off the event loop, by file key: a load waits for the same answer. */
 const resolving = new Map<string, Promise<ChatWrapperKind | undefined>>();
+
+/** The child process's answer for one file. */
+export type ChildAnswer = Omit<ChatWrapperAnswer, "file" | "kind"> & { kind: ChatWrapperKind };
 
 /** The file's chat wrapper; `early` is chatWrapperKindEarly's promise, when started before the model loaded. */
 export async function chatWrapperFor(file: string, model: LlamaModel, early = chatWrapperKindEarly(file)): Promise<ChatWrapper> {
@@ -88,12 +93,22 @@ async function needsResolution(file: string): Promise<boolean> {
   }
 }
 
-/** A resolution in progress for a file: a Jinja answer is kept for it when it comes. */
-function track(key: string, answer: Promise<ChatWrapperKind | undefined> | undefined): Promise<ChatWrapperKind | undefined> {
+/**
+ * A resolution in progress for a file: a Jinja answer is kept for it when it comes, and a
+ * specialized one that names its type and settings as the wrapper they build.
+ */
+function track(key: string, answer: Promise<ChildAnswer | undefined> | undefined): Promise<ChatWrapperKind | undefined> {
   const tracked = (async () => {
-    const kind = await answer;
-    if (kind === "jinjaTemplate") resolved.set(key, "jinjaTemplate");
-    return kind;
+    const child = await answer;
+    if (child?.kind === "jinjaTemplate") resolved.set(key, "jinjaTemplate");
+    else if (child?.specialized) {
+      try {
+        resolved.set(key, { wrapper: buildSpecialized(child.specialized) });
+      } catch {
+        // Left to the full resolution at the load.
+      }
+    }
+    return child?.kind;
   })().finally(() => resolving.delete(key));
   resolving.set(key, tracked);
   return tracked;
@@ -112,9 +127,9 @@ export function chatWrapperResolution(file: string): "kept" | "resolving" | unde
  * could not be resolved or the process failed (the caller then resolves on its own thread). The
  * process's start, about 1.2 s (node-llama-cpp's import and binding), overlaps a model's own load.
  */
-export function resolveChatWrapperKinds(files: readonly string[]): Map<string, Promise<ChatWrapperKind | undefined>> {
-  const settle = new Map<string, (kind: ChatWrapperKind | undefined) => void>();
-  const answers = new Map(files.map((file) => [file, new Promise<ChatWrapperKind | undefined>((resolve) => settle.set(file, resolve))]));
+export function resolveChatWrapperKinds(files: readonly string[]): Map<string, Promise<ChildAnswer | undefined>> {
+  const settle = new Map<string, (answer: ChildAnswer | undefined) => void>();
+  const answers = new Map(files.map((file) => [file, new Promise<ChildAnswer | undefined>((resolve) => settle.set(file, resolve))]));
   const settleRest = () => {
     for (const resolve of settle.values()) resolve(undefined);
     settle.clear();
@@ -124,9 +139,9 @@ export function resolveChatWrapperKinds(files: readonly string[]): Map<string, P
     // Sources run through tsx (tests) need it in the child too; the compiled copy runs as it is.
     const child = fork(entry, [...files], { execArgv: /\.[mc]?ts$/.test(entry) ? ["--import", "tsx"] : [], stdio: ["ignore", "ignore", "ignore", "ipc"] });
     const timer = setTimeout(() => child.kill(), CHILD_TIMEOUT_MS).unref();
-    child.on("message", (answer: ChatWrapperAnswer) => {
-      settle.get(answer.file)?.(answer.kind ?? undefined);
-      settle.delete(answer.file);
+    child.on("message", ({ file, kind, specialized }: ChatWrapperAnswer) => {
+      settle.get(file)?.(kind === null ? undefined : { kind, ...(specialized ? { specialized } : {}) });
+      settle.delete(file);
     });
     child.on("error", settleRest);
     child.on("exit", () => {

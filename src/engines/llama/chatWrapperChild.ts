@@ -1,4 +1,5 @@
 import { getLlama, JinjaTemplateChatWrapper, LlamaLogLevel, resolveChatWrapper } from "node-llama-cpp";
+import { type SpecializedChoice, specializedChoiceOf } from "./specializedChoice.js";
 
 /**
  * Child-process side of resolveChatWrapperKinds: node-llama-cpp's full chat wrapper resolution
@@ -16,23 +17,26 @@ export type ChatWrapperKind = "jinjaTemplate" | "specialized";
 export interface ChatWrapperAnswer {
   file: string;
   kind: ChatWrapperKind | null;
+  /** For a specialized answer, the type and settings that build the same wrapper, when they can be told. */
+  specialized?: SpecializedChoice;
 }
 
 async function main(files: readonly string[]): Promise<void> {
   const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false });
   for (const file of files) {
-    let kind: ChatWrapperKind | null = null;
+    let answer: ChatWrapperAnswer = { file, kind: null };
     try {
       const model = await llama.loadModel({ modelPath: file, vocabOnly: true });
       try {
-        kind = resolveChatWrapper(model) instanceof JinjaTemplateChatWrapper ? "jinjaTemplate" : "specialized";
+        const wrapper = resolveChatWrapper(model);
+        answer = wrapper instanceof JinjaTemplateChatWrapper ? { file, kind: "jinjaTemplate" } : { file, kind: "specialized", specialized: specializedChoiceOf(wrapper) };
       } finally {
         await model.dispose();
       }
     } catch {
-      kind = null;
+      answer = { file, kind: null };
     }
-    process.send?.({ file, kind } satisfies ChatWrapperAnswer);
+    process.send?.(answer);
   }
 }
 
