@@ -57,6 +57,7 @@ interface StallReport {
   heldMs: number;
   inFlight: { kind?: string; method?: string; route?: string; models?: string; runningMs?: number; clientRequestId?: string; [field: string]: unknown }[];
   moreInFlight?: number;
+  inFlightCounts?: Record<string, number>;
   startedDuring?: number;
 }
 
@@ -78,7 +79,13 @@ async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUr
       return;
     }
     if (entry.msg?.startsWith("the event loop was held"))
-      stalls.push({ heldMs: entry.heldMs ?? 0, inFlight: entry.inFlight ?? [], moreInFlight: entry.moreInFlight, startedDuring: entry.startedDuring });
+      stalls.push({
+        heldMs: entry.heldMs ?? 0,
+        inFlight: entry.inFlight ?? [],
+        moreInFlight: entry.moreInFlight,
+        inFlightCounts: entry.inFlightCounts,
+        startedDuring: entry.startedDuring,
+      });
     else if ((entry.level ?? 0) >= 50) process.stderr.write(`${line}\n`);
   });
   let banner = "";

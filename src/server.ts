@@ -30,6 +30,7 @@ import { RateLimiter } from "./limits/RateLimiter.js";
 import { createLogger, type Logger } from "./logger.js";
 import { Metrics } from "./metrics/Metrics.js";
 import { startMetricsServer } from "./metrics/metricsServer.js";
+import { stallLogFields } from "./metrics/StallWatch.js";
 import { ModelManager } from "./models/ModelManager.js";
 import { cachedModelFileFeatures, storeModelFileFeatures } from "./store/modelFileFeatures.js";
 import { cachedModelMemoryFigure, storeModelMemoryFigure } from "./store/modelMemoryFigures.js";
@@ -162,12 +163,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     for (const { message, fields } of notices) logger.warn(fields ?? {}, message);
     // From here on: the preparation's own module loads hold the loop by design, with nothing waiting.
     if (config.stallWarnMs > 0 && !closing) {
-      metrics.watchStalls(config.stallWarnMs, ({ heldMs, suspects, moreSuspects, startedDuring }) =>
-        logger.warn(
-          { heldMs, inFlight: suspects, ...(moreSuspects ? { moreInFlight: moreSuspects } : {}), ...(startedDuring ? { startedDuring } : {}) },
-          `the event loop was held ${heldMs} ms`,
-        ),
-      );
+      metrics.watchStalls(config.stallWarnMs, (stall) => logger.warn(stallLogFields(stall), `the event loop was held ${stall.heldMs} ms`));
       watchModelLoads(models, metrics);
     }
   });

@@ -14,8 +14,8 @@
 const TICK_MS = 50;
 /** An activity is counted as arriving during a stall only if it began this long after the stall could have. */
 const ARRIVAL_MARGIN_MS = 10;
-/** Suspects reported per stall (the rest are counted). */
-const MAX_SUSPECTS = 10;
+/** Suspects a stall's log line details (all are counted). */
+const MAX_LOGGED_SUSPECTS = 10;
 
 /** What an activity says about itself when a stall is reported (read then, so a request's route is known). */
 export type ActivityFields = Record<string, string | number | undefined>;
@@ -29,10 +29,8 @@ export interface StallSuspect extends ActivityFields {
 export interface Stall {
   /** How long the loop was busy past the tick, in milliseconds. */
   heldMs: number;
-  /** Activities that were running when the loop was taken (or ended while it was held), newest first, at most MAX_SUSPECTS. */
+  /** Activities that were running when the loop was taken (or ended while it was held), newest first. */
   suspects: StallSuspect[];
-  /** Suspects beyond those listed. */
-  moreSuspects: number;
   /**
    * Activities that began in the last `heldMs`: requests that arrived while the loop caught up.
    * They held nothing by themselves, but a burst of them is a stall of many short callbacks.
@@ -120,11 +118,25 @@ export class StallWatch {
       else suspects.push({ ...activity.describe(), kind: activity.kind, runningMs: Math.round((activity.endedAt ?? now) - activity.startedAt) });
     }
     suspects.sort((a, b) => a.runningMs - b.runningMs);
-    this.options.onStall({
-      heldMs: Math.round(heldMs),
-      suspects: suspects.slice(0, MAX_SUSPECTS),
-      moreSuspects: Math.max(0, suspects.length - MAX_SUSPECTS),
-      startedDuring,
-    });
+    this.options.onStall({ heldMs: Math.round(heldMs), suspects, startedDuring });
   }
+}
+
+/**
+ * A stall as its log line's fields: the newest suspects in detail (at most ten; `moreInFlight`
+ * counts the rest), and every suspect counted by what it is (a request's route, a model load's
+ * models), so a stall under many requests still shows what was running.
+ */
+export function stallLogFields({ heldMs, suspects, startedDuring }: Stall): Record<string, unknown> {
+  const counts: Record<string, number> = {};
+  for (const suspect of suspects) {
+    const what = `${suspect.kind} ${suspect.route ?? suspect.models ?? ""}`.trim();
+    counts[what] = (counts[what] ?? 0) + 1;
+  }
+  return {
+    heldMs,
+    inFlight: suspects.slice(0, MAX_LOGGED_SUSPECTS),
+    ...(suspects.length > MAX_LOGGED_SUSPECTS ? { moreInFlight: suspects.length - MAX_LOGGED_SUSPECTS, inFlightCounts: counts } : {}),
+    ...(startedDuring ? { startedDuring } : {}),
+  };
 }

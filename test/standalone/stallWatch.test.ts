@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from "vitest";
-import { type Stall, StallWatch } from "../../src/metrics/StallWatch.js";
+import { type Stall, StallWatch, stallLogFields } from "../../src/metrics/StallWatch.js";
 
 /** Holds the event loop, as a slow synchronous parse or tokenization would. */
 function holdLoop(ms: number): void {
@@ -37,7 +37,6 @@ it("reports a held loop with the activities in flight, newest first, and one tha
   expect(stall!.suspects[0]).toMatchObject({ kind: "request", route: "/api/v1/embeddings" });
   expect(stall!.suspects[0]!.runningMs).toBeGreaterThanOrEqual(390);
   expect(stall!.suspects[1]!.runningMs).toBeGreaterThan(stall!.suspects[0]!.runningMs);
-  expect(stall!.moreSuspects).toBe(0);
   expect(stall!.startedDuring).toBe(0);
   endStream();
   expect(watch!.activeCount).toBe(0);
@@ -59,14 +58,23 @@ it("does not name an activity that ended ticks before the loop was held, nor rep
   expect(stalls[0]!.suspects).toEqual([]);
 });
 
-it("lists at most ten activities and counts the rest", async () => {
+it("logs the ten newest suspects in detail and counts all of them by what they are", async () => {
   const stalls = startWatch(150);
-  const ends = Array.from({ length: 14 }, (_, i) => watch!.begin("request", () => ({ requestId: `r${i}` })));
+  const ends = [
+    ...Array.from({ length: 12 }, (_, i) => watch!.begin("request", () => ({ route: "/api/v1/chat/completions", requestId: `chat${i}` }))),
+    watch!.begin("request", () => ({ route: "/api/v1/audio/speech", requestId: "speech" })),
+    watch!.begin("model load", () => ({ models: "tts-kokoro" })),
+  ];
   holdLoop(300);
   await sleep(100);
   expect(stalls).toHaveLength(1);
-  expect(stalls[0]!.suspects).toHaveLength(10);
-  expect(stalls[0]!.moreSuspects).toBe(4);
+  expect(stalls[0]!.suspects).toHaveLength(14);
+  const fields = stallLogFields(stalls[0]!);
+  expect(fields.inFlight).toHaveLength(10);
+  expect(fields.moreInFlight).toBe(4);
+  expect(fields.inFlightCounts).toEqual({ "request /api/v1/chat/completions": 12, "request /api/v1/audio/speech": 1, "model load tts-kokoro": 1 });
+  // A stall with few suspects lists them all and counts nothing apart.
+  expect(stallLogFields({ heldMs: 250, suspects: stalls[0]!.suspects.slice(0, 3), startedDuring: 0 })).toEqual({ heldMs: 250, inFlight: stalls[0]!.suspects.slice(0, 3) });
   for (const end of ends) end();
   // Ending twice changes nothing.
   ends[0]!();
