@@ -32,8 +32,9 @@ export interface Stall {
   /** Activities that were running when the loop was taken (or ended while it was held), newest first. */
   suspects: StallSuspect[];
   /**
-   * Activities that began in the last `heldMs`: requests that arrived while the loop caught up.
-   * They held nothing by themselves, but a burst of them is a stall of many short callbacks.
+   * Activities that began in the last `heldMs`: requests that arrived while the loop was busy. No
+   * one of them held it from the start, but a burst of arrivals, each reading its body in the
+   * same turn of the loop, is a stall of many short callbacks, and shows here.
    */
   startedDuring: number;
 }
