@@ -11,18 +11,13 @@
  * is read from its metrics. It reports status classes per operation, every 5xx with the request that
  * caused it, probe latency and event-loop lag percentiles, and whether the node is still up.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { mulberry32 } from "../src/random.js";
-import { createAccount } from "../src/store/accounts.js";
-import { createApiKey } from "../src/store/apiKeys.js";
-import { grantCredits, toMicros } from "../src/store/ledger.js";
-import { databasePath, openStore } from "../src/store/Store.js";
+import { createKeys, probeListing, startNode } from "./nodeUnderTest.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -47,79 +42,6 @@ interface Operation {
   path: string;
   schema?: JsonSchema;
   contentType?: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The node under test
-
-/** The node's stall reports (--stall-warn-ms): how long the loop was held, and what was in flight. */
-interface StallReport {
-  heldMs: number;
-  inFlight: { kind?: string; method?: string; route?: string; models?: string; runningMs?: number; clientRequestId?: string; [field: string]: unknown }[];
-  moreInFlight?: number;
-  inFlightCounts?: Record<string, number>;
-  startedDuring?: number;
-}
-
-async function startNode(dataDir: string): Promise<{ child: ChildProcess; baseUrl: string; metricsUrl: string; stalls: StallReport[] }> {
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, "bin/hearth.cjs"), "serve", "--port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--log-level", "warn", "--log-format", "json", "--stall-warn-ms", "100"],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  // Stall reports are kept for the report; errors and worse are shown; other warnings (callers
-  // the abuse guard blocks, refused payments) are what a fuzz provokes.
-  const stalls: StallReport[] = [];
-  createInterface({ input: child.stderr! }).on("line", (line) => {
-    let entry: { level?: number; msg?: string } & Partial<StallReport>;
-    try {
-      entry = JSON.parse(line);
-    } catch {
-      process.stderr.write(`${line}\n`);
-      return;
-    }
-    if (entry.msg?.startsWith("the event loop was held"))
-      stalls.push({
-        heldMs: entry.heldMs ?? 0,
-        inFlight: entry.inFlight ?? [],
-        moreInFlight: entry.moreInFlight,
-        inFlightCounts: entry.inFlightCounts,
-        startedDuring: entry.startedDuring,
-      });
-    else if ((entry.level ?? 0) >= 50) process.stderr.write(`${line}\n`);
-  });
-  let banner = "";
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the node did not start in 180 s:\n${banner}`)), 180_000);
-    child.once("exit", (code) => reject(new Error(`the node exited with ${code} before listening:\n${banner}`)));
-    child.stdout!.on("data", (chunk: Buffer) => {
-      banner += chunk.toString();
-      const base = /listening on (\S+)/.exec(banner)?.[1];
-      const metrics = /Metrics \(no auth\): (\S+)/.exec(banner)?.[1];
-      if (base && metrics) {
-        clearTimeout(timer);
-        child.removeAllListeners("exit");
-        resolvePromise({ child, baseUrl: base, metricsUrl: metrics, stalls });
-      }
-    });
-  });
-}
-
-/**
- * Keys straight into the node's SQLite file (WAL: the running node sees them at once). Many of
- * them: the abuse guard blocks a key after 20 failures in 30 s, and a fuzz is mostly failures.
- */
-function createKeys(dataDir: string, count: number, admin: boolean): string[] {
-  const db = openStore(databasePath(dataDir));
-  try {
-    return Array.from({ length: count }, (_, i) => {
-      const account = createAccount(db, `fuzz ${admin ? "admin" : "inference"} ${i}`);
-      grantCredits(db, account.id, "USD", toMicros(5), "fuzz grant");
-      return createApiKey(db, { accountId: account.id, description: "fuzz", keyType: admin ? "ADMIN" : "INFERENCE" }).secret;
-    });
-  } finally {
-    db.close();
-  }
 }
 
 interface Reply {
@@ -301,18 +223,7 @@ async function main(): Promise<void> {
     log(`${operations.length} operations, ${models.length} models; ${TOTAL} requests, ${CONCURRENCY} at a time`);
 
     // The probe: what an innocent request waits while the fuzz runs.
-    const probeLatencies: number[] = [];
-    let probing = true;
-    const probe = (async () => {
-      while (probing) {
-        const started = performance.now();
-        await fetch(`${node.baseUrl}/models`)
-          .then((r) => r.arrayBuffer())
-          .catch(() => undefined);
-        probeLatencies.push(performance.now() - started);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    })();
+    const probe = probeListing(node.baseUrl, 250);
     // The node's own event-loop lag (prom-client resets its histogram at each scrape).
     const lag = { p50: [] as number[], p99: [] as number[], max: [] as number[] };
     const lagTimer = setInterval(() => {
@@ -382,9 +293,8 @@ async function main(): Promise<void> {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     const seconds = (performance.now() - started) / 1000;
-    probing = false;
     clearInterval(lagTimer);
-    await probe;
+    const probeLatencies = await probe.stop();
 
     const alive = await fetch(`${node.baseUrl}/models`)
       .then((r) => r.status === 200)
