@@ -161,7 +161,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // sooner waits for the same promise).
   const preparing = models.prepareBackends().then((notices) => {
     for (const { message, fields } of notices) logger.warn(fields ?? {}, message);
-    // From here on: the preparation's own module loads hold the loop by design, with nothing waiting.
+    // The watch starts now: preparing imported modules, which holds the loop by design while no request waits.
     if (config.stallWarnMs > 0 && !closing) {
       metrics.watchStalls(config.stallWarnMs, (stall) => logger.warn(stallLogFields(stall), `the event loop was held ${stall.heldMs} ms`));
       watchModelLoads(models, metrics);

@@ -24,15 +24,18 @@ export async function extractDocumentOffThread(
   timeLimitMs = DOCUMENT_TIME_LIMIT_MS,
 ): Promise<ExtractedDocument> {
   const pool = await documentPool();
-  // The worker gets a copy of its own, made in slices and transferred: posting the request's
+  // The worker gets a copy of its own, made in slices once it is free for the document (a
+  // document waiting its turn holds no second copy) and transferred: posting the request's
   // buffer would copy it in one call (a 20 MB upload, about 0.1 s on the 2-core host).
-  const own = new Uint8Array(data.byteLength);
-  await copyInSlices([data], own, signal);
-  const task: DocumentTask = { data: own, hints, limits };
+  const handOver = async () => {
+    const own = new Uint8Array(data.byteLength);
+    await copyInSlices([data], own, signal);
+    return { payload: { data: own, hints, limits } satisfies DocumentTask, transfer: [own.buffer] };
+  };
   const { result } = await withTimeLimit(
     timeLimitMs,
     signal,
-    (within) => pool.run<DocumentTaskResult>(task, { signal: within, transfer: [own.buffer] }),
+    (within) => pool.runWhenFree<DocumentTaskResult>(handOver, { signal: within }),
     () => {
       const type = detectDocumentType(data, hints);
       return new UnreadableDocumentError(type ? DOCUMENT_TYPE_NAMES[type] : "document", `reading it took more than ${timeLimitMs / 1000} s, the most this node spends on one file`);
