@@ -3,6 +3,9 @@ import { setFlacTotalSamples } from "./flac.js";
 import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import ffmpeg from "fluent-ffmpeg";
 
@@ -114,11 +117,15 @@ export class FfmpegError extends Error {
 
 /** Decodes any audio ffmpeg reads into mono float32 PCM at `sampleRate` (what speech models take). */
 export async function decodeAudio(input: Buffer, sampleRate: number, signal?: AbortSignal, options: { maxSeconds?: number } = {}): Promise<Float32Array> {
-  const cmd = command(input).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le");
-  // Decoded no further than a second past the limit: a few MB of FLAC can hold hours of silence,
-  // gigabytes of samples once decoded. What comes back longer than the limit is over it.
-  if (options.maxSeconds !== undefined) cmd.duration(options.maxSeconds + 1);
-  const chunks = await collectChunks(cmd, signal);
+  // From a scratch file, not a pipe: an M4A as phones and most recorders write it keeps its index
+  // after the audio, which ffmpeg reaches only by seeking (from a pipe it decoded no samples).
+  const chunks = await withScratchFile(input, signal, (path) => {
+    const cmd = ffmpeg(path).setFfmpegPath(ffmpegPath()).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le");
+    // Decoded no further than a second past the limit: a few MB of FLAC can hold hours of silence,
+    // gigabytes of samples once decoded. What comes back longer than the limit is over it.
+    if (options.maxSeconds !== undefined) cmd.duration(options.maxSeconds + 1);
+    return collectChunks(cmd, signal);
+  });
   // Copied straight into an array of its own (no concatenated Buffer in between: one copy of
   // what may be hundreds of MB), which owns its whole ArrayBuffer and so can be transferred
   // to a worker thread (a Buffer's may be Node's shared pool).
@@ -306,33 +313,74 @@ export function encodeVideoStream(frames: Buffer | Readable, width: number, heig
 export interface MediaInfo {
   container: string;
   durationSeconds: number | null;
+  /** width and height are as shown: swapped from the coded size where the stream says it is turned a quarter. */
   streams: { kind: "audio" | "video"; codec: string; sampleRate?: number; width?: number; height?: number }[];
 }
 
 /**
- * Reads container, duration and streams from what ffmpeg prints about its input (no ffprobe
- * binary is shipped on npm with ffmpeg; ffmpeg's own input report carries the same facts).
+ * Container, duration and streams from what ffmpeg prints about its input (no ffprobe binary is
+ * shipped on npm with ffmpeg; ffmpeg's own input report carries the same facts). Where the
+ * header has no duration, the decoded time of the report's last progress line is taken.
  */
-export function probeMedia(input: Buffer): MediaInfo {
-  const result = spawnSync(ffmpegPath(), ["-hide_banner", "-i", "pipe:0", "-f", "null", "-"], { input, encoding: "latin1", maxBuffer: 64 * 1024 * 1024 });
-  const report = result.stderr;
+export function parseMediaReport(report: string): MediaInfo {
   // e.g. "Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'pipe:0':"
   const container = /Input #0, (.+?), from/.exec(report)?.[1] ?? "unknown";
+  // Streams are read from the input's description only (an output's streams are listed the same way).
+  const input = report.split(/^(?:Output #0|Stream mapping:)/m)[0]!;
   const duration = /Duration: (\d+):(\d+):(\d+(?:\.\d+)?)/.exec(report);
-  // Piped inputs often report N/A; the decoded time of the last progress line is then the duration.
-  const decodedTimes = [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)];
-  const last = duration ?? decodedTimes.at(-1);
+  const last = duration ?? [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)].at(-1);
   const durationSeconds = last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
   const streams: MediaInfo["streams"] = [];
-  for (const match of report.matchAll(/Stream #0:\d+[^:]*: (Audio|Video): ([^,\s]+)([^\n]*)/g)) {
+  // Each stream's line and the metadata lines under it, up to the next stream.
+  for (const match of input.matchAll(/Stream #0:\d+[^:]*: (Audio|Video): ([^,\s]+)([^\n]*(?:\n(?! *Stream #)[^\n]*)*)/g)) {
     const rest = match[3] ?? "";
     if (match[1] === "Audio") streams.push({ kind: "audio", codec: match[2]!, sampleRate: Number(/(\d+) Hz/.exec(rest)?.[1]) || undefined });
     else {
       const size = /(\d{2,5})x(\d{2,5})/.exec(rest);
-      streams.push({ kind: "video", codec: match[2]!, width: size ? Number(size[1]) : undefined, height: size ? Number(size[2]) : undefined });
+      // A phone's portrait video is coded landscape with "rotate: 90" (older ffmpeg) or a display matrix's "rotation of -90.00 degrees".
+      const rotation = Number(/rotate\s*:\s*(-?\d+)/.exec(rest)?.[1] ?? /rotation of (-?[\d.]+) degrees/.exec(rest)?.[1] ?? 0);
+      const quarterTurned = Math.abs(Math.round(rotation / 90)) % 2 === 1;
+      const [width, height] = size ? [Number(size[1]), Number(size[2])] : [undefined, undefined];
+      streams.push({ kind: "video", codec: match[2]!, width: quarterTurned ? height : width, height: quarterTurned ? width : height });
     }
   }
   return { container, durationSeconds, streams };
+}
+
+const REPORT_PART_CHARS = 64 * 1024;
+
+/**
+ * Runs ffmpeg for its report (stderr), asynchronously: never spawnSync on the event loop, where
+ * a small file of hours of video held every request for as long as ffmpeg took. An abort kills it.
+ */
+function ffmpegReport(args: string[], signal?: AbortSignal): Promise<{ code: number | null; report: string }> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new FfmpegError("aborted before ffmpeg started", ""));
+      return;
+    }
+    const child = spawn(ffmpegPath(), ["-hide_banner", "-nostdin", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    const onAbort = () => child.kill("SIGKILL");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    // What is read of the report is its head (the input's description) and its tail (the last
+    // progress and error lines); a decode of hours prints megabytes of progress in between.
+    let head = "";
+    let tail = "";
+    child.stderr.setEncoding("latin1");
+    child.stderr.on("data", (chunk: string) => {
+      if (head.length < REPORT_PART_CHARS) head += chunk;
+      else tail = (tail + chunk).slice(-REPORT_PART_CHARS);
+    });
+    child.on("error", (error) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(new FfmpegError(error.message, head + tail));
+    });
+    child.on("close", (code) => {
+      signal?.removeEventListener("abort", onAbort);
+      if (signal?.aborted) reject(new FfmpegError("ffmpeg was killed (aborted)", head + tail));
+      else resolve({ code, report: head + tail });
+    });
+  });
 }
 
 /**
@@ -358,17 +406,30 @@ export function probeContainer(input: Buffer): Promise<{ container: string | und
   });
 }
 
-/** Counts decoded video frames (ffmpeg's last "frame=" progress line). */
-export function countVideoFrames(input: Buffer): number {
-  const result = spawnSync(ffmpegPath(), ["-hide_banner", "-i", "pipe:0", "-map", "0:v:0", "-f", "null", "-"], { input, encoding: "latin1", maxBuffer: 64 * 1024 * 1024 });
-  const frames = [...result.stderr.matchAll(/frame=\s*(\d+)/g)];
-  return frames.length ? Number(frames.at(-1)![1]) : 0;
+/** A media file's container, duration and streams as its headers give them: nothing is decoded. */
+export async function readMediaHeader(path: string, signal?: AbortSignal): Promise<MediaInfo> {
+  // With no output named, ffmpeg describes the input and exits (status 1, "At least one output file must be specified").
+  const { report } = await ffmpegReport(["-i", path], signal);
+  return parseMediaReport(report);
+}
+
+/** A video's length found by decoding it (for containers whose header has none, e.g. a recorder's WebM); null when nothing decodes. */
+async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<number | null> {
+  const { report } = await ffmpegReport(["-i", path, "-map", "0:v:0", "-f", "null", "-"], signal);
+  const last = [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)].at(-1);
+  return last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
 }
 
 /**
- * `count` frames sampled evenly over a video, scaled to fit a `maxSide` square (aspect kept, even
- * sides), as interleaved RGB, with each frame's time. Throws FfmpegError where ffmpeg cannot
- * read the input or it has no video stream.
+ * `count` frames sampled evenly over a video (the first at its start), scaled to fit a `maxSide`
+ * square (aspect kept, even sides), as interleaved RGB, with each frame's time. Throws
+ * FfmpegError where ffmpeg cannot read the input or it has no video stream.
+ *
+ * The video is written to a scratch file, not piped: an MP4 as cameras and phones write it keeps
+ * its index at the end, which ffmpeg can only reach by seeking. Each frame is then read by seeking
+ * to its time (decoding from the keyframe before it), so the work follows the number of frames,
+ * not the video's length: a few hundred kilobytes can hold an hour of video. Where the header
+ * gives no duration, the video is decoded once to find it; the caller's deadline bounds that.
  */
 export async function sampleVideoFrames(
   input: Buffer,
@@ -376,22 +437,51 @@ export async function sampleVideoFrames(
   maxSide: number,
   signal?: AbortSignal,
 ): Promise<{ frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number }> {
-  const info = probeMedia(input);
-  const video = info.streams.find((s) => s.kind === "video");
-  if (!video?.width || !video.height) throw new FfmpegError("no video stream", "");
-  const duration = info.durationSeconds && info.durationSeconds > 0 ? info.durationSeconds : 1;
-  const scale = Math.min(1, maxSide / Math.max(video.width, video.height));
-  const even = (n: number) => Math.max(2, Math.round((n * scale) / 2) * 2);
-  const [width, height] = [even(video.width), even(video.height)];
-  const cmd = command(input)
-    .noAudio()
-    .videoFilters([`fps=${count / duration}`, `scale=${width}:${height}`])
-    .outputOptions(["-pix_fmt", "rgb24", "-frames:v", String(count)])
-    .format("rawvideo");
-  const raw = await collect(cmd, signal);
-  const size = width * height * 3;
-  const frames = [];
-  for (let offset = 0; offset + size <= raw.byteLength; offset += size) frames.push({ rgb: new Uint8Array(raw.buffer, raw.byteOffset + offset, size), width, height });
-  if (frames.length === 0) throw new FfmpegError("no frame could be decoded", "");
-  return { frames, times: frames.map((_, i) => (i * duration) / count), duration };
+  return withScratchFile(input, signal, async (path, dir) => {
+    const info = await readMediaHeader(path, signal);
+    const video = info.streams.find((s) => s.kind === "video");
+    if (!video?.width || !video.height) throw new FfmpegError("no video stream", "");
+    const duration = (info.durationSeconds || (await decodedVideoSeconds(path, signal))) ?? 0;
+    const scale = Math.min(1, maxSide / Math.max(video.width, video.height));
+    const even = (n: number) => Math.max(2, Math.round((n * scale) / 2) * 2);
+    const [width, height] = [even(video.width), even(video.height)];
+    const times = Array.from({ length: count }, (_, i) => (i * duration) / count);
+    // One ffmpeg for all frames: each input seeks to its time, each output takes one frame of it.
+    const frameFile = (i: number) => join(dir, `frame-${i}.rgb`);
+    const args = [
+      "-loglevel",
+      "error",
+      ...times.flatMap((time) => ["-ss", time.toFixed(3), "-i", path]),
+      ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", "-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo", frameFile(i)]),
+    ];
+    const { code, report } = await ffmpegReport(args, signal);
+    if (code !== 0) throw new FfmpegError(`ffmpeg exited with code ${code}: ${report.trim().split("\n").at(-1) ?? ""}`, report);
+    const size = width * height * 3;
+    const frames: { rgb: Uint8Array; width: number; height: number }[] = [];
+    const frameTimes: number[] = [];
+    for (const [i, time] of times.entries()) {
+      // A seek past the last frame (a header's duration longer than its video) writes nothing.
+      const rgb = await readFile(frameFile(i)).catch(() => Buffer.alloc(0));
+      if (rgb.byteLength < size) continue;
+      frames.push({ rgb: new Uint8Array(rgb.buffer, rgb.byteOffset, size), width, height });
+      frameTimes.push(time);
+    }
+    if (frames.length === 0) throw new FfmpegError("no frame could be decoded", report);
+    return { frames, times: frameTimes, duration: duration || 1 };
+  });
+}
+
+/**
+ * Runs `work` on `input` written to a file of its own (in a fresh directory that `work` may also
+ * write to), for ffmpeg to seek in; the directory is removed after.
+ */
+async function withScratchFile<T>(input: Buffer, signal: AbortSignal | undefined, work: (path: string, dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), "hearth-media-"));
+  try {
+    const path = join(dir, "input");
+    await writeFile(path, input, { signal });
+    return await work(path, dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

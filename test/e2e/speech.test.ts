@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KokoroEngine } from "../../src/engines/kokoro/KokoroEngine.js";
-import { probeMedia } from "../../src/media/ffmpeg.js";
+import { probeMedia } from "../helpers/mediaProbe.js";
 import { fileDurationSeconds } from "../helpers/audio.js";
 import { getBalances, listLedgerEntries } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";

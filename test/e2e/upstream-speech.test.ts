@@ -2,7 +2,7 @@ import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AdminModelsResponse } from "../../src/api/admin/schema.js";
 import { ModelEntry } from "../../src/config/modelRegistry.js";
-import { probeMedia } from "../../src/media/ffmpeg.js";
+import { probeMedia } from "../helpers/mediaProbe.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { post, startTestServer, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
 

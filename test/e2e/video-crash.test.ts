@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { countVideoFrames } from "../../src/media/ffmpeg.js";
+import { countVideoFrames } from "../helpers/mediaProbe.js";
 import { getBalances, ledgerTotals, listLedgerEntries } from "../../src/store/ledger.js";
 import { databasePath, openStore } from "../../src/store/Store.js";
 import { exited, hearth, hearthServe } from "../helpers/cli.js";

@@ -6,7 +6,7 @@ import { ffmpegPath } from "../../src/media/ffmpeg.js";
 
 /**
  * The duration a file's own headers give, as a player or ffprobe reads it from a file on disk
- * (null when the container says N/A). Unlike probeMedia, nothing is decoded to find it.
+ * (null when the container says N/A). Unlike probeMedia (mediaProbe.ts), nothing is decoded to find it.
  */
 export function fileDurationSeconds(bytes: Buffer, extension: string): number | null {
   const dir = mkdtempSync(join(tmpdir(), "hearth-duration-"));

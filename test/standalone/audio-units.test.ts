@@ -9,7 +9,8 @@ import { kokoroStandardVoices } from "../../src/engines/kokoro/kokoroStandardVoi
 import { KOKORO_V1_VOICES } from "../../src/engines/kokoro/kokoroVoices.js";
 import { compressionRatio, isSilenceError } from "../../src/engines/whisper/WhisperEngine.js";
 import { WorkQueue } from "../../src/engines/WorkQueue.js";
-import { atempoChain, createAudioEncoderStream, probeMedia, stretchAudio } from "../../src/media/ffmpeg.js";
+import { atempoChain, createAudioEncoderStream, stretchAudio } from "../../src/media/ffmpeg.js";
+import { probeMedia } from "../helpers/mediaProbe.js";
 import { floatPartsToPcm16, floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 
 const tone = (seconds: number, rate: number, hz = 440) => Float32Array.from({ length: Math.round(seconds * rate) }, (_, i) => 0.5 * Math.sin((2 * Math.PI * hz * i) / rate));

@@ -1,4 +1,5 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -7,15 +8,17 @@ import {
   AUDIO_FORMATS,
   configureFfmpeg,
   createAudioEncoderStream,
-  countVideoFrames,
   decodeAudio,
   encodeAudio,
   encodeVideo,
   encodeVideoStream,
+  FfmpegError,
   ffmpegPath,
-  probeMedia,
+  parseMediaReport,
+  sampleVideoFrames,
   type AudioFormat,
 } from "../../src/media/ffmpeg.js";
+import { countVideoFrames, probeMedia } from "../helpers/mediaProbe.js";
 
 const tone = (seconds: number, rate: number) => Float32Array.from({ length: seconds * rate }, (_, i) => 0.5 * Math.sin((2 * Math.PI * 440 * i) / rate));
 
@@ -102,5 +105,108 @@ describe("ffmpeg (the real binary)", () => {
 
   it("rejects input it cannot decode", async () => {
     await expect(decodeAudio(Buffer.from("this is not audio at all"), 16000)).rejects.toThrow();
+  });
+});
+
+/** Writes a video with ffmpeg's own test sources: 64×48, 10 fps, `seconds` long, each frame as bright as 6 × its time (0 to 240). */
+function brightnessRamp(seconds: number, format: "mp4" | "matroska"): Buffer {
+  const source = `color=c=black:s=64x48:r=10:d=${seconds},format=rgb24,geq=r='T*6':g='T*6':b='T*6'`;
+  const dir = mkdtempSync(join(tmpdir(), "hearth-ramp-"));
+  try {
+    // A file for MP4 (its index written last, after the frames, as cameras do); a pipe for Matroska (no duration in its header).
+    const out = format === "mp4" ? join(dir, "ramp.mp4") : "pipe:1";
+    const result = spawnSync(
+      ffmpegPath(),
+      ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", source, "-c:v", "libx264", "-g", "50", "-pix_fmt", "yuv420p", "-f", format, "-y", out],
+      {
+        maxBuffer: 64 << 20,
+      },
+    );
+    if (result.status !== 0) throw new Error(String(result.stderr));
+    return format === "mp4" ? readFileSync(out) : result.stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const meanValue = (rgb: Uint8Array) => rgb.reduce((sum, value) => sum + value, 0) / rgb.length;
+
+describe("video frames for vision models", () => {
+  it("samples an MP4 whose index comes after its frames (as cameras write it), each frame the one at its time", async () => {
+    const mp4 = brightnessRamp(40, "mp4");
+    expect(mp4.indexOf("moov")).toBeGreaterThan(mp4.indexOf("mdat"));
+    const sampled = await sampleVideoFrames(mp4, 4, 384);
+    expect(sampled.duration).toBeCloseTo(40, 0);
+    expect(sampled.times).toEqual([0, 10, 20, 30]);
+    expect(sampled.frames.map((frame) => [frame.width, frame.height])).toEqual(Array(4).fill([64, 48]));
+    sampled.frames.forEach((frame, i) => expect(meanValue(frame.rgb)).toBeCloseTo(6 * sampled.times[i]!, -1));
+  });
+
+  it("finds the length of a video whose header has none by decoding it, and samples over all of it", async () => {
+    const mkv = brightnessRamp(20, "matroska");
+    const sampled = await sampleVideoFrames(mkv, 2, 32);
+    expect(sampled.duration).toBeCloseTo(20, 0);
+    expect(sampled.frames.map((frame) => [frame.width, frame.height])).toEqual(Array(2).fill([32, 24]));
+    expect(meanValue(sampled.frames[1]!.rgb)).toBeCloseTo(60, -1);
+  });
+
+  it("refuses what is not a video with an FfmpegError", async () => {
+    await expect(sampleVideoFrames(Buffer.from("AAAAAAAA"), 4, 384)).rejects.toThrow(FfmpegError);
+    await expect(sampleVideoFrames(await encodeAudio(tone(1, 24000), 24000, "mp3"), 4, 384)).rejects.toThrow(/no video stream/);
+  });
+
+  it("keeps the event loop turning while ffmpeg reads the video (it held it for as long as ffmpeg ran: seconds for a small file of a long video)", async () => {
+    // The real ffmpeg behind a shell that first sleeps a second: a waiting caller sees that second pass.
+    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-ffmpeg-"));
+    const wrapper = join(dir, "ffmpeg");
+    writeFileSync(wrapper, `#!/bin/sh\nsleep 1\nexec "${ffmpegPath()}" "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const real = ffmpegPath();
+    const mp4 = brightnessRamp(2, "mp4");
+    configureFfmpeg(wrapper);
+    let longestGap = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      longestGap = Math.max(longestGap, performance.now() - last);
+      last = performance.now();
+    }, 10);
+    try {
+      const sampled = await sampleVideoFrames(mp4, 2, 64);
+      expect(sampled.frames).toHaveLength(2);
+      expect(longestGap).toBeLessThan(500);
+    } finally {
+      clearInterval(ticker);
+      configureFfmpeg(real);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reads the shown size of a portrait video from either way ffmpeg reports a quarter turn", () => {
+    const report = (rotation: string) =>
+      `Input #0, mov,mp4,m4a,3gp,3g2,mj2, from 'input':\n  Duration: 00:00:05.00, start: 0.000000, bitrate: 900 kb/s\n    Stream #0:0(und): Video: h264 (High) (avc1 / 0x31637661), yuv420p, 1920x1080, 800 kb/s, 30 fps (default)\n${rotation}    Stream #0:1(und): Audio: aac (LC) (mp4a / 0x6134706D), 44100 Hz, mono, fltp, 96 kb/s (default)\nAt least one output file must be specified\n`;
+    const older = parseMediaReport(report("    Metadata:\n      rotate          : 90\n"));
+    const newer = parseMediaReport(report("    Side data:\n      displaymatrix: rotation of -90.00 degrees\n"));
+    const upright = parseMediaReport(report(""));
+    for (const info of [older, newer]) expect(info.streams[0]).toMatchObject({ kind: "video", width: 1080, height: 1920 });
+    expect(upright.streams[0]).toMatchObject({ width: 1920, height: 1080 });
+    expect(upright.streams[1]).toMatchObject({ kind: "audio", sampleRate: 44100 });
+    expect(upright.durationSeconds).toBe(5);
+  });
+});
+
+describe("audio from phones and recorders", () => {
+  it("decodes an M4A whose index comes after its audio (from a pipe, ffmpeg decoded no samples of it)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hearth-m4a-"));
+    try {
+      const path = join(dir, "memo.m4a");
+      const made = spawnSync(ffmpegPath(), ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "sine=f=440:d=5", "-c:a", "aac", "-y", path]);
+      expect(made.status).toBe(0);
+      const m4a = readFileSync(path);
+      expect(m4a.indexOf("moov")).toBeGreaterThan(m4a.indexOf("mdat"));
+      const samples = await decodeAudio(m4a, 16000);
+      expect(samples.length / 16000).toBeCloseTo(5, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -10,7 +10,7 @@ export interface ContentPartLimits {
   maxFileBytes: number;
   /** Longest text extracted from one file, in characters. */
   maxFileChars: number;
-  /** Transcription of one audio part runs at most this long (504 after). */
+  /** Transcription of one audio part, or sampling one video part, runs at most this long (504 after). */
   requestTimeoutMs: number;
 }
 

@@ -2,6 +2,7 @@ import type { UserContentPart } from "../../engines/types.js";
 import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { FfmpegError, sampleVideoFrames } from "../../media/ffmpeg.js";
 import { decodeInputImage, ImageTooLargeError } from "../../media/image.js";
+import { withDeadline } from "../../http/withDeadline.js";
 import { fetchFile } from "../../search/fetchFile.js";
 import { decodeInlineField } from "./inlineData.js";
 import type { PartContext } from "./partContext.js";
@@ -67,7 +68,8 @@ export async function readVideoPart(part: VideoPart, ctx: PartContext): Promise<
   const path = [...ctx.path, "video_url", "url"];
   const bytes = await readMedia(url, path, ctx, "video");
   try {
-    const sampled = await sampleVideoFrames(bytes, visual.videoFrames, VIDEO_FRAME_SIDE, ctx.signal);
+    // Past the request's deadline it is a 504: a video whose header gives no length is decoded once to find it.
+    const sampled = await withDeadline(ctx.signal, ctx.limits.requestTimeoutMs, (signal) => sampleVideoFrames(bytes, visual.videoFrames, VIDEO_FRAME_SIDE, signal));
     return { type: "video", source, frames: sampled.frames, frameTimes: sampled.times, duration: sampled.duration };
   } catch (error) {
     ctx.signal?.throwIfAborted();
