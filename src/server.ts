@@ -37,6 +37,7 @@ import { cachedModelMemoryFigure, storeModelMemoryFigure } from "./store/modelMe
 import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
 import { keepOnnxRuntimeOffline } from "./engines/onnx/onnxRuntimeOffline.js";
+import { startFfmpegSpawner } from "./media/ffmpegProcess.js";
 
 export interface RunningServer {
   url: string;
@@ -76,6 +77,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   keepOnnxRuntimeOffline();
   const logger = options.logger ?? createLogger(config.logLevel);
   const modelsConfig = options.modelsConfig ?? loadModelsConfig(config.configPath, config.dataDir);
+  // Started now, while this process is small: ffmpeg started from a process holding models costs
+  // the event loop time that grows with its memory (processSpawner.ts).
+  const ffmpegSpawner = registryRunsFfmpeg(modelsConfig) ? startFfmpegSpawner() : undefined;
   const generated = await ensureDemoModels(modelsConfig, options.onDemoModelProgress);
   for (const path of generated) logger.info({ path }, "generated demo model");
 
@@ -157,6 +161,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const url = `http://${host}:${port}`;
   const metricsServer = config.metricsPort === undefined ? undefined : await startMetricsServer(metrics, config.host, config.metricsPort);
   jobs.start();
+  void ffmpegSpawner?.then((state) => {
+    if (!state.started) logger.warn({ reason: state.reason }, "ffmpeg starts from the node's own process (the process spawner did not start)");
+  });
   // In the background: a first request finds llama.cpp's binding loaded (a request that comes
   // sooner waits for the same promise).
   const preparing = models.prepareBackends().then((notices) => {
@@ -245,4 +252,13 @@ function logExecutionProvider(logger: Logger, models: ModelManager, ids: string[
   const message = `onnxruntime runs ${ids.join(" + ")} on ${placement.name}: ${placement.reason}`;
   if (placement.fellBack) logger.warn(fields, message);
   else logger.info(fields, message);
+}
+
+/**
+ * Whether a registry's models run ffmpeg: speech (its compressed formats), transcription (and
+ * chat's audio parts, which an asr model transcribes), video, music and video parts in chat.
+ * A node of chat and embedding models alone never does, and starts no process spawner for it.
+ */
+function registryRunsFfmpeg(config: ModelsConfig): boolean {
+  return config.models.some((model) => ["tts", "asr", "video", "music"].includes(model.type) || (model.vision?.videoFrames ?? 0) > 0);
 }

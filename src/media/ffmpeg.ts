@@ -1,118 +1,70 @@
 import { copyInSlices } from "../engines/cooperativeWork.js";
+import { FfmpegError, runFfmpeg } from "./ffmpegProcess.js";
 import { setFlacTotalSamples } from "./flac.js";
-import ffmpegInstaller from "@ffmpeg-installer/ffmpeg";
-import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough, Readable } from "node:stream";
+import { PassThrough, Readable, Writable } from "node:stream";
 import ffmpeg from "fluent-ffmpeg";
 
+export { configureFfmpeg, FfmpegError, ffmpegPath, startFfmpegSpawner } from "./ffmpegProcess.js";
+
 /**
- * The one module that runs ffmpeg (through fluent-ffmpeg, which is no longer maintained
- * upstream, so nothing else imports it). Which binary: an explicit path (HEARTH_FFMPEG),
- * else an `ffmpeg` on PATH (usually newer), else the static build shipped inside the npm
- * package @ffmpeg-installer/ffmpeg, so `npm install` alone gives a working ffmpeg.
+ * What the node does with ffmpeg: decoding uploads, encoding speech and video, sampling video
+ * frames. fluent-ffmpeg (no longer maintained upstream, so nothing else imports it) builds the
+ * argument lists and ffmpegProcess.ts runs them: fluent-ffmpeg's own runner takes
+ * child_process's spawn when it is loaded, so it could only start ffmpeg from this process.
  */
 
-let resolved: string | undefined;
-
-export function configureFfmpeg(explicitPath?: string): string {
-  resolved = explicitPath || onPath() || ffmpegInstaller.path;
-  return resolved;
+/** A command reading `source`: a file's path, else stdin. */
+function command(source = "pipe:0"): ffmpeg.FfmpegCommand {
+  return ffmpeg(source);
 }
 
-export function ffmpegPath(): string {
-  return resolved ?? configureFfmpeg();
-}
-
-function onPath(): string | undefined {
-  const probe = spawnSync("ffmpeg", ["-hide_banner", "-version"], { encoding: "utf8" });
-  return probe.status === 0 ? "ffmpeg" : undefined;
-}
-
-function command(input: Buffer | Readable) {
-  const source = Buffer.isBuffer(input) ? Readable.from([input]) : input;
-  // fluent-ffmpeg listens for an input stream's errors only while ffmpeg runs. A stream's owner
-  // destroys it with an error to stop ffmpeg (the video job, when frame generation fails): if an
-  // abort came before ffmpeg started, that error had no listener and crashed the process.
-  source.on("error", () => undefined);
-  return ffmpeg(source).setFfmpegPath(ffmpegPath());
+/** The arguments of a prepared command writing to `target`: a file's path, else stdout. */
+function argumentsOf(cmd: ffmpeg.FfmpegCommand, target = "pipe:1"): string[] {
+  cmd.output(target);
+  // fluent-ffmpeg's own list (a private method), without its capability checks (each a run of
+  // ffmpeg); every encoding test in ffmpeg.test.ts runs what it returns.
+  return ["-hide_banner", ...(cmd as unknown as { _getArguments(): string[] })._getArguments()];
 }
 
 /**
- * Where ffmpeg's stdout goes. It never emits "close": fluent-ffmpeg treats a closed output as
- * "kill ffmpeg in 20 ms and fail with 'Output stream closed'" unless the process has exited by
- * then, which under load (a busy 2-core machine) it often has not, though it succeeded. Without
- * "close", success or failure comes from the process's own exit status.
+ * An input as a stream. Its owner may destroy it with an error to stop ffmpeg (the video job,
+ * when frame generation fails): before ffmpeg has started, nothing else listens for that error,
+ * which would otherwise crash the process.
  */
-function ffmpegOutput(): PassThrough {
-  return new PassThrough({ emitClose: false });
+function inputStream(input: Buffer | Readable): Readable {
+  const stream = Buffer.isBuffer(input) ? Readable.from([input]) : input;
+  stream.on("error", () => undefined);
+  return stream;
 }
 
-/** Runs a prepared command to completion, collecting its stdout. */
-async function collect(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer> {
-  const chunks = await collectChunks(cmd, signal);
+/** Runs a command to completion, collecting its stdout. */
+async function collect(args: string[], input: Buffer | Readable | undefined, signal?: AbortSignal): Promise<Buffer> {
+  const chunks = await collectChunks(args, input, signal);
   // Joined in slices, not by Buffer.concat: an encoded 17-minute speech is 47 MB of FLAC.
   const out = Buffer.allocUnsafe(chunks.reduce((n, chunk) => n + chunk.length, 0));
   await copyInSlices(chunks, out, signal);
   return out;
 }
 
-/** Runs a prepared command to completion; its stdout as the pieces it came in. */
-async function collectChunks(cmd: ffmpeg.FfmpegCommand, signal?: AbortSignal): Promise<Buffer[]> {
-  const out = ffmpegOutput();
+/** Runs a command to completion; its stdout as the pieces it came in. */
+async function collectChunks(args: string[], input: Buffer | Readable | undefined, signal?: AbortSignal): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
-  out.on("data", (chunk: Buffer) => chunks.push(chunk));
-  // The process can exit before its last stdout bytes are read: done once both happened.
-  const outputEnded = once(out, "end");
-  outputEnded.catch(() => undefined); // an output error also fails the command, reported by run()
-  await run(cmd, signal, () => cmd.pipe(out, { end: true }));
-  await outputEnded;
-  return chunks;
-}
-
-/**
- * Runs a prepared command until ffmpeg exits (`start` sets its output going); an abort kills it.
- * Fails with an FfmpegError, before starting when the signal is already aborted.
- */
-function run(cmd: ffmpeg.FfmpegCommand, signal: AbortSignal | undefined, start: () => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // An abort that came before the listener below would never fire: do not start at all.
-    if (signal?.aborted) {
-      reject(new FfmpegError("aborted before ffmpeg started", ""));
-      return;
-    }
-    const onAbort = () => cmd.kill("SIGKILL");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    cmd
-      // fluent-ffmpeg starts ffmpeg asynchronously, and killing before that does nothing: an abort
-      // that came in between left ffmpeg waiting on its input for ever (a video job stopped at
-      // shutdown held the shutdown). Such an ffmpeg is killed as it starts.
-      .on("start", () => {
-        if (signal?.aborted) cmd.kill("SIGKILL");
-      })
-      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
-        signal?.removeEventListener("abort", onAbort);
-        reject(new FfmpegError(error.message, stderr ?? ""));
-      })
-      .on("end", () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-    start();
+  const output = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
   });
-}
-
-export class FfmpegError extends Error {
-  override name = "FfmpegError";
-  constructor(
-    message: string,
-    readonly stderr: string,
-  ) {
-    super(message);
-  }
+  // The process can exit before its last stdout bytes are read: done once both happened.
+  const outputFinished = once(output, "finish");
+  outputFinished.catch(() => undefined); // an output error also fails the run, reported by runFfmpeg
+  await runFfmpeg(args, { input: input && inputStream(input), output, signal });
+  await outputFinished;
+  return chunks;
 }
 
 /** Decodes any audio ffmpeg reads into mono float32 PCM at `sampleRate` (what speech models take). */
@@ -120,11 +72,11 @@ export async function decodeAudio(input: Buffer, sampleRate: number, signal?: Ab
   // From a scratch file, not a pipe: an M4A as phones and most recorders write it keeps its index
   // after the audio, which ffmpeg reaches only by seeking (from a pipe it decoded no samples).
   const chunks = await withScratchFile(input, signal, (path) => {
-    const cmd = ffmpeg(path).setFfmpegPath(ffmpegPath()).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le");
+    const cmd = command(path).noVideo().audioChannels(1).audioFrequency(sampleRate).format("f32le");
     // Decoded no further than a second past the limit: a few MB of FLAC can hold hours of silence,
     // gigabytes of samples once decoded. What comes back longer than the limit is over it.
     if (options.maxSeconds !== undefined) cmd.duration(options.maxSeconds + 1);
-    return collectChunks(cmd, signal);
+    return collectChunks(argumentsOf(cmd), undefined, signal);
   });
   // Copied straight into an array of its own (no concatenated Buffer in between: one copy of
   // what may be hundreds of MB), which owns its whole ArrayBuffer and so can be transferred
@@ -159,7 +111,7 @@ export function encodeAudio(
   const parts = samples instanceof Float32Array ? [samples] : samples;
   const input = Readable.from(parts.map((part) => Buffer.from(part.buffer, part.byteOffset, part.byteLength)));
   const totalSamples = parts.reduce((n, part) => n + part.length, 0);
-  const encoded = collect(pcmEncoding(command(input), sampleRate, format, options), signal);
+  const encoded = collect(argumentsOf(pcmEncoding(command(), sampleRate, format, options)), input, signal);
   return format === "flac" ? encoded.then((flac) => setFlacTotalSamples(flac, totalSamples, sampleRate)) : encoded;
 }
 
@@ -177,8 +129,7 @@ export function encodeAudioFile(
   signal?: AbortSignal,
   options: { outputSampleRate?: number } = {},
 ): Promise<void> {
-  const cmd = pcmEncoding(ffmpeg(samplesPath).setFfmpegPath(ffmpegPath()), sampleRate, format, options);
-  return run(cmd, signal, () => cmd.save(outputPath));
+  return runFfmpeg(["-y", ...argumentsOf(pcmEncoding(command(samplesPath), sampleRate, format, options), outputPath)], { signal }).then(() => undefined);
 }
 
 /** A command reading mono float32 PCM at `sampleRate` set to encode it in `format`. */
@@ -218,9 +169,8 @@ export interface AudioEncoderStream {
 export function createAudioEncoderStream(sampleRate: number, format: AudioFormat, options: { outputSampleRate?: number } = {}): AudioEncoderStream {
   const spec = AUDIO_FORMATS[format];
   const input = new PassThrough();
-  const output = ffmpegOutput();
-  const cmd = ffmpeg(input)
-    .setFfmpegPath(ffmpegPath())
+  const output = new PassThrough();
+  const cmd = command()
     .inputFormat("f32le")
     .inputOptions(["-ar", String(sampleRate), "-ac", "1", "-probesize", "32", "-analyzeduration", "0", "-fflags", "nobuffer"])
     .audioCodec(spec.codec)
@@ -228,18 +178,14 @@ export function createAudioEncoderStream(sampleRate: number, format: AudioFormat
     .outputOptions(["-flush_packets", "1", ...(format === "opus" ? ["-page_duration", "100000"] : [])]);
   if (format === "opus") cmd.audioFrequency(48000);
   else if (options.outputSampleRate) cmd.audioFrequency(options.outputSampleRate);
-  const done = new Promise<void>((resolve, reject) => {
-    cmd
-      .on("error", (error: Error, _stdout: string | null, stderr: string | null) => {
-        // A kill (client gone) also lands here; the caller decides whether that matters.
-        output.end();
-        reject(new FfmpegError(error.message, stderr ?? ""));
-      })
-      .on("end", () => resolve());
+  const stop = new AbortController();
+  // A kill (client gone) also fails it; the caller decides whether that matters.
+  const done = runFfmpeg(argumentsOf(cmd), { input, output, signal: stop.signal }).then(() => undefined);
+  done.catch(() => {
+    // ffmpeg that never started has no stdout to end the output with; one that did has ended it already.
+    if (!output.readableEnded) output.destroy();
+    input.destroy();
   });
-  // Handled by whoever awaits `done`; never an unhandled rejection when nobody does.
-  done.catch(() => undefined);
-  cmd.pipe(output, { end: true });
   return {
     output,
     done,
@@ -247,12 +193,16 @@ export function createAudioEncoderStream(sampleRate: number, format: AudioFormat
       new Promise<void>((resolve) => {
         const bytes = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
         if (input.write(bytes)) resolve();
-        else input.once("drain", resolve);
+        else {
+          // A destroyed input (ffmpeg failed or was killed) never drains: the writer is let go.
+          input.once("drain", resolve);
+          input.once("close", resolve);
+        }
       }),
     end: () => input.end(),
     kill: () => {
       input.destroy();
-      cmd.kill("SIGKILL");
+      stop.abort();
     },
   };
 }
@@ -278,13 +228,16 @@ export async function stretchAudio(samples: Float32Array, sampleRate: number, sp
   if (speed === 1 || samples.length === 0) return samples;
   const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
   const raw = await collect(
-    command(input)
-      .inputFormat("f32le")
-      .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
-      .audioFilters(atempoChain(speed))
-      .audioChannels(1)
-      .audioFrequency(sampleRate)
-      .format("f32le"),
+    argumentsOf(
+      command()
+        .inputFormat("f32le")
+        .inputOptions(["-ar", String(sampleRate), "-ac", "1"])
+        .audioFilters(atempoChain(speed))
+        .audioChannels(1)
+        .audioFrequency(sampleRate)
+        .format("f32le"),
+    ),
+    input,
     signal,
   );
   return new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength - (raw.byteLength % 4)));
@@ -300,14 +253,14 @@ export function encodeVideo(frames: readonly Buffer[], width: number, height: nu
  * never held in memory as raw frames); resolves once the stream ends and ffmpeg finishes.
  */
 export function encodeVideoStream(frames: Buffer | Readable, width: number, height: number, fps: number, signal?: AbortSignal): Promise<Buffer> {
-  const cmd = command(frames)
+  const cmd = command()
     .inputFormat("rawvideo")
     .inputOptions(["-pix_fmt", "rgb24", "-s", `${width}x${height}`, "-r", String(fps)])
     .videoCodec("libx264")
     // yuv420p for players; even dimensions are required by it; fragmented MP4 so it can stream to a pipe.
     .outputOptions(["-pix_fmt", "yuv420p", "-movflags", "frag_keyframe+empty_moov", "-preset", "veryfast"])
     .format("mp4");
-  return collect(cmd, signal);
+  return collect(argumentsOf(cmd), frames, signal);
 }
 
 export interface MediaInfo {
@@ -347,75 +300,28 @@ export function parseMediaReport(report: string): MediaInfo {
   return { container, durationSeconds, streams };
 }
 
-const REPORT_PART_CHARS = 64 * 1024;
-
-/**
- * Runs ffmpeg for its report (stderr), asynchronously: never spawnSync on the event loop, where
- * a small file of hours of video held every request for as long as ffmpeg took. An abort kills it.
- */
-function ffmpegReport(args: string[], signal?: AbortSignal): Promise<{ code: number | null; report: string }> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new FfmpegError("aborted before ffmpeg started", ""));
-      return;
-    }
-    const child = spawn(ffmpegPath(), ["-hide_banner", "-nostdin", ...args], { stdio: ["ignore", "ignore", "pipe"] });
-    const onAbort = () => child.kill("SIGKILL");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    // What is read of the report is its head (the input's description) and its tail (the last
-    // progress and error lines); a decode of hours prints megabytes of progress in between.
-    let head = "";
-    let tail = "";
-    child.stderr.setEncoding("latin1");
-    child.stderr.on("data", (chunk: string) => {
-      if (head.length < REPORT_PART_CHARS) head += chunk;
-      else tail = (tail + chunk).slice(-REPORT_PART_CHARS);
-    });
-    child.on("error", (error) => {
-      signal?.removeEventListener("abort", onAbort);
-      reject(new FfmpegError(error.message, head + tail));
-    });
-    child.on("close", (code) => {
-      signal?.removeEventListener("abort", onAbort);
-      if (signal?.aborted) reject(new FfmpegError("ffmpeg was killed (aborted)", head + tail));
-      else resolve({ code, report: head + tail });
-    });
-  });
-}
-
 /**
  * The container ffmpeg detects in an input and whether it holds audio, without decoding it
  * (asynchronous: uploads can be large). `container` is ffmpeg's demuxer list, e.g. "wav",
  * "mp3", "ogg", "flac", "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "aac"; undefined when
  * ffmpeg does not recognise the input.
  */
-export function probeContainer(input: Buffer): Promise<{ container: string | undefined; hasAudio: boolean }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ffmpegPath(), ["-hide_banner", "-nostdin", "-i", "pipe:0"], { stdio: ["pipe", "ignore", "pipe"] });
-    let report = "";
-    child.stderr.setEncoding("latin1");
-    child.stderr.on("data", (chunk: string) => (report += chunk));
-    // ffmpeg stops reading once it knows the input: the rest of the write fails with EPIPE, which is expected.
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(input);
-    child.on("error", reject);
-    child.on("close", () => {
-      const container = /Input #0, (.+?), from/.exec(report)?.[1];
-      resolve({ container, hasAudio: /Stream #0:\d+[^:]*: Audio:/.test(report) });
-    });
-  });
+export async function probeContainer(input: Buffer): Promise<{ container: string | undefined; hasAudio: boolean }> {
+  // ffmpeg stops reading once it knows the input; with no output named it then exits (status 1).
+  const report = await runFfmpeg(["-hide_banner", "-nostdin", "-i", "pipe:0"], { input: inputStream(input), anyExitCode: true });
+  const container = /Input #0, (.+?), from/.exec(report)?.[1];
+  return { container, hasAudio: /Stream #0:\d+[^:]*: Audio:/.test(report) };
 }
 
 /** A media file's container, duration and streams as its headers give them: nothing is decoded. */
 export async function readMediaHeader(path: string, signal?: AbortSignal): Promise<MediaInfo> {
   // With no output named, ffmpeg describes the input and exits (status 1, "At least one output file must be specified").
-  const { report } = await ffmpegReport(["-i", path], signal);
-  return parseMediaReport(report);
+  return parseMediaReport(await runFfmpeg(["-hide_banner", "-nostdin", "-i", path], { signal, anyExitCode: true }));
 }
 
 /** A video's length found by decoding it (for containers whose header has none, e.g. a recorder's WebM); null when nothing decodes. */
 async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<number | null> {
-  const { report } = await ffmpegReport(["-i", path, "-map", "0:v:0", "-f", "null", "-"], signal);
+  const report = await runFfmpeg(["-hide_banner", "-nostdin", "-i", path, "-map", "0:v:0", "-f", "null", "-"], { signal, anyExitCode: true });
   const last = [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)].at(-1);
   return last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
 }
@@ -449,13 +355,14 @@ export async function sampleVideoFrames(
     // One ffmpeg for all frames: each input seeks to its time, each output takes one frame of it.
     const frameFile = (i: number) => join(dir, `frame-${i}.rgb`);
     const args = [
+      "-hide_banner",
+      "-nostdin",
       "-loglevel",
       "error",
       ...times.flatMap((time) => ["-ss", time.toFixed(3), "-i", path]),
       ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", "-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo", frameFile(i)]),
     ];
-    const { code, report } = await ffmpegReport(args, signal);
-    if (code !== 0) throw new FfmpegError(`ffmpeg exited with code ${code}: ${report.trim().split("\n").at(-1) ?? ""}`, report);
+    const report = await runFfmpeg(args, { signal });
     const size = width * height * 3;
     const frames: { rgb: Uint8Array; width: number; height: number }[] = [];
     const frameTimes: number[] = [];
