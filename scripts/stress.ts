@@ -4,16 +4,18 @@
  *
  * Where `npm run fuzz` sends hostile input (mostly refused), this sends requests that succeed
  * and cost the most: 4,096 characters of speech (digits speak longest), thousands of embedding
- * inputs, a near-full context, a 1024×1024 image, a 700 s transcription, a 20 MB document, bursts
- * of streamed chats; one scenario at a time (a model's first scenario loads it), then all of them
+ * inputs, a near-full context, a 1024×1024 image, a 700 s transcription, a 20 MB document, ten
+ * minutes of video in a chat, bursts of streamed chats; one scenario at a time (a model's first scenario loads it), then all of them
  * at once, twice. The node runs with a low --stall-warn-ms; for each scenario the run reports
  * the statuses, the time, the longest wait of a `GET /models` probe sent every 100 ms, and the
  * stalls the node logged with their suspects. It asserts nothing: it is a measurement.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { ffmpegPath } from "../src/media/ffmpeg.js";
 import { createKeys, probeListing, type StallReport, startNode } from "./nodeUnderTest.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -60,6 +62,24 @@ function wav(seconds: number, rate = 16000): Buffer {
   return out;
 }
 
+/**
+ * Ten minutes of 640×360 video at 10 fps in a few hundred KB (a still picture compresses to almost
+ * nothing), an MP4 with its index at the end as cameras write it: small to send, long to decode.
+ */
+function longVideo(): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), "hearth-stress-video-"));
+  try {
+    const path = join(dir, "long.mp4");
+    const source = "color=c=gray:s=640x360:r=10:d=600";
+    const made = spawnSync(ffmpegPath(), ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", source, "-c:v", "libx264", "-preset", "ultrafast", "-y", path]);
+    if (made.status !== 0) throw new Error(`ffmpeg could not make the video: ${made.stderr}`);
+    return readFileSync(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+const LONG_VIDEO = `data:video/mp4;base64,${longVideo().toString("base64")}`;
+
 type Send = (baseUrl: string, key: string) => Promise<Response>;
 
 const json =
@@ -77,6 +97,20 @@ const form =
 
 const chat = (content: string, extra: Record<string, unknown> = {}) =>
   json("/chat/completions", { model: "hearth-tiny-chat", messages: [{ role: "user", content }], max_tokens: 64, ...extra });
+const videoQuestion = () =>
+  json("/chat/completions", {
+    model: "hearth-tiny-vision",
+    max_tokens: 8,
+    messages: [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "What happens?" },
+          { type: "video_url", video_url: { url: LONG_VIDEO } },
+        ],
+      },
+    ],
+  });
 
 /** Each scenario's requests, sent at once. */
 const SCENARIOS: { name: string; requests: Send[] }[] = [
@@ -96,6 +130,7 @@ const SCENARIOS: { name: string; requests: Send[] }[] = [
   { name: "chat, 30 streams at once", requests: Array.from({ length: 30 }, () => chat(text(3000), { stream: true })) },
   { name: "image, 1024×1024", requests: [json("/image/generate", { model: "hearth-tiny-sd", prompt: text(500), width: 1024, height: 1024, steps: 4 })] },
   { name: "transcription, a 700 s WAV (22 MB)", requests: [form("/audio/transcriptions", { model: "hearth-tiny-whisper" }, { bytes: wav(700), name: "long.wav" })] },
+  { name: "chat with a video part, 10 minutes of video in an MP4 of a few hundred KB", requests: [videoQuestion()] },
   { name: "responses, 20 at once", requests: Array.from({ length: 20 }, () => json("/responses", { model: "hearth-tiny-chat", input: text(3000), max_output_tokens: 8 })) },
 ];
 
@@ -109,6 +144,7 @@ const BURST: Send[] = [
   json("/image/generate", { model: "hearth-tiny-sd", prompt: text(500), width: 1024, height: 1024, steps: 4 }),
   form("/audio/transcriptions", { model: "hearth-tiny-whisper" }, { bytes: wav(700), name: "long.wav" }),
   form("/augment/text-parser", {}, { bytes: Buffer.from(text(900_000)), name: "notes.md" }),
+  videoQuestion(),
   ...Array.from({ length: 16 }, () => chat(text(3000), { stream: true })),
 ];
 
