@@ -45,7 +45,6 @@ interface Waiting {
   spawned: () => void;
   failed: (error: Error) => void;
   exited: (exit: ProcessExit) => void;
-  sockets: Socket[];
 }
 
 /**
@@ -117,6 +116,8 @@ export class ProcessSpawner {
     if (this.exitedSpawner) return Promise.reject(new Error("the process spawner has exited"));
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    // The request first, then its connections (the spawner also keeps a connection that comes first).
+    this.send({ type: "spawn", id, file, args: [...args], stdio: stdio.map((kind) => (kind === "pipe" ? "socket" : "ignore")) as ["socket", "socket", "socket"] });
     const sockets: (Socket | null)[] = stdio.map((kind, fd) => {
       if (kind !== "pipe") return null;
       const socket = connect(this.socketPath);
@@ -130,7 +131,6 @@ export class ProcessSpawner {
     const started = new Promise<StartedProcess>((resolve, reject) => {
       this.waiting.set(id, {
         started: false,
-        sockets: open,
         spawned: () =>
           resolve({
             stdin: sockets[0] ?? null,
@@ -146,9 +146,18 @@ export class ProcessSpawner {
         exited: settleExit,
       });
     });
-    // A connection refused or cut belongs to a process that failed or exited: its exit says so.
-    for (const socket of open) socket.on("error", () => undefined);
-    this.send({ type: "spawn", id, file, args: [...args], stdio: stdio.map((kind) => (kind === "pipe" ? "socket" : "ignore")) as ["socket", "socket", "socket"] });
+    for (const socket of open) {
+      socket.on("error", (error) => {
+        // Refused or cut before the process started: it never will (the spawner drops the request).
+        const waiting = this.waiting.get(id);
+        if (waiting && !waiting.started) {
+          this.forget(id);
+          this.send({ type: "kill", id, signal: "SIGKILL" });
+          waiting.failed(error);
+        }
+        // After the start, a connection cut belongs to a process that failed or exited: its exit says so.
+      });
+    }
     return started;
   }
 
@@ -169,11 +178,15 @@ export class ProcessSpawner {
       waiting.started = true;
       waiting.spawned();
     } else {
-      this.waiting.delete(reply.id);
-      if (this.waiting.size === 0) this.child.channel?.unref();
+      this.forget(reply.id);
       if (reply.type === "exit") waiting.exited({ code: reply.code, signal: reply.signal });
       else if (!waiting.started) waiting.failed(new Error(reply.message));
     }
+  }
+
+  private forget(id: number): void {
+    this.waiting.delete(id);
+    if (this.waiting.size === 0) this.child.channel?.unref();
   }
 
   /** The spawner died: what it started is cut off (its sockets closed, so it gets EOF and EPIPE) and counts as killed. */

@@ -28,6 +28,9 @@ const send = (reply: SpawnerReply) => process.send?.(reply);
 
 const pending = new Map<number, Pending>();
 const running = new Map<number, ChildProcess>();
+/** Connections whose request has not come yet (the socket and the IPC channel race): kept a while for it. */
+const early = new Map<number, { sockets: (Socket | undefined)[]; timer: NodeJS.Timeout }>();
+const EARLY_KEPT_MS = 30_000;
 
 /**
  * A connection first sends its token (the request's id and which descriptor it is) and nothing
@@ -39,14 +42,28 @@ const server = createServer({ allowHalfOpen: true }, (socket) => {
     head = Buffer.concat([head, chunk]);
     if (head.length < TOKEN_BYTES) return;
     socket.off("data", onData);
-    const entry = pending.get(head.readUInt32BE(0));
+    const id = head.readUInt32BE(0);
     const fd = head[4]!;
-    if (!entry || fd > 2 || entry.request.stdio[fd] !== "socket" || head.length > TOKEN_BYTES) {
+    const entry = pending.get(id);
+    if (fd > 2 || head.length > TOKEN_BYTES || (entry && entry.request.stdio[fd] !== "socket")) {
       socket.destroy();
       return;
     }
-    entry.sockets[fd] = socket;
-    startIfConnected(entry);
+    if (entry) {
+      entry.sockets[fd] = socket;
+      startIfConnected(entry);
+      return;
+    }
+    let waiting = early.get(id);
+    if (!waiting) {
+      const timer = setTimeout(() => {
+        for (const kept of early.get(id)?.sockets ?? []) kept?.destroy();
+        early.delete(id);
+      }, EARLY_KEPT_MS);
+      waiting = { sockets: [], timer };
+      early.set(id, waiting);
+    }
+    waiting.sockets[fd] = socket;
   };
   socket.on("data", onData);
   socket.on("error", () => undefined);
@@ -85,7 +102,12 @@ function startIfConnected({ request, sockets }: Pending): void {
 
 process.on("message", (request: SpawnerRequest) => {
   if (request.type === "spawn") {
-    const entry: Pending = { request, sockets: [] };
+    const arrived = early.get(request.id);
+    if (arrived) {
+      clearTimeout(arrived.timer);
+      early.delete(request.id);
+    }
+    const entry: Pending = { request, sockets: arrived?.sockets ?? [] };
     pending.set(request.id, entry);
     startIfConnected(entry);
   } else if (request.type === "kill") {

@@ -1,12 +1,18 @@
-import { spawnSync } from "node:child_process";
+import { fork, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeAudio, encodeAudio, startFfmpegSpawner } from "../../src/media/ffmpeg.js";
 import { ffmpegStartsFrom, stopFfmpegSpawner } from "../../src/media/ffmpegProcess.js";
 import { ProcessSpawner } from "../../src/media/processSpawner.js";
+import { connectionToken, type SpawnerReply, type SpawnerRequest } from "../../src/media/spawnerProtocol.js";
 
 /** The real spawner process, starting real programs (sh, cat, sleep) with their stdio on its sockets. */
 describe("the process spawner", () => {
@@ -70,6 +76,30 @@ describe("the process spawner", () => {
     expect(await child.exited).toEqual({ code: null, signal: "SIGKILL" });
     await expect.poll(() => own.alive).toBe(false);
     await expect(own.spawn("cat", [], ["ignore", "ignore", "ignore"])).rejects.toThrow(/exited/);
+  });
+
+  it("keeps a connection that arrives before its request (the socket and the IPC channel race) and starts the process once the request comes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hearth-spawner-race-"));
+    const socketPath = join(dir, "spawner.sock");
+    const raw = fork(fileURLToPath(new URL("../../src/media/spawnerProcess.ts", import.meta.url)), [socketPath], {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    try {
+      const replies: SpawnerReply[] = [];
+      raw.on("message", (reply: SpawnerReply) => replies.push(reply));
+      await expect.poll(() => replies.some((reply) => reply.type === "ready")).toBe(true);
+      const stdout = connect(socketPath);
+      stdout.write(connectionToken(7, 1));
+      const output = text(stdout);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the connection is there, its request is not
+      raw.send({ type: "spawn", id: 7, file: "sh", args: ["-c", "echo late request"], stdio: ["ignore", "socket", "ignore"] } satisfies SpawnerRequest);
+      expect(await output).toBe("late request\n");
+      await expect.poll(() => replies.find((reply) => reply.type === "exit")).toEqual({ type: "exit", id: 7, code: 0, signal: null });
+    } finally {
+      raw.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("exits with the process that started it, taking its children along", () => {
