@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { Cost, Credits } from "../billing/credits.js";
 import type { CostLine } from "../billing/money.js";
 import { ApiError, InvalidRequestError, NotFoundError } from "../errors.js";
@@ -103,9 +102,9 @@ export class PaidJobs {
     return 0;
   }
 
-  /** The finished media's bytes. */
-  read(job: JobRow): Buffer {
-    return readFileSync(job.resultPath!);
+  /** Where the finished media is stored (sent from there: http/sendStoredFile.ts). */
+  mediaPath(job: JobRow): string {
+    return job.resultPath!;
   }
 
   /** Deletes a finished job's media; a job still being generated is a 400 naming `queue_id`. */

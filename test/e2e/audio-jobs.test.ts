@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -62,6 +62,20 @@ describe("audio jobs: long speech", () => {
     expect(seconds!).toBeCloseTo(expected, 1);
     // The samples were spooled to a scratch file beside it, gone once the file is written.
     expect(readdirSync(join(server.dataDir, "media", "audio"))).toEqual([`${body.queue_id}.flac`]);
+    // Sent from the file as stored (streamed, never read whole into memory), a range of it too.
+    const stored = readFileSync(join(server.dataDir, "media", "audio", `${body.queue_id}.flac`));
+    expect(done.video.equals(stored)).toBe(true);
+    const ranged = await post(server, "/audio/retrieve", { model: "tts-kokoro", queue_id: body.queue_id }, { key, headers: { range: "bytes=100-199" } });
+    expect(ranged.status).toBe(206);
+    expect(ranged.headers.get("content-type")).toBe("audio/flac");
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(stored.subarray(100, 200))).toBe(true);
+    // A file gone from under its job (removed by hand, say) is a 404 in the error shape, not a 500.
+    const storedPath = join(server.dataDir, "media", "audio", `${body.queue_id}.flac`);
+    renameSync(storedPath, `${storedPath}.away`);
+    const gone = await retrieve(server, key, body.queue_id)();
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { error: string }).error).toMatch(/no longer stored/);
+    renameSync(`${storedPath}.away`, storedPath);
     // Nothing more is charged for retrieving; one usage row for the queue call.
     expect(getBalances(server.db, accountId).USD).toBe(1_000_000 - price);
     expect(listUsage(server.db, accountId).filter((row) => row.endpoint === "/audio/queue")).toHaveLength(1);

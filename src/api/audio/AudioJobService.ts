@@ -182,8 +182,8 @@ export class AudioJobService {
     return this.paid.status(job);
   }
 
-  read(job: JobRow): Buffer {
-    return this.paid.read(job);
+  mediaPath(job: JobRow): string {
+    return this.paid.mediaPath(job);
   }
 
   complete(job: JobRow): void {

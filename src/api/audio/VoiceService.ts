@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ModelEntry } from "../../config/modelRegistry.js";
 import { InvalidRequestError, NotFoundError, PayloadTooLargeError, UndecodableMediaError } from "../../errors.js";
@@ -107,11 +108,12 @@ export class VoiceService {
         expiresAt: now + settings.retentionDays * DAY_MS,
       };
       mkdirSync(this.dir, { recursive: true });
-      writeFileSync(join(this.dir, voice.sampleFile), file.data);
       const pack = new Float32Array(VOICE_PACK_ROWS * embedding.length);
       for (let row = 0; row < VOICE_PACK_ROWS; row++) pack.set(embedding, row * embedding.length);
-      writeFileSync(join(this.dir, `${id}.bin`), new Uint8Array(pack.buffer));
       try {
+        // Asynchronously: a sample may be up to --max-upload-mb.
+        await writeFile(join(this.dir, voice.sampleFile), file.data);
+        await writeFile(join(this.dir, `${id}.bin`), new Uint8Array(pack.buffer));
         insertClonedVoice(this.db, voice);
       } catch (error) {
         this.removeFiles(voice);

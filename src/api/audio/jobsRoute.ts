@@ -3,6 +3,7 @@ import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { jobFollowUpHeaders } from "../../http/jobFollowUpHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
+import { sendStoredFile } from "../../http/sendStoredFile.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { AudioFailedError, AudioJobService } from "./AudioJobService.js";
 import { CompleteAudioRequest, QueueAudioRequest, type QueueAudioResponse, QuoteAudioRequest, RetrieveAudioRequest } from "./jobSchema.js";
@@ -35,7 +36,7 @@ export function audioJobsRouter(deps: AudioJobsRouterDeps): Router {
     }),
   );
 
-  router.post("/audio/retrieve", deps.authenticate, deps.jsonBody, (req, res) => {
+  router.post("/audio/retrieve", deps.authenticate, deps.jsonBody, (req, res, next) => {
     requireJson(req);
     const body = parse(RetrieveAudioRequest, req.body);
     const entry = service.entryFor(body.model);
@@ -46,7 +47,8 @@ export function audioJobsRouter(deps: AudioJobsRouterDeps): Router {
       res.json(service.status(job));
       return;
     }
-    res.type(job.resultContentType ?? "application/octet-stream").send(service.read(job));
+    res.type(job.resultContentType ?? "application/octet-stream");
+    sendStoredFile(res, service.mediaPath(job), next);
     if (body.delete_media_on_completion) res.once("finish", () => service.complete(job));
   });
 

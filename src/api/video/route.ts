@@ -3,6 +3,7 @@ import { jobFollowUpHeaders } from "../../http/jobFollowUpHeaders.js";
 import type { AppDeps } from "../../appDeps.js";
 import { costHeaders } from "../../billing/costHeaders.js";
 import { metered } from "../../http/meteredRequest.js";
+import { sendStoredFile } from "../../http/sendStoredFile.js";
 import { parse, requireJson } from "../../http/parse.js";
 import { CompleteVideoRequest, QueueVideoRequest, type QueueVideoResponse, QuoteVideoRequest, RetrieveVideoRequest } from "./schema.js";
 import { unsupportedVideoParameters, VideoFailedError, VideoService } from "./service.js";
@@ -40,7 +41,7 @@ export function videoRouter(deps: VideoRouterDeps): Router {
     }),
   );
 
-  router.post("/video/retrieve", deps.authenticate, deps.jsonBody, (req, res) => {
+  router.post("/video/retrieve", deps.authenticate, deps.jsonBody, (req, res, next) => {
     requireJson(req);
     const body = parse(RetrieveVideoRequest, req.body);
     const ctx = res.locals.ctx;
@@ -52,8 +53,8 @@ export function videoRouter(deps: VideoRouterDeps): Router {
       res.json(service.status(job));
       return;
     }
-    const video = service.read(job);
-    res.type(job.resultContentType ?? "video/mp4").send(video);
+    res.type(job.resultContentType ?? "video/mp4");
+    sendStoredFile(res, service.mediaPath(job), next);
     if (body.delete_media_on_completion) res.once("finish", () => service.complete(job));
   });
 

@@ -151,9 +151,9 @@ export class VideoService {
     return this.paid.status(job);
   }
 
-  /** The finished video's bytes. */
-  read(job: JobRow): Buffer {
-    return this.paid.read(job);
+  /** Where the finished video is stored. */
+  mediaPath(job: JobRow): string {
+    return this.paid.mediaPath(job);
   }
 
   complete(job: JobRow): void {

@@ -1,4 +1,5 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { once } from "node:events";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -74,7 +75,7 @@ export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
           frames.end();
         } catch (error) {
           stop.abort(error);
-          // An input stream error makes fluent-ffmpeg kill ffmpeg (a plain destroy would leave it waiting on stdin).
+          // An input stream error kills ffmpeg (media/ffmpegProcess.ts; a plain destroy would leave it waiting on stdin).
           frames.destroy(new Error("frame generation stopped"));
           await encoding.catch(() => undefined);
           throw signal.aborted ? signal.reason : error;
@@ -82,7 +83,8 @@ export function videoJobHandler(models: ModelManager, dir: string): JobHandler {
         const mp4 = await encoding;
         mkdirSync(dir, { recursive: true });
         const path = join(dir, `${job.id}.mp4`);
-        writeFileSync(`${path}.partial`, mp4);
+        // Asynchronously: a long video is megabytes, and the job runs on the node's event loop.
+        await writeFile(`${path}.partial`, mp4);
         renameSync(`${path}.partial`, path);
         return { path, bytes: mp4.length, contentType: "video/mp4" };
       } finally {
