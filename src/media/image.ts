@@ -2,6 +2,15 @@ import { loadOnFirstUse } from "../loadOnFirstUse.js";
 
 /** sharp (libvips and its thread pool) loads with the first picture, not at start. */
 const loadSharp = loadOnFirstUse(async () => (await import("sharp")).default);
+
+/**
+ * Loads sharp now: importing it holds the event loop about 90 ms (measured on the 2-core host),
+ * which the streams in flight at a first picture would wait behind. Image backends call it when
+ * the node starts (their `prepare`), so only a node with image models loads it.
+ */
+export function prepareImageCodec(): Promise<unknown> {
+  return loadSharp();
+}
 /**
  * Image encoding (sharp, i.e. libvips: runs on libuv's thread pool, never on the event loop).
  * Generated pixels arrive as interleaved 8-bit RGB.

@@ -1,6 +1,7 @@
 import { ImageSettings, VideoSettings } from "../../config/backendSettings.js";
 import type { ModelEntry } from "../../config/modelRegistry.js";
-import { alwaysServable, needsFile, type BackendDescriptor, type SharedEngineLoader } from "../BackendDescriptor.js";
+import { alwaysServable, importEngineModules, needsFile, type BackendDescriptor, type SharedEngineLoader } from "../BackendDescriptor.js";
+import { prepareImageCodec } from "../../media/image.js";
 import type { DiffusionPool } from "../diffusion/OnnxDiffusionEngine.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 
@@ -37,6 +38,8 @@ const sharedPool: SharedEngineLoader<LoadedPool> = {
  */
 export const onnxDiffusionBackend: BackendDescriptor = {
   serves: ["image", "inpaint", "video"],
+  // Pictures and video frames are encoded (and edits' inputs decoded) with sharp.
+  prepare: importEngineModules(() => [prepareImageCodec()]),
   settings: { image: ImageSettings, video: VideoSettings },
   entryProblems: needsFile('a onnx-diffusion model needs its model directory in "file"'),
   servable: alwaysServable,

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { EmbeddingSettings, MusicSettings, OnnxSettings, UpscaleSettings, VisionSettings } from "../../config/backendSettings.js";
 import { alwaysServable, importEngineModules, needsFile, type BackendDescriptor } from "../BackendDescriptor.js";
+import { prepareImageCodec } from "../../media/image.js";
 import { estimateOnnxMemory } from "../onnx/estimateOnnxMemory.js";
 import { inputLimit, readJson } from "../transformers/modelConfig.js";
 
@@ -31,6 +32,8 @@ export const transformersBackend: BackendDescriptor = {
       types.has("embedding") && import("../transformers/TransformersEmbeddingEngine.js"),
       types.has("upscale") && import("../transformers/UpscaleEngine.js"),
       types.has("background-removal") && import("../transformers/BackgroundRemovalEngine.js"),
+      // Upscaling and background removal read and write pictures with sharp, vision chat reads them.
+      (types.has("upscale") || types.has("background-removal") || types.has("text")) && prepareImageCodec(),
     ].filter((module) => module !== false);
   }),
   estimateMemory: (entry, gpu) =>
