@@ -1,6 +1,7 @@
-import express, { type RequestHandler } from "express";
+import type { RequestHandler } from "express";
 import type { ServerConfig } from "../config/serverSettings.js";
 import type { BodyBudget } from "./bodyBudget.js";
+import { readWholeBody } from "./readWholeBody.js";
 
 /**
  * The JSON body size each route accepts, from what the route can use. Routes that take files
@@ -69,15 +70,26 @@ export function uploadByteLimit(config: Pick<ServerConfig, "maxUploadMb">): numb
 
 /**
  * Reads a multipart/form-data body whole into req.body (a Buffer; src/http/multipart.ts splits
- * it), once the body budget admits it. Any other content type passes through untouched, to the
+ * it; readWholeBody.ts reads it), once the body budget admits it. Any other content type passes through untouched, to the
  * JSON parser after it.
  */
 export function multipartBodyParser(config: Pick<ServerConfig, "maxUploadMb">, budget: BodyBudget): RequestHandler {
   const limit = multipartBodyLimit(config);
-  const parser = express.raw({ type: "multipart/form-data", limit });
   return (req, res, next) => {
-    const refusal = req.is("multipart/form-data") ? budget.admit(req, res, limit) : undefined;
-    if (refusal) next(refusal);
-    else parser(req, res, next);
+    if (!req.is("multipart/form-data")) {
+      next();
+      return;
+    }
+    const refusal = budget.admit(req, res, limit);
+    if (refusal) {
+      next(refusal);
+      return;
+    }
+    readWholeBody(req, limit).then((body) => {
+      req.body = body;
+      // What body-parser marks a body read with: no parser after this one reads it again.
+      (req as { _body?: boolean })._body = true;
+      next();
+    }, next);
   };
 }

@@ -52,7 +52,7 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
         next(error);
         return;
       }
-      // A route that also takes uploads reads them first (express.raw): its body is then the upload's
+      // A route that also takes uploads reads them first (multipartBodyParser): its body is then the upload's
       // bytes, not JSON, and walking a Buffer as a JSON object would count each byte as a value.
       if (Buffer.isBuffer(req.body)) {
         next();

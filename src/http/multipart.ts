@@ -4,7 +4,7 @@ import { InvalidRequestError, UnsupportedMediaTypeError } from "../errors.js";
 /**
  * A minimal multipart/form-data parser (RFC 7578 over RFC 2046) for the audio uploads. No
  * multipart package is installed (busboy, multer, formidable are absent), so Hearth reads the
- * whole body with express.raw (which enforces the size limit) and splits it here. Bodies are
+ * whole body with multipartBodyParser (readWholeBody.ts, which enforces the size limit) and splits it here. Bodies are
  * at most tens of MB, so a buffered parse is fine; the search for each boundary is Buffer.indexOf.
  *
  * Handles: quoted and unquoted boundaries, a preamble and epilogue, header names in any case,
@@ -131,7 +131,7 @@ function formOf(parts: MultipartPart[]): MultipartForm {
   };
 }
 
-/** The multipart body of a request read by express.raw; 415 for any other content type. */
+/** The multipart body of a request read by multipartBodyParser; 415 for any other content type. */
 export function readMultipart(req: Request): MultipartForm {
   if (!req.is("multipart/form-data")) throw new UnsupportedMediaTypeError("multipart/form-data");
   const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);

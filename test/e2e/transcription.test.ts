@@ -1,10 +1,15 @@
 import type OpenAI from "openai";
 import { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeAudio } from "../../src/media/ffmpeg.js";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { encodeAudio, ffmpegPath } from "../../src/media/ffmpeg.js";
 import { floatToPcm16, wavHeader } from "../../src/media/pcm.js";
 import { getBalances } from "../../src/store/ledger.js";
 import { listUsage } from "../../src/store/usage.js";
+import { testTempDir } from "../helpers/tempDir.js";
 import { startTestServer, tinyKokoroEntry, tinyWhisperEntry, type TestServer } from "../helpers/testServer.js";
 
 /** $0.0001 per audio second. */
@@ -111,6 +116,33 @@ describe("POST /audio/transcriptions with the openai client", () => {
     const result = (await transcribe(server.openai(), { language: "en" }, spokenMp3, "speech.mp3")) as { text: string; duration: number };
     expect(result.duration).toBeGreaterThan(2);
     expect(typeof result.text).toBe("string");
+  });
+});
+
+describe("uploads as clients send them", () => {
+  it("reads a multipart body sent gzip-compressed (Content-Encoding) as it reads a plain one", async () => {
+    const form = new FormData();
+    form.append("model", "tiny-whisper");
+    form.append("file", new Blob([new Uint8Array(spokenWav)]), "speech.wav");
+    const encoded = new Request("http://localhost/", { method: "POST", body: form });
+    const response = await fetch(`${server.baseUrl}/audio/transcriptions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.adminKey}`, "content-type": encoded.headers.get("content-type")!, "content-encoding": "gzip" },
+      body: gzipSync(Buffer.from(await encoded.arrayBuffer())),
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { duration: number }).duration).toBeGreaterThan(2);
+  });
+
+  it("transcribes an M4A as phones write it, its index after the audio (from a pipe ffmpeg decoded none of it)", async () => {
+    const dir = testTempDir("hearth-m4a-");
+    writeFileSync(join(dir, "speech.wav"), spokenWav);
+    const made = spawnSync(ffmpegPath(), ["-hide_banner", "-loglevel", "error", "-i", join(dir, "speech.wav"), "-c:a", "aac", "-y", join(dir, "memo.m4a")]);
+    expect(made.status).toBe(0);
+    const m4a = readFileSync(join(dir, "memo.m4a"));
+    expect(m4a.indexOf("moov")).toBeGreaterThan(m4a.indexOf("mdat"));
+    const result = (await transcribe(server.openai(), { response_format: "json" }, m4a, "memo.m4a")) as { duration: number };
+    expect(result.duration).toBeGreaterThan(2);
   });
 });
 
