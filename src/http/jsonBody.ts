@@ -3,6 +3,7 @@ import { InvalidRequestError, PayloadTooLargeError } from "../errors.js";
 import { formatBytes } from "./formatBodyBytes.js";
 import type { BodyBudget } from "./bodyBudget.js";
 import { checkJsonShape, type JsonShapeLimits, scanJsonText } from "./jsonShape.js";
+import { parseLargeJsonBody, parsesOffThread } from "./largeJsonBody.js";
 
 /**
  * Every JSON body, whatever the route: nesting, value count and string characters bounded,
@@ -24,7 +25,8 @@ const FREE_FORM_FIELDS: readonly (readonly string[])[] = [
  * The JSON body parser of every route, its size limit chosen per route (`limitOf` gets
  * "METHOD /route/path" as the route was declared): past it, a 413 that names the limit,
  * before the body is read when Content-Length announces it. A body is read once the body
- * budget admits it (429 or 503 before reading it otherwise).
+ * budget admits it (429 or 503 before reading it otherwise). A body announced at 1 MB or more
+ * is parsed on a worker thread (largeJsonBody.ts), with the same checks and answers.
  */
 export function jsonBodyByRoute(limitOf: (route: string) => number, budget: BodyBudget, shape: JsonShapeLimits = BODY_SHAPE): RequestHandler {
   const parsers = new Map<number, RequestHandler>();
@@ -36,11 +38,27 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
       next(refusal);
       return;
     }
+    if (req.is("application/json") && parsesOffThread(req)) {
+      parseLargeJsonBody(req, limit, shape).then(
+        (result) => {
+          if (result.kind === "parsed") {
+            req.body = result.value;
+            // What body-parser marks a body read with.
+            (req as { _body?: boolean })._body = true;
+            next();
+          } else if (result.kind === "malformed") next(Object.assign(new SyntaxError(result.message), { status: 400, type: "entity.parse.failed" }));
+          else if (result.violation) next(InvalidRequestError.forField(fieldOf(result.violation.path), `the request body ${result.violation.message}`));
+          else next(new InvalidRequestError(`the request body ${result.scanned}`, { _errors: [`the request body ${result.scanned}`] }));
+        },
+        (error: { type?: string }) => next(error?.type === "entity.too.large" ? tooLarge(route, limit) : error),
+      );
+      return;
+    }
     let parser = parsers.get(limit);
     if (!parser) parsers.set(limit, (parser = express.json({ limit, type: "application/json", verify: scanLargeBody(shape) })));
     parser(req, res, (error?: unknown) => {
       if ((error as { type?: string } | undefined)?.type === "entity.too.large") {
-        next(new PayloadTooLargeError(`Request body is too large: ${route} accepts at most ${formatBytes(limit)} (${limit} bytes)`));
+        next(tooLarge(route, limit));
         return;
       }
       const scanned = (error as { shapeViolation?: string } | undefined)?.shapeViolation;
@@ -66,6 +84,10 @@ export function jsonBodyByRoute(limitOf: (route: string) => number, budget: Body
       next(InvalidRequestError.forField(fieldOf(violation.path), `the request body ${violation.message}`));
     });
   };
+}
+
+function tooLarge(route: string, limit: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`Request body is too large: ${route} accepts at most ${formatBytes(limit)} (${limit} bytes)`);
 }
 
 /** Bodies from this size on are scanned before they are parsed (smaller ones parse in a few milliseconds, and keep exact paths). */

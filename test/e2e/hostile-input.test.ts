@@ -290,6 +290,26 @@ describe("body limits per route", () => {
   });
 });
 
+describe("bodies of 1 MB and more, parsed on a worker thread", () => {
+  /** The same JSON with a megabyte of insignificant whitespace after its first brace. */
+  const padded = (json: string) => json.replace(/^\{/, `{${" ".repeat(MB)}`);
+
+  it("are answered as small ones are: UTF-8 read intact, malformed JSON and a bare value a 400, past the route's limit a 413 naming it", async () => {
+    const named = await post(server, "/chat/completions", padded(JSON.stringify({ model: "héllo-😀-model", messages: [{ role: "user", content: "hi" }] })));
+    expect(named.status).toBe(404);
+    expect(((await named.json()) as ErrorJson).error).toContain("héllo-😀-model");
+    const malformed = await post(server, "/chat/completions", padded('{"model": "tiny-chat", "messages": [}'));
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as ErrorJson).error).toMatch(/^Malformed JSON in request body: /);
+    const bare = await post(server, "/chat/completions", `"${"x".repeat(MB)}"`);
+    expect(bare.status).toBe(400);
+    expect(((await bare.json()) as ErrorJson).error).toMatch(/^Malformed JSON in request body: /);
+    const overLimit = await post(server, "/audio/speech", padded(JSON.stringify({ model: "tts", input: "hi", voice: "v" })));
+    expect(overLimit.status).toBe(413);
+    expect(((await overLimit.json()) as ErrorJson).error).toMatch(/^Request body is too large: POST \/audio\/speech accepts at most/);
+  });
+});
+
 describe("nesting and size limits on schemas and free-form JSON", () => {
   const nested = (depth: number, leaf = '{"type":"string"}') => `${'{"type":"object","properties":{"a":'.repeat(depth)}${leaf}${"}}".repeat(depth)}`;
   const chat = (extra: string) => `{"model":"tiny-chat","messages":[{"role":"user","content":"hi"}],"max_tokens":1,${extra}}`;
