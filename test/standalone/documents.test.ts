@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { decodeInlineData, InlineDataError, InlineDataTooLargeError } from "../../src/api/chat/inlineData.js";
+import { decodeBase64InSlices } from "../../src/http/base64InSlices.js";
 import { parsesOffThread } from "../../src/api/chat/readFilePart.js";
 import { detectDocumentType } from "../../src/documents/detectDocumentType.js";
 import { DocumentTextTooLongError, UnreadableDocumentError, UnsupportedDocumentError } from "../../src/documents/errors.js";
@@ -191,18 +193,37 @@ describe("document extraction: real files made by the libraries people make them
 });
 
 describe("inline data (data URLs and base64)", () => {
-  it("decodes base64 data URLs, percent-encoded data URLs and bare base64", () => {
-    expect(decodeInlineData("data:text/plain;base64,aGVsbG8=", 100)).toEqual({ mimeType: "text/plain", data: Buffer.from("hello") });
-    expect(decodeInlineData("data:text/csv;charset=utf-8,a%2Cb%0A1%2C2", 100)).toEqual({ mimeType: "text/csv", data: Buffer.from("a,b\n1,2") });
-    expect(decodeInlineData("aGVs\nbG8", 100)).toEqual({ data: Buffer.from("hello") });
+  it("decodes base64 data URLs, percent-encoded data URLs and bare base64", async () => {
+    expect(await decodeInlineData("data:text/plain;base64,aGVsbG8=", 100)).toEqual({ mimeType: "text/plain", data: Buffer.from("hello") });
+    expect(await decodeInlineData("data:text/csv;charset=utf-8,a%2Cb%0A1%2C2", 100)).toEqual({ mimeType: "text/csv", data: Buffer.from("a,b\n1,2") });
+    expect(await decodeInlineData("aGVs\nbG8", 100)).toEqual({ data: Buffer.from("hello") });
   });
 
-  it("refuses malformed base64, URLs and content over the limit before decoding", () => {
-    expect(() => decodeInlineData("data:application/pdf;base64,not*base64!", 100)).toThrow(new InlineDataError("not valid base64"));
-    expect(() => decodeInlineData("", 100)).toThrow(InlineDataError);
-    expect(() => decodeInlineData("https://example.com/a.pdf", 100)).toThrow(/does not fetch URLs/);
-    const big = decodeInlineData.bind(null, Buffer.alloc(300).toString("base64"), 100);
-    expect(big).toThrow(InlineDataTooLargeError);
+  it("refuses malformed base64, URLs and content over the limit before decoding", async () => {
+    await expect(decodeInlineData("data:application/pdf;base64,not*base64!", 100)).rejects.toThrow(new InlineDataError("not valid base64"));
+    await expect(decodeInlineData("", 100)).rejects.toThrow(InlineDataError);
+    await expect(decodeInlineData("https://example.com/a.pdf", 100)).rejects.toThrow(/does not fetch URLs/);
+    await expect(decodeInlineData(Buffer.alloc(300).toString("base64"), 100)).rejects.toThrow(InlineDataTooLargeError);
+  });
+
+  it("decodes base64 of several slices exactly as one call does, in either alphabet, padded or not, with whitespace anywhere", async () => {
+    const bytes = randomBytes(3 * (1 << 20) + 2); // a little over three 1 MiB slices of characters, ending in padding
+    const standard = bytes.toString("base64");
+    expect(standard.endsWith("=")).toBe(true);
+    for (const text of [standard, bytes.toString("base64url"), standard.replace(/=+$/, ""), standard.replace(/(.{76})/g, "$1\r\n")]) {
+      const decoded = await decodeBase64InSlices(text);
+      expect(decoded.ok && decoded.data.equals(bytes)).toBe(true);
+    }
+  });
+
+  it("finds what is not base64 in any slice, and refuses by size before decoding", async () => {
+    const text = randomBytes(3 << 20).toString("base64");
+    const broken = (at: number, what: string) => `${text.slice(0, at)}${what}${text.slice(at + 1)}`;
+    expect(await decodeBase64InSlices(broken(text.length - 10, "*"))).toEqual({ ok: false, reason: "invalid" });
+    expect(await decodeBase64InSlices(broken(2_500_000, "="))).toEqual({ ok: false, reason: "invalid" });
+    expect(await decodeBase64InSlices(`${text}A`)).toEqual({ ok: false, reason: "invalid" }); // 4n+1 characters
+    expect(await decodeBase64InSlices(`${text}A===`)).toEqual({ ok: false, reason: "invalid" });
+    expect(await decodeBase64InSlices(text, 1000)).toEqual({ ok: false, reason: "too-large", bytes: 3 << 20 });
   });
 });
 

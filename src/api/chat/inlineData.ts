@@ -1,4 +1,5 @@
 import { InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
+import { decodeBase64InSlices } from "../../http/base64InSlices.js";
 
 /**
  * Content carried inside the JSON body: a data URL (`data:<mime>[;base64],<data>`) or bare
@@ -26,18 +27,17 @@ export class InlineDataTooLargeError extends Error {
 }
 
 const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*),/i;
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
-export function decodeInlineData(value: string, maxBytes: number): InlineData {
+export async function decodeInlineData(value: string, maxBytes: number): Promise<InlineData> {
   const header = DATA_URL.exec(value.slice(0, 512));
   if (!header) {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new InlineDataError("this node does not fetch URLs: send the content as a data URL (data:<mime type>;base64,...)");
-    return { data: decodeBase64(value, maxBytes) };
+    return { data: await decodeBase64(value, maxBytes) };
   }
   const mimeType = header[1]!.trim().toLowerCase() || undefined;
   const isBase64 = header[2]!.split(";").some((param) => param.trim().toLowerCase() === "base64");
   const payload = value.slice(header[0].length);
-  if (isBase64) return { mimeType, data: decodeBase64(payload, maxBytes) };
+  if (isBase64) return { mimeType, data: await decodeBase64(payload, maxBytes) };
   let text: string;
   try {
     text = decodeURIComponent(payload);
@@ -49,23 +49,22 @@ export function decodeInlineData(value: string, maxBytes: number): InlineData {
   return { mimeType, data };
 }
 
-export function decodeBase64(value: string, maxBytes: number): Buffer {
-  const compact = value.replace(/\s+/g, "");
-  if (compact.length === 0) throw new InlineDataError("empty: no content");
-  if (!BASE64.test(compact) || compact.length % 4 === 1) throw new InlineDataError("not valid base64");
-  // Refuse before allocating: base64 carries 3 bytes per 4 characters.
-  const estimated = Math.floor((compact.replace(/=+$/, "").length * 3) / 4);
-  if (estimated > maxBytes) throw new InlineDataTooLargeError(estimated);
-  return Buffer.from(compact, "base64");
+/** Strict base64 (decodeBase64InSlices: in slices, the event loop free between them); refused before decoding past `maxBytes`. */
+export async function decodeBase64(value: string, maxBytes: number): Promise<Buffer> {
+  if (value.trim().length === 0) throw new InlineDataError("empty: no content");
+  const decoded = await decodeBase64InSlices(value, maxBytes);
+  if (decoded.ok) return decoded.data;
+  if (decoded.reason === "too-large") throw new InlineDataTooLargeError(decoded.bytes);
+  throw new InlineDataError("not valid base64");
 }
 
 /**
  * decodeInlineData for a field of the request: content over `maxBytes` is a 413 (the message
  * from `tooLarge`, after the field's path), anything malformed a 400 naming the field.
  */
-export function decodeInlineField(value: string, field: readonly (string | number)[], maxBytes: number, tooLarge: (bytes: number) => string): InlineData {
+export async function decodeInlineField(value: string, field: readonly (string | number)[], maxBytes: number, tooLarge: (bytes: number) => string): Promise<InlineData> {
   try {
-    return decodeInlineData(value, maxBytes);
+    return await decodeInlineData(value, maxBytes);
   } catch (error) {
     if (error instanceof InlineDataTooLargeError) throw new PayloadTooLargeError(`${field.join(".")}: ${tooLarge(error.bytes)}`);
     if (error instanceof InlineDataError) throw InvalidRequestError.forField([...field], error.message);

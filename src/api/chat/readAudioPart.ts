@@ -28,11 +28,13 @@ export async function readAudioPart(part: AudioPart, ctx: PartContext): Promise<
   }
   const asr = ctx.models.get(asrId, "asr");
   const { data: base64, format } = part.input_audio;
-  let audio = decodeInlineField(
-    base64,
-    [...path, "data"],
-    ctx.limits.maxFileBytes,
-    (bytes) => `the audio is ${(bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
+  let audio = (
+    await decodeInlineField(
+      base64,
+      [...path, "data"],
+      ctx.limits.maxFileBytes,
+      (bytes) => `the audio is ${(bytes / 1e6).toFixed(1)} MB; this node accepts up to ${(ctx.limits.maxFileBytes / 1e6).toFixed(1)} MB (--max-upload-mb)`,
+    )
   ).data;
   if (format === "pcm16" || format === "pcm24") audio = toWav(audio, format === "pcm16" ? 2 : 3);
   const undecodable = () => InvalidRequestError.forField([...path, "data"], `could not decode the audio (declared format ${format})`);

@@ -28,7 +28,7 @@ export async function readFilePart(part: FilePart, ctx: PartContext): Promise<st
     throw InvalidRequestError.forField([...path, "file_data"], "required: the file's content as a data URL (data:<mime type>;base64,...)");
   }
   const { maxFileBytes, maxFileChars } = ctx.limits;
-  const decoded = decodeInlineField(
+  const decoded = await decodeInlineField(
     file.file_data,
     [...path, "file_data"],
     maxFileBytes,

@@ -93,7 +93,7 @@ async function readMedia(url: string, path: (string | number)[], ctx: PartContex
     }
     return fetched.file.data;
   }
-  const decoded = decodeInlineField(url, path, maxFileBytes, tooLarge);
+  const decoded = await decodeInlineField(url, path, maxFileBytes, tooLarge);
   if (decoded.data.length === 0) throw InvalidRequestError.forField(path, `empty: the ${what} has no content`);
   return decoded.data;
 }

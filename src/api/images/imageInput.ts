@@ -4,6 +4,7 @@ import type { ServerConfig } from "../../config/serverSettings.js";
 import { ApiError, InvalidRequestError, PayloadTooLargeError } from "../../errors.js";
 import { decodeInputImage, ImageTooLargeError } from "../../media/image.js";
 import { fetchFile } from "../../search/fetchFile.js";
+import { decodeBase64InSlices } from "../../http/base64InSlices.js";
 import { uploadByteLimit } from "../../http/bodyLimits.js";
 import { readMultipart } from "../../http/multipart.js";
 import { parse, requireJson } from "../../http/parse.js";
@@ -41,7 +42,7 @@ export async function readImageInput(
   /** The request's hold on memory for a fetched picture (RequestContext.holdBytes). */
   holdBytes?: (bytes: number) => void,
 ): Promise<{ rgb: Uint8Array; width: number; height: number }> {
-  let bytes: Buffer | undefined = source.upload ?? (source.base64 !== undefined ? decodeBase64Field(source.base64) : undefined);
+  let bytes: Buffer | undefined = source.upload ?? (source.base64 !== undefined ? await decodeBase64Field(source.base64) : undefined);
   let name = "image";
   if (!bytes && source.url !== undefined) {
     name = "image_url";
@@ -70,11 +71,11 @@ export async function readImageInput(
 /** The largest picture an image-in request may send (the reference's limit for edits: 33,177,600 pixels, 7680x4320). */
 export const MAX_INPUT_PIXELS = 33_177_600;
 
-/** A base64 (or data: URL) field's bytes; a 400 naming the field when it is neither, or empty. */
-export function decodeBase64Field(value: string, name = "image"): Buffer {
+/** A base64 (or data: URL) field's bytes, decoded in slices; a 400 naming the field when it is neither, or empty. */
+export async function decodeBase64Field(value: string, name = "image"): Promise<Buffer> {
   const base64 = value.startsWith("data:") ? value.slice(value.indexOf(",") + 1) : value;
-  if (!/^[A-Za-z0-9+/=\s_-]+$/.test(base64)) throw field(name, `${name} is a base64 string or a data: URL`);
-  const bytes = Buffer.from(base64, "base64");
-  if (bytes.length === 0) throw field(name, `${name} is empty`);
-  return bytes;
+  const decoded = await decodeBase64InSlices(base64);
+  if (!decoded.ok) throw field(name, `${name} is a base64 string or a data: URL`);
+  if (decoded.data.length === 0) throw field(name, `${name} is empty`);
+  return decoded.data;
 }

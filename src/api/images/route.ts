@@ -121,7 +121,7 @@ export function imagesRouter(deps: ImagesRouterDeps): Router {
     // Stable Diffusion edits one picture: a request with more than the model takes is refused, naming the field.
     if (sources.length > 1) throw InvalidRequestError.forField(["images"], `this node's image models edit one picture at a time; got ${sources.length}`);
     const picture = await readImageInput(sources[0]!, deps.config, paid.signal, paid.ctx.holdBytes);
-    const mask = maskUpload ?? (body.mask !== undefined ? decodeBase64Field(body.mask, "mask") : undefined);
+    const mask = maskUpload ?? (body.mask !== undefined ? await decodeBase64Field(body.mask, "mask") : undefined);
     return { entry, body, picture, mask };
   }
 
