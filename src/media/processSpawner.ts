@@ -2,7 +2,7 @@ import { type ChildProcess, fork, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { siblingModule } from "../engines/worker/siblingModule.js";
@@ -161,9 +161,10 @@ export class ProcessSpawner {
     return started;
   }
 
-  /** Stops the spawner (its children with it). */
+  /** Stops the spawner (its children with it) and removes its socket's directory now (the process may end before the spawner's exit is seen). */
   close(): void {
     this.child.kill("SIGKILL");
+    rmSync(dirname(this.socketPath), { recursive: true, force: true });
   }
 
   private send(request: SpawnerRequest): void {

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
+import { dirname } from "node:path";
 import { TOKEN_BYTES, type SpawnerReply, type SpawnerRequest } from "./spawnerProtocol.js";
 
 /**
@@ -122,10 +124,12 @@ process.on("message", (request: SpawnerRequest) => {
   }
 });
 
-// The node is gone (or let go of this process): its children go too.
+// The node is gone (or let go of this process): its children go too, and the directory the node
+// made for the socket (a node killed outright cannot remove it).
 process.on("disconnect", () => {
   for (const child of running.values()) child.kill("SIGKILL");
   server.close();
+  rmSync(dirname(socketPath), { recursive: true, force: true });
   process.exit(0);
 });
 

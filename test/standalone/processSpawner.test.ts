@@ -1,10 +1,10 @@
 import { fork, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { fileURLToPath } from "node:url";
@@ -102,7 +102,7 @@ describe("the process spawner", () => {
     }
   });
 
-  it("exits with the process that started it, taking its children along", () => {
+  it("exits with the process that started it, taking its children along and removing its socket's directory", async () => {
     // A separate Node process starts a spawner, has it start a long sleep, prints both pids and exits.
     const script = `
       const { ProcessSpawner } = await import(${JSON.stringify(new URL("../../src/media/processSpawner.ts", import.meta.url).href)});
@@ -110,13 +110,16 @@ describe("the process spawner", () => {
       await spawner.spawn("sleep", ["60"], ["ignore", "ignore", "ignore"]);
       const { execSync } = await import("node:child_process");
       const sleeper = Number(execSync("pgrep -P " + spawner.pid + " sleep").toString());
-      console.log(JSON.stringify({ spawner: spawner.pid, sleeper }));
+      const { readFileSync } = await import("node:fs");
+      const socketPath = readFileSync("/proc/" + spawner.pid + "/cmdline", "utf8").split("\\0").filter(Boolean).at(-1);
+      console.log(JSON.stringify({ spawner: spawner.pid, sleeper, socketPath }));
       process.exit(0);`;
     const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
       encoding: "utf8",
       timeout: 30_000,
     });
-    const { spawner: spawnerPid, sleeper } = JSON.parse(run.stdout) as { spawner: number; sleeper: number };
+    const { spawner: spawnerPid, sleeper, socketPath } = JSON.parse(run.stdout) as { spawner: number; sleeper: number; socketPath: string };
+    expect(socketPath).toMatch(/hearth-spawner-.+\/spawner\.sock$/);
     const alive = (pid: number) => {
       try {
         process.kill(pid, 0);
@@ -125,7 +128,8 @@ describe("the process spawner", () => {
         return false;
       }
     };
-    return expect.poll(() => alive(spawnerPid) || alive(sleeper), { timeout: 5_000 }).toBe(false);
+    await expect.poll(() => alive(spawnerPid) || alive(sleeper), { timeout: 5_000 }).toBe(false);
+    expect(existsSync(dirname(socketPath))).toBe(false);
   });
 });
 
