@@ -321,7 +321,8 @@ export async function readMediaHeader(path: string, signal?: AbortSignal): Promi
 
 /** A video's length found by decoding it (for containers whose header has none, e.g. a recorder's WebM); null when nothing decodes. */
 async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<number | null> {
-  const report = await runFfmpeg(["-hide_banner", "-nostdin", "-i", path, "-map", "0:v:0", "-f", "null", "-"], { signal, anyExitCode: true });
+  // One decoding thread: a caller's video of hours costs one core until the deadline, not all of them.
+  const report = await runFfmpeg(["-hide_banner", "-nostdin", "-threads", "1", "-i", path, "-map", "0:v:0", "-f", "null", "-"], { signal, anyExitCode: true });
   const last = [...report.matchAll(/time=(\d+):(\d+):(\d+(?:\.\d+)?)/g)].at(-1);
   return last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
 }
@@ -359,7 +360,8 @@ export async function sampleVideoFrames(
       "-nostdin",
       "-loglevel",
       "error",
-      ...times.flatMap((time) => ["-ss", time.toFixed(3), "-i", path]),
+      // One decoding thread per input (each decodes from the keyframe before its time to it).
+      ...times.flatMap((time) => ["-threads", "1", "-ss", time.toFixed(3), "-i", path]),
       ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", "-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo", frameFile(i)]),
     ];
     const report = await runFfmpeg(args, { signal });
