@@ -1,9 +1,10 @@
 import { copyInSlices } from "../engines/cooperativeWork.js";
+import { WorkQueue } from "../engines/WorkQueue.js";
 import { FfmpegError, runFfmpeg } from "./ffmpegProcess.js";
 import { setFlacTotalSamples } from "./flac.js";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Readable, Writable } from "node:stream";
 import ffmpeg from "fluent-ffmpeg";
@@ -339,6 +340,24 @@ async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<
  * gives no duration, the video is decoded once to find it; the caller's deadline bounds that.
  */
 export async function sampleVideoFrames(
+  input: Buffer,
+  count: number,
+  maxSide: number,
+  signal?: AbortSignal,
+): Promise<{ frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number }> {
+  return VIDEO_SAMPLING.run(() => sampleFromFile(input, count, maxSide, signal), signal);
+}
+
+/**
+ * Videos sampled at once, a core each at most (one decoding thread per input): a burst of
+ * hostile videos of hours (whose length must be decoded to be known) takes this many cores
+ * until their deadlines, and the node keeps the others. The rest wait their turn (past 32
+ * waiting, a 503).
+ */
+export const VIDEO_SAMPLINGS_AT_ONCE = Math.max(1, Math.floor(availableParallelism() / 2));
+export const VIDEO_SAMPLING = new WorkQueue("video sampling", 32, VIDEO_SAMPLINGS_AT_ONCE);
+
+async function sampleFromFile(
   input: Buffer,
   count: number,
   maxSide: number,

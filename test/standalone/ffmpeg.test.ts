@@ -16,6 +16,8 @@ import {
   ffmpegPath,
   parseMediaReport,
   sampleVideoFrames,
+  VIDEO_SAMPLING,
+  VIDEO_SAMPLINGS_AT_ONCE,
   type AudioFormat,
 } from "../../src/media/ffmpeg.js";
 import { countVideoFrames, probeMedia } from "../helpers/mediaProbe.js";
@@ -176,6 +178,26 @@ describe("video frames for vision models", () => {
       expect(longestGap).toBeLessThan(500);
     } finally {
       clearInterval(ticker);
+      configureFfmpeg(real);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("samples at most VIDEO_SAMPLINGS_AT_ONCE videos at once; the next waits its turn", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-ffmpeg-"));
+    const wrapper = join(dir, "ffmpeg");
+    writeFileSync(wrapper, `#!/bin/sh\nsleep 0.3\nexec "${ffmpegPath()}" "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const real = ffmpegPath();
+    const mp4 = brightnessRamp(2, "mp4");
+    configureFfmpeg(wrapper);
+    try {
+      const runs = Array.from({ length: VIDEO_SAMPLINGS_AT_ONCE + 1 }, () => sampleVideoFrames(mp4, 1, 32));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(VIDEO_SAMPLING.stats()).toEqual({ busy: VIDEO_SAMPLINGS_AT_ONCE, waiting: 1 });
+      for (const sampled of await Promise.all(runs)) expect(sampled.frames).toHaveLength(1);
+      expect(VIDEO_SAMPLING.stats()).toEqual({ busy: 0, waiting: 0 });
+    } finally {
       configureFfmpeg(real);
       rmSync(dir, { recursive: true, force: true });
     }
