@@ -39,16 +39,18 @@ it("logs a held loop with the streaming request in flight, by route and the clie
   await reader.read();
   holdLoop(400);
   let line: { heldMs: number; inFlight: Record<string, unknown>[]; msg: string } | undefined;
+  // The hold made here (a shorter one may come first on a busy machine: the model's load, say).
   await vi.waitFor(
     () => {
-      const text = logged.find((l) => l.includes("the event loop was held"));
-      expect(text).toBeDefined();
-      line = JSON.parse(text!);
+      line = logged
+        .filter((l) => l.includes("the event loop was held"))
+        .map((l) => JSON.parse(l) as NonNullable<typeof line>)
+        .find((stall) => stall.heldMs >= 300);
+      expect(line).toBeDefined();
     },
     { timeout: 2000, interval: 20 },
   );
   await reader.cancel();
-  expect(line!.heldMs).toBeGreaterThanOrEqual(300);
   expect(line!.msg).toBe(`the event loop was held ${line!.heldMs} ms`);
   expect(line!.inFlight).toContainEqual(expect.objectContaining({ kind: "request", method: "POST", route: "/api/v1/chat/completions", clientRequestId: "client-trace-42", keyId }));
 
@@ -59,7 +61,8 @@ it("logs a held loop with the streaming request in flight, by route and the clie
 
 it("names a model load that was in flight", async () => {
   logged.length = 0;
-  await server.models.unload("tiny-chat");
+  // The cancelled stream above ends once the node sees its client gone.
+  await vi.waitFor(() => server.models.unload("tiny-chat"), { timeout: 5000, interval: 50 });
   const loading = server.models.load("tiny-chat");
   holdLoop(400);
   expect((await loading).state).toBe("loaded");
