@@ -357,12 +357,9 @@ export async function sampleVideoFrames(
 export const VIDEO_SAMPLINGS_AT_ONCE = Math.max(1, Math.floor(availableParallelism() / 2));
 export const VIDEO_SAMPLING = new WorkQueue("video sampling", 32, VIDEO_SAMPLINGS_AT_ONCE);
 
-async function sampleFromFile(
-  input: Buffer,
-  count: number,
-  maxSide: number,
-  signal?: AbortSignal,
-): Promise<{ frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number }> {
+type SampledFrames = { frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number };
+
+async function sampleFromFile(input: Buffer, count: number, maxSide: number, signal?: AbortSignal): Promise<SampledFrames> {
   return withScratchFile(input, signal, async (path, dir) => {
     const info = await readMediaHeader(path, signal);
     const video = info.streams.find((s) => s.kind === "video");
@@ -370,33 +367,77 @@ async function sampleFromFile(
     const duration = (info.durationSeconds || (await decodedVideoSeconds(path, signal))) ?? 0;
     const scale = Math.min(1, maxSide / Math.max(video.width, video.height));
     const even = (n: number) => Math.max(2, Math.round((n * scale) / 2) * 2);
-    const [width, height] = [even(video.width), even(video.height)];
+    const frame = { width: even(video.width), height: even(video.height), dir, path };
     const times = Array.from({ length: count }, (_, i) => (i * duration) / count);
-    // One ffmpeg for all frames: each input seeks to its time, each output takes one frame of it.
-    const frameFile = (i: number) => join(dir, `frame-${i}.rgb`);
-    const args = [
-      "-hide_banner",
-      "-nostdin",
-      "-loglevel",
-      "error",
-      // One decoding thread per input (each decodes from the keyframe before its time to it).
-      ...times.flatMap((time) => ["-threads", "1", "-ss", time.toFixed(3), "-i", path]),
-      ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", "-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo", frameFile(i)]),
-    ];
-    const report = await runFfmpeg(args, { signal });
-    const size = width * height * 3;
-    const frames: { rgb: Uint8Array; width: number; height: number }[] = [];
-    const frameTimes: number[] = [];
-    for (const [i, time] of times.entries()) {
-      // A seek past the last frame (a header's duration longer than its video) writes nothing.
-      const rgb = await readFile(frameFile(i)).catch(() => Buffer.alloc(0));
-      if (rgb.byteLength < size) continue;
-      frames.push({ rgb: new Uint8Array(rgb.buffer, rgb.byteOffset, size), width, height });
-      frameTimes.push(time);
+    let sampled = await framesBySeeking(frame, times, signal);
+    // A stream without an index (raw H.264) cannot be sought in at all: then one pass decodes it
+    // (on one thread, within the deadline), keeping the frames at those times.
+    if (sampled.frames.length < count) {
+      const decoded = await framesByDecoding(frame, times, duration, signal);
+      if (decoded.frames.length > sampled.frames.length) sampled = decoded;
     }
-    if (frames.length === 0) throw new FfmpegError("no frame could be decoded", report);
-    return { frames, times: frameTimes, duration: duration || 1 };
+    if (sampled.frames.length === 0) throw new FfmpegError("no frame could be decoded", sampled.report);
+    return { frames: sampled.frames, times: sampled.times, duration: duration || 1 };
   });
+}
+
+interface FrameShape {
+  width: number;
+  height: number;
+  /** The scratch directory, for the frames' files. */
+  dir: string;
+  /** The video's scratch file. */
+  path: string;
+}
+
+type FrameRun = { frames: SampledFrames["frames"]; times: number[]; report: string };
+
+const frameArgs = ({ width, height }: FrameShape) => ["-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo"];
+
+/** One ffmpeg for all frames: each input seeks to its time (decoding from the keyframe before it), each output takes one frame of it. */
+async function framesBySeeking(shape: FrameShape, times: number[], signal?: AbortSignal): Promise<FrameRun> {
+  const frameFile = (i: number) => join(shape.dir, `frame-${i}.rgb`);
+  const args = [
+    "-hide_banner",
+    "-nostdin",
+    "-loglevel",
+    "error",
+    ...times.flatMap((time) => ["-threads", "1", "-ss", time.toFixed(3), "-i", shape.path]),
+    ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", ...frameArgs(shape), frameFile(i)]),
+  ];
+  const report = await runFfmpeg(args, { signal });
+  const size = shape.width * shape.height * 3;
+  const run: FrameRun = { frames: [], times: [], report };
+  for (const [i, time] of times.entries()) {
+    // A seek past the last frame (a header's duration longer than its video) writes nothing.
+    const rgb = await readFile(frameFile(i)).catch(() => Buffer.alloc(0));
+    if (rgb.byteLength < size) continue;
+    run.frames.push({ rgb: new Uint8Array(rgb.buffer, rgb.byteOffset, size), width: shape.width, height: shape.height });
+    run.times.push(time);
+  }
+  return run;
+}
+
+/**
+ * One pass over the whole video, keeping its first frame and then the first at least an
+ * interval (`duration` / `times.length`) after the last kept one: the frames at about those times.
+ */
+async function framesByDecoding(shape: FrameShape, times: number[], duration: number, signal?: AbortSignal): Promise<FrameRun> {
+  const file = join(shape.dir, "frames.rgb");
+  const interval = (duration || 1) / times.length;
+  const filters = `select='isnan(prev_selected_t)+gte(t-prev_selected_t\\,${interval.toFixed(3)})',scale=${shape.width}:${shape.height}`;
+  // Passthrough: each kept frame once (a constant frame rate would repeat it to fill the gaps).
+  const args = ["-hide_banner", "-nostdin", "-loglevel", "error", "-threads", "1", "-i", shape.path, "-map", "0:v:0", "-vf", filters, "-vsync", "passthrough"];
+  args.push("-frames:v", String(times.length), "-pix_fmt", "rgb24", "-f", "rawvideo", file);
+  const report = await runFfmpeg(args, { signal });
+  const raw = await readFile(file).catch(() => Buffer.alloc(0));
+  const size = shape.width * shape.height * 3;
+  const run: FrameRun = { frames: [], times: [], report };
+  for (let offset = 0, i = 0; offset + size <= raw.byteLength && i < times.length; offset += size, i++) {
+    run.frames.push({ rgb: new Uint8Array(raw.buffer, raw.byteOffset + offset, size), width: shape.width, height: shape.height });
+    run.times.push(times[i]!);
+  }
+  return run;
 }
 
 /**

@@ -111,11 +111,11 @@ describe("ffmpeg (the real binary)", () => {
 });
 
 /** Writes a video with ffmpeg's own test sources: 64×48, 10 fps, `seconds` long, each frame as bright as 6 × its time (0 to 240). */
-function brightnessRamp(seconds: number, format: "mp4" | "matroska"): Buffer {
+function brightnessRamp(seconds: number, format: "mp4" | "matroska" | "h264"): Buffer {
   const source = `color=c=black:s=64x48:r=10:d=${seconds},format=rgb24,geq=r='T*6':g='T*6':b='T*6'`;
   const dir = mkdtempSync(join(tmpdir(), "hearth-ramp-"));
   try {
-    // A file for MP4 (its index written last, after the frames, as cameras do); a pipe for Matroska (no duration in its header).
+    // A file for MP4 (its index written last, after the frames, as cameras do); a pipe for Matroska (no duration in its header) and raw H.264 (no container at all).
     const out = format === "mp4" ? join(dir, "ramp.mp4") : "pipe:1";
     const result = spawnSync(
       ffmpegPath(),
@@ -150,6 +150,17 @@ describe("video frames for vision models", () => {
     expect(sampled.duration).toBeCloseTo(20, 0);
     expect(sampled.frames.map((frame) => [frame.width, frame.height])).toEqual(Array(2).fill([32, 24]));
     expect(meanValue(sampled.frames[1]!.rgb)).toBeCloseTo(60, -1);
+  });
+
+  it("samples a raw H.264 stream (no index to seek in, no length) in one pass, each frame about the one at its time", async () => {
+    const raw = brightnessRamp(40, "h264");
+    const sampled = await sampleVideoFrames(raw, 4, 384);
+    expect(sampled.frames).toHaveLength(4);
+    expect(sampled.duration).toBeGreaterThan(30);
+    // Brightness is 6 × the frame's own time; a raw stream's times are estimated from its frame rate.
+    const brightness = sampled.frames.map((frame) => meanValue(frame.rgb));
+    expect(brightness[0]).toBeLessThan(5);
+    for (let i = 1; i < 4; i++) expect(Math.abs(brightness[i]! - 6 * sampled.times[i]!)).toBeLessThan(15);
   });
 
   it("refuses what is not a video with an FfmpegError", async () => {
