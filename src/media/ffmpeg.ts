@@ -328,6 +328,8 @@ async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<
   return last ? Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) : null;
 }
 
+export type SampledFrames = { frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number };
+
 /**
  * `count` frames sampled evenly over a video (the first at its start), scaled to fit a `maxSide`
  * square (aspect kept, even sides), as interleaved RGB, with each frame's time. Throws
@@ -339,12 +341,7 @@ async function decodedVideoSeconds(path: string, signal?: AbortSignal): Promise<
  * not the video's length: a few hundred kilobytes can hold an hour of video. Where the header
  * gives no duration, the video is decoded once to find it; the caller's deadline bounds that.
  */
-export async function sampleVideoFrames(
-  input: Buffer,
-  count: number,
-  maxSide: number,
-  signal?: AbortSignal,
-): Promise<{ frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number }> {
+export async function sampleVideoFrames(input: Buffer, count: number, maxSide: number, signal?: AbortSignal): Promise<SampledFrames> {
   return VIDEO_SAMPLING.run(() => sampleFromFile(input, count, maxSide, signal), signal);
 }
 
@@ -356,8 +353,6 @@ export async function sampleVideoFrames(
  */
 export const VIDEO_SAMPLINGS_AT_ONCE = Math.max(1, Math.floor(availableParallelism() / 2));
 export const VIDEO_SAMPLING = new WorkQueue("video sampling", 32, VIDEO_SAMPLINGS_AT_ONCE);
-
-type SampledFrames = { frames: { rgb: Uint8Array; width: number; height: number }[]; times: number[]; duration: number };
 
 async function sampleFromFile(input: Buffer, count: number, maxSide: number, signal?: AbortSignal): Promise<SampledFrames> {
   return withScratchFile(input, signal, async (path, dir) => {
@@ -392,8 +387,6 @@ interface FrameShape {
 
 type FrameRun = { frames: SampledFrames["frames"]; times: number[]; report: string };
 
-const frameArgs = ({ width, height }: FrameShape) => ["-vf", `scale=${width}:${height}`, "-pix_fmt", "rgb24", "-f", "rawvideo"];
-
 /** One ffmpeg for all frames: each input seeks to its time (decoding from the keyframe before it), each output takes one frame of it. */
 async function framesBySeeking(shape: FrameShape, times: number[], signal?: AbortSignal): Promise<FrameRun> {
   const frameFile = (i: number) => join(shape.dir, `frame-${i}.rgb`);
@@ -403,7 +396,7 @@ async function framesBySeeking(shape: FrameShape, times: number[], signal?: Abor
     "-loglevel",
     "error",
     ...times.flatMap((time) => ["-threads", "1", "-ss", time.toFixed(3), "-i", shape.path]),
-    ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", ...frameArgs(shape), frameFile(i)]),
+    ...times.flatMap((_, i) => ["-map", `${i}:v:0`, "-frames:v", "1", "-vf", `scale=${shape.width}:${shape.height}`, "-pix_fmt", "rgb24", "-f", "rawvideo", frameFile(i)]),
   ];
   const report = await runFfmpeg(args, { signal });
   const size = shape.width * shape.height * 3;

@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { siblingModule } from "../engines/worker/siblingModule.js";
-import { connectionToken, type SpawnerReply, type SpawnerRequest } from "./spawnerProtocol.js";
+import { connectionToken, type SpawnedStdio, type SpawnerReply, type SpawnerRequest } from "./spawnerProtocol.js";
 
 /** A started child process, however it was started: its pipes (null where not asked for), a kill and its exit. */
 export interface StartedProcess {
@@ -85,13 +85,14 @@ export class ProcessSpawner {
         reject(new Error(`the process spawner did not start: ${reason}`));
       };
       const timer = setTimeout(() => fail(`no answer in ${timeoutMs} ms`), timeoutMs);
-      child.once("error", (error) => fail(error.message));
-      child.once("exit", (code, signal) => fail(`it exited (${signal ?? code})`));
+      const onError = (error: Error) => fail(error.message);
+      const onExit = (code: number | null, signal: NodeJS.Signals | null) => fail(`it exited (${signal ?? code})`);
+      child.once("error", onError);
+      child.once("exit", onExit);
       child.once("message", (reply: SpawnerReply) => {
         if (reply.type !== "ready") return fail(`it said ${JSON.stringify(reply)} first`);
         clearTimeout(timer);
-        child.removeAllListeners("error").removeAllListeners("exit");
-        child.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+        child.off("error", onError).off("exit", onExit);
         child.on("error", () => undefined);
         // Never what keeps the node's process alive (the IPC channel is held while processes run).
         child.unref();
@@ -117,7 +118,7 @@ export class ProcessSpawner {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
     // The request first, then its connections (the spawner also keeps a connection that comes first).
-    this.send({ type: "spawn", id, file, args: [...args], stdio: stdio.map((kind) => (kind === "pipe" ? "socket" : "ignore")) as ["socket", "socket", "socket"] });
+    this.send({ type: "spawn", id, file, args: [...args], stdio: stdio.map((kind) => (kind === "pipe" ? "socket" : "ignore")) as [SpawnedStdio, SpawnedStdio, SpawnedStdio] });
     const sockets: (Socket | null)[] = stdio.map((kind, fd) => {
       if (kind !== "pipe") return null;
       const socket = connect(this.socketPath);

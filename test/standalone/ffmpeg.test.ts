@@ -24,6 +24,22 @@ import { countVideoFrames, probeMedia } from "../helpers/mediaProbe.js";
 
 const tone = (seconds: number, rate: number) => Float32Array.from({ length: seconds * rate }, (_, i) => 0.5 * Math.sin((2 * Math.PI * 440 * i) / rate));
 
+/** Runs `work` with ffmpeg replaced by a shell script around the real binary (`body` gets its path). */
+async function withFfmpegWrapper<T>(body: (real: string) => string, work: () => Promise<T>): Promise<T> {
+  const real = ffmpegPath();
+  const dir = mkdtempSync(join(tmpdir(), "hearth-ffmpeg-wrapper-"));
+  const wrapper = join(dir, "ffmpeg");
+  writeFileSync(wrapper, `#!/bin/sh\n${body(real)}\n`);
+  chmodSync(wrapper, 0o755);
+  configureFfmpeg(wrapper);
+  try {
+    return await work();
+  } finally {
+    configureFfmpeg(real);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("ffmpeg (the real binary)", () => {
   it("encodes consecutive chunks as the one file they make, FLAC's total length included", async () => {
     const parts = [tone(1, 24000), tone(0.5, 24000), tone(1, 24000)];
@@ -61,28 +77,22 @@ describe("ffmpeg (the real binary)", () => {
 
   it("succeeds when ffmpeg closes its output well before its process exits (as it can on a loaded machine)", async () => {
     // The real ffmpeg, run by a shell that keeps the process alive 300 ms after stdout is closed.
-    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-exit-"));
-    const wrapper = join(dir, "ffmpeg");
-    writeFileSync(wrapper, `#!/bin/sh\n"${ffmpegPath()}" "$@"\nstatus=$?\nexec 1>&-\nsleep 0.3\nexit $status\n`);
-    chmodSync(wrapper, 0o755);
-    const real = ffmpegPath();
-    configureFfmpeg(wrapper);
-    try {
-      const frames = Array.from({ length: 6 }, (_, f) => Buffer.alloc(32 * 32 * 3, f * 40));
-      expect(countVideoFrames(await encodeVideo(frames, 32, 32, 12))).toBe(6);
-      const encoded = await encodeAudio(tone(1, 24000), 24000, "mp3");
-      expect(probeMedia(encoded).durationSeconds).toBeGreaterThan(0.9);
-      const stream = createAudioEncoderStream(24000, "mp3");
-      const chunks: Buffer[] = [];
-      stream.output.on("data", (chunk: Buffer) => chunks.push(chunk));
-      await stream.write(tone(1, 24000));
-      stream.end();
-      await stream.done;
-      expect(probeMedia(Buffer.concat(chunks)).durationSeconds).toBeGreaterThan(0.9);
-    } finally {
-      configureFfmpeg(real);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await withFfmpegWrapper(
+      (real) => `"${real}" "$@"\nstatus=$?\nexec 1>&-\nsleep 0.3\nexit $status`,
+      async () => {
+        const frames = Array.from({ length: 6 }, (_, f) => Buffer.alloc(32 * 32 * 3, f * 40));
+        expect(countVideoFrames(await encodeVideo(frames, 32, 32, 12))).toBe(6);
+        const encoded = await encodeAudio(tone(1, 24000), 24000, "mp3");
+        expect(probeMedia(encoded).durationSeconds).toBeGreaterThan(0.9);
+        const stream = createAudioEncoderStream(24000, "mp3");
+        const chunks: Buffer[] = [];
+        stream.output.on("data", (chunk: Buffer) => chunks.push(chunk));
+        await stream.write(tone(1, 24000));
+        stream.end();
+        await stream.done;
+        expect(probeMedia(Buffer.concat(chunks)).durationSeconds).toBeGreaterThan(0.9);
+      },
+    );
   });
 
   it("an input stream destroyed with an error after an abort that came before ffmpeg started raises nothing (the video job stops that way at shutdown)", async () => {
@@ -170,13 +180,7 @@ describe("video frames for vision models", () => {
 
   it("keeps the event loop turning while ffmpeg reads the video (it held it for as long as ffmpeg ran: seconds for a small file of a long video)", async () => {
     // The real ffmpeg behind a shell that first sleeps a second: a waiting caller sees that second pass.
-    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-ffmpeg-"));
-    const wrapper = join(dir, "ffmpeg");
-    writeFileSync(wrapper, `#!/bin/sh\nsleep 1\nexec "${ffmpegPath()}" "$@"\n`);
-    chmodSync(wrapper, 0o755);
-    const real = ffmpegPath();
     const mp4 = brightnessRamp(2, "mp4");
-    configureFfmpeg(wrapper);
     let longestGap = 0;
     let last = performance.now();
     const ticker = setInterval(() => {
@@ -184,34 +188,29 @@ describe("video frames for vision models", () => {
       last = performance.now();
     }, 10);
     try {
-      const sampled = await sampleVideoFrames(mp4, 2, 64);
+      const sampled = await withFfmpegWrapper(
+        (real) => `sleep 1\nexec "${real}" "$@"`,
+        () => sampleVideoFrames(mp4, 2, 64),
+      );
       expect(sampled.frames).toHaveLength(2);
       expect(longestGap).toBeLessThan(500);
     } finally {
       clearInterval(ticker);
-      configureFfmpeg(real);
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 
   it("samples at most VIDEO_SAMPLINGS_AT_ONCE videos at once; the next waits its turn", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "hearth-slow-ffmpeg-"));
-    const wrapper = join(dir, "ffmpeg");
-    writeFileSync(wrapper, `#!/bin/sh\nsleep 0.3\nexec "${ffmpegPath()}" "$@"\n`);
-    chmodSync(wrapper, 0o755);
-    const real = ffmpegPath();
     const mp4 = brightnessRamp(2, "mp4");
-    configureFfmpeg(wrapper);
-    try {
-      const runs = Array.from({ length: VIDEO_SAMPLINGS_AT_ONCE + 1 }, () => sampleVideoFrames(mp4, 1, 32));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(VIDEO_SAMPLING.stats()).toEqual({ busy: VIDEO_SAMPLINGS_AT_ONCE, waiting: 1 });
-      for (const sampled of await Promise.all(runs)) expect(sampled.frames).toHaveLength(1);
-      expect(VIDEO_SAMPLING.stats()).toEqual({ busy: 0, waiting: 0 });
-    } finally {
-      configureFfmpeg(real);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await withFfmpegWrapper(
+      (real) => `sleep 0.3\nexec "${real}" "$@"`,
+      async () => {
+        const runs = Array.from({ length: VIDEO_SAMPLINGS_AT_ONCE + 1 }, () => sampleVideoFrames(mp4, 1, 32));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(VIDEO_SAMPLING.stats()).toEqual({ busy: VIDEO_SAMPLINGS_AT_ONCE, waiting: 1 });
+        for (const sampled of await Promise.all(runs)) expect(sampled.frames).toHaveLength(1);
+        expect(VIDEO_SAMPLING.stats()).toEqual({ busy: 0, waiting: 0 });
+      },
+    );
   });
 
   it("reads the shown size of a portrait video from either way ffmpeg reports a quarter turn", () => {
