@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { getLlama, type LlamaContextSequence, LlamaLogLevel } from "node-llama-cpp";
 import { expect, it } from "vitest";
 import { SequencePool } from "../../src/engines/llama/SequencePool.js";
@@ -31,6 +32,41 @@ it("with no cache to reuse, a request takes a sequence next to the busy ones (on
     expect((await pool.acquire(request("a third stranger"))).map(idOf)).toEqual([0]);
     // A request for two takes 3 (next to 2), then 4 (next to 3).
     expect((await pool.acquire({ ...request("two choices"), count: 2 })).map(idOf)).toEqual([3, 4]);
+  } finally {
+    await context.dispose();
+    await model.dispose();
+  }
+});
+
+it("a request that waited for a sequence leaves no listener on its signal once served, failed or aborted", async () => {
+  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: tinyChatPath() });
+  const context = await model.createContext({ contextSize: 128, sequences: 1, threads: 1 });
+  try {
+    const pool = new SequencePool(context, "tiny-chat", 4);
+    const [only] = await pool.acquire({ prompt: [], count: 1 });
+    // A request's deadline signal (withDeadline): Node keeps such a signal alive while it has an
+    // abort listener, so a listener left behind kept the waiter and its prompt until the deadline.
+    const deadline = () => AbortSignal.any([new AbortController().signal, AbortSignal.timeout(60_000)]);
+    const served = deadline();
+    const servedWait = pool.acquire({ prompt: model.tokenize("a prompt that waits"), count: 1, signal: served });
+    expect(getEventListeners(served, "abort")).toHaveLength(1);
+    pool.release(only!, { pinnedTokens: 0 });
+    const [again] = await servedWait;
+    expect(getEventListeners(served, "abort")).toHaveLength(0);
+
+    const aborted = new AbortController();
+    const abortedWait = pool.acquire({ prompt: [], count: 1, signal: aborted.signal });
+    aborted.abort(new Error("the client left"));
+    await expect(abortedWait).rejects.toThrow("the client left");
+    expect(getEventListeners(aborted.signal, "abort")).toHaveLength(0);
+
+    const failed = deadline();
+    const failedWait = pool.acquire({ prompt: [], count: 1, signal: failed });
+    pool.rejectWaiters(new Error("shutting down"));
+    await expect(failedWait).rejects.toThrow("shutting down");
+    expect(getEventListeners(failed, "abort")).toHaveLength(0);
+    pool.release(again!, { pinnedTokens: 0 });
   } finally {
     await context.dispose();
     await model.dispose();

@@ -29,6 +29,8 @@ interface Waiter {
   request: SequenceRequest;
   resolve: (sequences: LlamaContextSequence[]) => void;
   reject: (error: unknown) => void;
+  /** Its listener on the request's signal, removed once the wait ends either way. */
+  onAbort?: () => void;
 }
 
 /** A shared prefix shorter than this (a chat template's opening tokens) is not worth keeping a sequence for. */
@@ -91,18 +93,17 @@ export class SequencePool {
     return new Promise((resolve, reject) => {
       const waiter: Waiter = { request, resolve, reject };
       this.waiters.push(waiter);
-      request.signal?.addEventListener(
-        "abort",
-        () => {
+      if (request.signal) {
+        waiter.onAbort = () => {
           const index = this.waiters.indexOf(waiter);
           if (index >= 0) {
             this.waiters.splice(index, 1);
             reject(request.signal!.reason);
             this.serveWaiters();
           }
-        },
-        { once: true },
-      );
+        };
+        request.signal.addEventListener("abort", waiter.onAbort, { once: true });
+      }
     });
   }
 
@@ -123,7 +124,10 @@ export class SequencePool {
 
   /** Fails every waiter (used on shutdown). */
   rejectWaiters(error: unknown): void {
-    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+    for (const waiter of this.waiters.splice(0)) {
+      this.endWait(waiter);
+      waiter.reject(error);
+    }
   }
 
   stats() {
@@ -134,8 +138,19 @@ export class SequencePool {
     // FIFO: the head of the queue is served first, even if a later, smaller request would fit.
     while (this.waiters.length > 0 && this.free.size >= this.waiters[0]!.request.count) {
       const waiter = this.waiters.shift()!;
+      this.endWait(waiter);
       waiter.resolve(this.take(waiter.request));
     }
+  }
+
+  /**
+   * A listener left on a served request's signal would keep the waiter (its prompt's tokens) as
+   * long as the signal lives, and a signal made by AbortSignal.any or AbortSignal.timeout with a
+   * listener on it is held by Node itself until it aborts or the listener goes: a leak per queued
+   * request (found by a soak, data/probe/soak.mts).
+   */
+  private endWait(waiter: Waiter): void {
+    if (waiter.onAbort) waiter.request.signal?.removeEventListener("abort", waiter.onAbort);
   }
 
   private take(request: SequenceRequest): LlamaContextSequence[] {
