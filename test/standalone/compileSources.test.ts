@@ -94,3 +94,29 @@ it("the compiled copy of the real sources finds the same package root as the sou
   expect(compiled.PACKAGE_ROOT).toBe(PACKAGE_ROOT);
   expect(existsSync(join(PACKAGE_ROOT, "dist/src/engines/worker/workerBoot.mjs"))).toBe(true);
 });
+
+it.runIf(process.platform === "linux")("leaves no esbuild process behind in the server that compiled (neither running nor a zombie)", async () => {
+  // In a process of its own: what it has below it once compileSources returns is what a server would carry.
+  const probe = [
+    `import { readdirSync, readFileSync } from "node:fs";`,
+    `const { compileSources } = await import(${JSON.stringify(join(PACKAGE_ROOT, "bin/compile.js"))});`,
+    `const entry = await compileSources(${JSON.stringify(root)});`,
+    `const childrenNow = () => {`,
+    `  const children = [];`,
+    `  for (const pid of readdirSync("/proc").filter((name) => /^\\d+$/.test(name))) {`,
+    `    let stat; try { stat = readFileSync("/proc/" + pid + "/stat", "utf8"); } catch { continue; }`,
+    `    const close = stat.lastIndexOf(")");`,
+    `    const [state, ppid] = stat.slice(close + 2).split(" ");`,
+    `    if (Number(ppid) === process.pid) children.push(stat.slice(stat.indexOf("(") + 1, close) + " " + state);`,
+    `  }`,
+    `  return children;`,
+    `};`,
+    // A stopped child is reaped by the event loop's next turns (it shows as a zombie until then).
+    `let children = childrenNow();`,
+    `for (let i = 0; i < 100 && children.length > 0; i++) { await new Promise((r) => setTimeout(r, 20)); children = childrenNow(); }`,
+    `console.log(JSON.stringify({ compiled: entry !== null, children }));`,
+  ].join("\n");
+  write("probe.mjs", probe);
+  const { stdout } = await run(process.execPath, [join(root, "probe.mjs")], { cwd: root });
+  expect(JSON.parse(stdout)).toEqual({ compiled: true, children: [] });
+});
