@@ -28,12 +28,20 @@ export interface NodeUnderTest {
   metricsUrl: string;
   /** Every stall the node has logged so far. */
   stalls: StallReport[];
+  /** The node's inspector (DevTools protocol) when started with `--inspect`. */
+  inspectorUrl?: string;
 }
 
-export async function startNode(dataDir: string, stallWarnMs = 100): Promise<NodeUnderTest> {
+export interface StartNodeOptions {
+  /** Node's own flags, before the script (`--inspect=127.0.0.1:0`). */
+  nodeArgs?: string[];
+}
+
+export async function startNode(dataDir: string, stallWarnMs = 100, options: StartNodeOptions = {}): Promise<NodeUnderTest> {
   const child = spawn(
     process.execPath,
     [
+      ...(options.nodeArgs ?? []),
       join(ROOT, "bin/hearth.cjs"),
       "serve",
       "--port",
@@ -54,7 +62,11 @@ export async function startNode(dataDir: string, stallWarnMs = 100): Promise<Nod
   // Stall reports are kept for the report; errors and worse are shown; other warnings (callers
   // the abuse guard blocks, refused payments) are what a fuzz provokes.
   const stalls: StallReport[] = [];
+  let inspectorUrl: string | undefined;
   createInterface({ input: child.stderr! }).on("line", (line) => {
+    const inspector = /^Debugger listening on (ws:\S+)/.exec(line);
+    if (inspector) inspectorUrl = inspector[1];
+    if (inspector || /^(For help, see|Debugger attached|Debugger ending|Waiting for the debugger)/.test(line)) return;
     let entry: { level?: number; msg?: string } & Partial<StallReport>;
     try {
       entry = JSON.parse(line);
@@ -83,7 +95,7 @@ export async function startNode(dataDir: string, stallWarnMs = 100): Promise<Nod
       if (base && metrics) {
         clearTimeout(timer);
         child.removeAllListeners("exit");
-        resolvePromise({ child, baseUrl: base, metricsUrl: metrics, stalls });
+        resolvePromise({ child, baseUrl: base, metricsUrl: metrics, stalls, inspectorUrl });
       }
     });
   });
