@@ -34,7 +34,7 @@ import { withAccountLimit } from "./limits/accountCalls.js";
 import type { Logger } from "./logger.js";
 import { metricsRouter } from "./metrics/metricsRouter.js";
 import { observeRequests } from "./http/observeRequests.js";
-import { keyIdBySecretHash } from "./store/apiKeys.js";
+import { keyBySecretHash } from "./store/apiKeys.js";
 
 export const API_BASE_PATH = "/api/v1";
 
@@ -98,10 +98,13 @@ export function createApp(deps: Omit<AppDeps, "authenticate" | "authenticateWall
   if (deps.requestLog) app.use(deps.requestLog.middleware(API_BASE_PATH));
   // Whole responses only: SSE and audio streams pass uncompressed (see compressResponses).
   app.use(compressResponses());
-  const keyIdOf = (keyHash: string) => keyIdBySecretHash(deps.db, keyHash);
+  const keyIdOf = (keyHash: string) => keyBySecretHash(deps.db, keyHash, deps.now())?.id;
   const abuse = new AbuseGuard({
     now: deps.now,
-    isKnownKey: (keyHash) => keyIdOf(keyHash) !== undefined,
+    keyStanding: (keyHash) => {
+      const key = keyBySecretHash(deps.db, keyHash, deps.now());
+      return key === undefined ? "unknown" : key.activeGateway ? "gateway" : "known";
+    },
     onBlock: (subject, keyHash) => {
       const apiKeyId = keyHash ? (keyIdOf(keyHash) ?? null) : null;
       deps.limits.log(null, apiKeyId, null, "abuse", "FAILED_REQUESTS");

@@ -21,6 +21,7 @@ export function apiKeyAuth(db: Db, now: () => number = Date.now) {
       keyType: key.keyType,
       rateLimitTier: key.rateLimitTier,
       rateLimitOverrides: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+      gateway: key.gateway,
     };
     next();
   };

@@ -69,6 +69,7 @@ export function createAuthenticators(options: WalletAuthOptions): Authenticators
       apiKeyId: null,
       keyType: "INFERENCE",
       rateLimitTier: "standard",
+      gateway: false,
       rateLimitOverrides: null,
       wallet: { address: signIn.address, family: signIn.family, chainId: signIn.chainId },
     };

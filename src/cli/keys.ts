@@ -35,30 +35,37 @@ export function registerKeysCommand(program: Command): void {
     .requiredOption("--name <name>", "a description of the key; also names the new account")
     .option("--admin", "an account admin key (manages its account's keys and usage) instead of an inference key; the node's first key, if an admin key, is the operator's")
     .option("--operator", "an operator key: an admin key that also grants credit to any account and manages the node (models, every account, metrics)")
+    .option(
+      "--gateway",
+      "an inference key for a gateway that relays many callers to this node (docs/scaling.md): no per-key rate limits and never blocked for repeated failures, since the gateway applies its callers' own",
+    )
     .option("--account <id>", "add the key to this existing account instead of creating one")
     .option("--usd <amount>", "grant this many USD of credit to the account", parseAmount)
     .option("--diem <amount>", "grant this many DIEM of credit to the account", parseAmount)
     .option("--expires <iso-date>", "the key stops working at this time");
   addSettingOption(create, "dataDir");
   addSettingOption(create, "diemResetHourUtc");
-  create.action((flags: SettingFlags & { name: string; admin?: boolean; operator?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
-    const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
-    if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
-    withStore(flags, (db, credits) => {
-      const { secret, record } = inTransaction(db, () => {
-        const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
-        if (!account) throw new Error(`no account with id ${flags.account}`);
-        if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`, "grant", "cli");
-        if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`, "grant", "cli");
-        const admin = flags.admin === true || flags.operator === true;
-        // The first key of a fresh node, made by whoever runs the node, is the operator's.
-        const operator = flags.operator === true || (admin && !hasAnyKey(db));
-        return createApiKey(db, { accountId: account.id, description: flags.name, keyType: admin ? "ADMIN" : "INFERENCE", operator, expiresAt });
+  create.action(
+    (flags: SettingFlags & { name: string; admin?: boolean; operator?: boolean; gateway?: boolean; account?: string; usd?: number; diem?: number; expires?: string }) => {
+      const expiresAt = flags.expires ? Date.parse(flags.expires) : null;
+      if (expiresAt !== null && Number.isNaN(expiresAt)) throw new Error(`--expires: not a date: ${flags.expires}`);
+      if (flags.gateway && (flags.admin || flags.operator)) throw new Error("--gateway makes an inference key: it cannot go with --admin or --operator");
+      withStore(flags, (db, credits) => {
+        const { secret, record } = inTransaction(db, () => {
+          const account = flags.account ? getAccount(db, flags.account) : createAccount(db, flags.name);
+          if (!account) throw new Error(`no account with id ${flags.account}`);
+          if (flags.usd) credits.grant(account.id, "USD", toMicros(flags.usd), `granted with key ${flags.name}`, "grant", "cli");
+          if (flags.diem) credits.grant(account.id, "DIEM", toMicros(flags.diem), `granted with key ${flags.name}`, "grant", "cli");
+          const admin = flags.admin === true || flags.operator === true;
+          // The first key of a fresh node, made by whoever runs the node, is the operator's.
+          const operator = flags.operator === true || (admin && !hasAnyKey(db));
+          return createApiKey(db, { accountId: account.id, description: flags.name, keyType: admin ? "ADMIN" : "INFERENCE", operator, gateway: flags.gateway === true, expiresAt });
+        });
+        const kind = record.operator ? "operator" : record.keyType === "ADMIN" ? "account admin" : record.gateway ? "gateway" : "inference";
+        process.stdout.write(`Created ${kind} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
       });
-      const kind = record.operator ? "operator" : record.keyType === "ADMIN" ? "account admin" : "inference";
-      process.stdout.write(`Created ${kind} key ${record.id} for account ${record.accountId}. The secret is shown only once:\n${out.bold(out.green(secret))}\n`);
-    });
-  });
+    },
+  );
 
   const list = keys.command("list").description("list API keys (secrets are never shown)").option("--json", "print JSON instead of a table");
   addSettingOption(list, "dataDir");
@@ -72,7 +79,7 @@ export function registerKeysCommand(program: Command): void {
       const iso = (t: number | null) => (t ? new Date(t).toISOString() : "-");
       const table = rows.map((k) => [
         k.id,
-        k.operator ? "OPERATOR" : k.keyType,
+        k.operator ? "OPERATOR" : k.gateway ? "GATEWAY" : k.keyType,
         k.description,
         `...${k.last6}`,
         k.accountId,

@@ -22,7 +22,8 @@ declare module "express-serve-static-core" {
  * A file the node fetches from a URL the request names counts the same way (`ctx.holdBytes`).
  * One caller (an API key, else the client address) may hold a quarter of the budget, so one
  * client's burst of uploads does not refuse everyone else's requests; past its share it gets a
- * 429, past the whole budget anyone gets a 503, both with a Retry-After.
+ * 429, past the whole budget anyone gets a 503, both with a Retry-After. A gateway key has no
+ * share of its own: many callers arrive through it.
  */
 export class BodyBudget {
   private heldBytes = 0;
@@ -43,8 +44,8 @@ export class BodyBudget {
    * A body larger than the caller's share is still admitted when the caller holds nothing (the
    * largest body a route accepts must always be readable by an idle caller).
    */
-  tryHold(caller: string, bytes: number): (() => void) | ApiError {
-    const callerHeld = this.heldByCaller.get(caller) ?? 0;
+  tryHold(caller: string | null, bytes: number): (() => void) | ApiError {
+    const callerHeld = caller === null ? 0 : (this.heldByCaller.get(caller) ?? 0);
     if (callerHeld > 0 && callerHeld + bytes > this.perCallerBytes) {
       return new RateLimitError(
         `Too many request bodies in flight from this caller: ${formatBytes(callerHeld)} held (bodies, and files fetched for them) of the ${formatBytes(this.perCallerBytes)} one caller may have at once. Retry once an earlier request has finished.`,
@@ -61,12 +62,13 @@ export class BodyBudget {
       );
     }
     this.heldBytes += bytes;
-    this.heldByCaller.set(caller, callerHeld + bytes);
+    if (caller !== null) this.heldByCaller.set(caller, callerHeld + bytes);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.heldBytes -= bytes;
+      if (caller === null) return;
       const left = (this.heldByCaller.get(caller) ?? 0) - bytes;
       if (left > 0) this.heldByCaller.set(caller, left);
       else this.heldByCaller.delete(caller);
@@ -127,9 +129,14 @@ function announcedBodyBytes(req: Request, limit: number): number {
   return req.headers["transfer-encoding"] !== undefined ? limit : 0;
 }
 
-/** The caller a body counts against: its API key or wallet once authenticated (as rate limits count), else its address. */
-function callerOf(req: Request, res: Response): string {
+/**
+ * The caller a body counts against: its API key or wallet once authenticated (as rate limits
+ * count), else its address; null for a gateway key, which carries many callers and has no one
+ * caller's share (the whole budget still bounds it).
+ */
+function callerOf(req: Request, res: Response): string | null {
   const auth = res.locals.ctx?.auth;
+  if (auth?.gateway) return null;
   return auth ? `auth:${authSubject(auth)}` : `ip:${req.ip ?? "unknown"}`;
 }
 

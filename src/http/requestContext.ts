@@ -13,6 +13,8 @@ export interface ApiKeyAuthContext {
   keyType: "ADMIN" | "INFERENCE";
   rateLimitTier: "standard" | "partner";
   rateLimitOverrides: LimitOverrides | null;
+  /** A gateway's key on a pool node: no per-key limits (the gateway applies its callers'). */
+  gateway: boolean;
 }
 
 /**
@@ -26,6 +28,7 @@ export interface WalletAuthContext {
   keyType: "INFERENCE";
   rateLimitTier: "standard";
   rateLimitOverrides: null;
+  gateway: false;
   wallet: { address: string; family: "evm" | "solana"; chainId: string };
 }
 

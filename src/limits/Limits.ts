@@ -9,7 +9,9 @@ import { limitClassFor, resolveLimit, type CallKind } from "./tiers.js";
 
 /**
  * Admission of authenticated inference calls: the key's model-privacy setting, then the
- * rate-limit tables; refused calls are logged.
+ * rate-limit tables; refused calls are logged. A gateway key (many callers behind one key, whose
+ * limits the gateway applies) passes the tables, the account window and the token limits; the
+ * crypto RPC proxy's per-caller cap (`admitCalls`), which gateways do not relay, still holds.
  */
 export class Limits {
   private readonly rejectionListeners: ((rejection: { tier: string; limitType: string; modelId: string | null }) => void)[] = [];
@@ -30,6 +32,7 @@ export class Limits {
         throw new PermissionDeniedError(`This API key's modelPrivacy is ${privacy}; the model "${entry.id}" is ${entry.privacy}.`);
       }
     }
+    if (auth.gateway) return {};
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
     const decision = this.limiter.admit(subject(authSubject(auth), entry.id, limitClass), limit);
@@ -44,7 +47,7 @@ export class Limits {
   /** Admits a call to a paid endpoint that runs no model (`scope`: the endpoint) by the key's tier table; throws 429. */
   admitEndpoint(ctx: RequestContext, scope: string, limitClass: "augment"): Record<string, string> {
     const auth = ctx.auth;
-    if (!auth) return {};
+    if (!auth || auth.gateway) return {};
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
     const decision = this.limiter.admit(subject(authSubject(auth), scope, limitClass), limit);
     if (!decision.allowed) {
@@ -63,6 +66,7 @@ export class Limits {
   admitAccount(ctx: RequestContext): Record<string, string> {
     const auth = ctx.auth;
     if (!auth) return ctx.signIn ? this.admitWallet(ctx.signIn.address) : {};
+    if (auth.gateway) return {};
     const limit = resolveLimit(auth.rateLimitTier, "account", null);
     const decision = this.limiter.admit(subject(authSubject(auth), "account", "account"), limit);
     if (!decision.allowed) {
@@ -117,7 +121,7 @@ export class Limits {
    */
   reserveTokens(ctx: RequestContext, entry: ModelEntry, kind: CallKind, tokens: number): TokenReservation | undefined {
     const auth = ctx.auth;
-    if (!auth) return undefined;
+    if (!auth || auth.gateway) return undefined;
     const limitClass = limitClassFor(kind, entry);
     const limit = resolveLimit(auth.rateLimitTier, limitClass, auth.rateLimitOverrides);
     const decision = this.limiter.reserveTokens(subject(authSubject(auth), entry.id, limitClass), limit, tokens);
@@ -132,12 +136,14 @@ export class Limits {
   /** Tokens of a request that reserved none (it ended before its prompt was measured). */
   recordTokens(ctx: RequestContext, entry: ModelEntry, tokens: number): void {
     // Only text models have token limits.
-    if (ctx.auth && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id, limitClassFor("chat", entry)), tokens);
+    if (ctx.auth && !ctx.auth.gateway && tokens > 0) this.limiter.recordTokens(subject(authSubject(ctx.auth), entry.id, limitClassFor("chat", entry)), tokens);
   }
 
   /** The limits a key has on each model, with what is left of the current window. */
   describe(ctx: RequestContext, models: readonly ModelEntry[], kindOf: (entry: ModelEntry) => CallKind | undefined) {
     const auth = ctx.auth!;
+    // A gateway key has no per-key limits to describe.
+    if (auth.gateway) return [];
     return models.flatMap((entry) => {
       const kind = kindOf(entry);
       if (!kind) return [];

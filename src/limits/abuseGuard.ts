@@ -9,10 +9,16 @@ export const ABUSE_BLOCK_MS = 30_000;
 /** Callers tracked at once (failure counts and blocks each); past this the least recently seen are forgotten. */
 export const ABUSE_MAX_SUBJECTS = 10_000;
 
+export type KeyStanding = "unknown" | "known" | "gateway";
+
 export interface AbuseGuardOptions {
   now: () => number;
-  /** Whether a sent bearer secret (by its SHA-256) is a key of this node: only then is it an identity. */
-  isKnownKey: (keyHash: string) => boolean;
+  /**
+   * What a sent bearer secret (by its SHA-256) is: a key of this node (only then is it an
+   * identity), an active gateway key (many callers behind one key: never counted or blocked), or
+   * unknown.
+   */
+  keyStanding: (keyHash: string) => KeyStanding;
   onBlock?: (subject: string, apiKeyHash: string | null) => void;
   maxSubjects?: number;
 }
@@ -22,7 +28,8 @@ export interface AbuseGuardOptions {
  * blocks the caller for 30 seconds. Failures with a key of this node count against that key
  * (from any address); failures with no key or an unknown one count against the client address,
  * since a made-up key is no identity. A blocked key is refused from every address; a blocked
- * address is refused unless the request carries a key of this node. State is bounded: failure
+ * address is refused unless the request carries a key of this node. A gateway key is neither
+ * counted nor blocked (docs/scaling.md). State is bounded: failure
  * counts and blocks expire with their window and at most `maxSubjects` of each are kept.
  */
 export class AbuseGuard {
@@ -49,8 +56,14 @@ export class AbuseGuard {
     return (req: Request, res: Response, next: NextFunction) => {
       const keyHash = bearerHash(req);
       const address = `ip:${req.ip ?? "unknown"}`;
-      let known: boolean | undefined;
-      const isKnown = () => (known ??= keyHash !== null && this.options.isKnownKey(keyHash));
+      let standing: KeyStanding | undefined;
+      const standingOf = () => (standing ??= keyHash === null ? "unknown" : this.options.keyStanding(keyHash));
+      const isKnown = () => standingOf() !== "unknown";
+      // A gateway relays many callers and applies their limits itself: their failures are no one caller's abuse.
+      if (keyHash !== null && standingOf() === "gateway") {
+        next();
+        return;
+      }
       const keyBlock = keyHash === null ? undefined : this.blockedUntil.get(`key:${keyHash}`);
       const addressBlock = keyBlock === undefined ? this.blockedUntil.get(address) : undefined;
       const until = keyBlock ?? (addressBlock !== undefined && !isKnown() ? addressBlock : undefined);

@@ -22,6 +22,12 @@ export interface ApiKeyRecord {
   keyType: ApiKeyType;
   /** An operator key (ADMIN only): grants credit and manages the node, not just its account. */
   operator: boolean;
+  /**
+   * A gateway's key on a pool node (INFERENCE only): many callers arrive through it, so it is
+   * held to no per-key rate limit, no abuse block and no one caller's share of the body budget
+   * (the gateway applies its callers' own); the node's capacity and the key's credit still apply.
+   */
+  gateway: boolean;
   last6: string;
   createdAt: number;
   expiresAt: number | null;
@@ -32,10 +38,14 @@ export interface ApiKeyRecord {
 const SELECT = `SELECT id, account_id AS accountId, description, key_type AS keyType, last6, created_at AS createdAt,
   expires_at AS expiresAt, revoked_at AS revokedAt, last_used_at AS lastUsedAt, limit_usd_micros AS limitUsdMicros,
   limit_diem_micros AS limitDiemMicros, limit_period AS limitPeriod, rate_limit_tier AS rateLimitTier,
-  rate_limit_overrides AS rateLimitOverrides, operator FROM api_keys`;
+  rate_limit_overrides AS rateLimitOverrides, operator, gateway FROM api_keys`;
 
-/** SQLite has no booleans: the operator flag is stored as 0/1. */
-const toRecord = <T extends { operator: unknown }>(row: T): T & { operator: boolean } => ({ ...row, operator: row.operator === 1 });
+/** SQLite has no booleans: the operator and gateway flags are stored as 0/1. */
+const toRecord = <T extends { operator: unknown; gateway: unknown }>(row: T): T & { operator: boolean; gateway: boolean } => ({
+  ...row,
+  operator: row.operator === 1,
+  gateway: row.gateway === 1,
+});
 
 export const hashSecret = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
 
@@ -47,6 +57,7 @@ export interface ApiKeySettings {
   limitPeriod?: ApiKeyRecord["limitPeriod"];
   rateLimitTier?: ApiKeyRecord["rateLimitTier"];
   rateLimitOverrides?: string | null;
+  gateway?: boolean;
 }
 
 export function createApiKey(
@@ -55,6 +66,7 @@ export function createApiKey(
   now = Date.now(),
 ): { record: ApiKeyRecord; secret: string } {
   if (options.operator && options.keyType !== "ADMIN") throw new RangeError("an operator key must be an admin key");
+  if (options.gateway && options.keyType !== "INFERENCE") throw new RangeError("a gateway key must be an inference key");
   const secret = `hth_${randomBytes(32).toString("base64url")}`;
   const record: ApiKeyRecord = {
     id: randomUUID(),
@@ -62,6 +74,7 @@ export function createApiKey(
     description: options.description,
     keyType: options.keyType,
     operator: options.operator === true,
+    gateway: options.gateway === true,
     last6: secret.slice(-6),
     createdAt: now,
     expiresAt: options.expiresAt ?? null,
@@ -76,10 +89,10 @@ export function createApiKey(
   statement(
     db,
     `INSERT INTO api_keys (id, account_id, description, key_type, secret_hash, last6, created_at, expires_at,
-       limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides, operator)
+       limit_usd_micros, limit_diem_micros, limit_period, rate_limit_tier, rate_limit_overrides, operator, gateway)
      VALUES (@id, @accountId, @description, @keyType, @hash, @last6, @createdAt, @expiresAt,
-       @limitUsdMicros, @limitDiemMicros, @limitPeriod, @rateLimitTier, @rateLimitOverrides, @operatorFlag)`,
-  ).run({ ...record, operatorFlag: record.operator ? 1 : 0, hash: hashSecret(secret) });
+       @limitUsdMicros, @limitDiemMicros, @limitPeriod, @rateLimitTier, @rateLimitOverrides, @operatorFlag, @gatewayFlag)`,
+  ).run({ ...record, operatorFlag: record.operator ? 1 : 0, gatewayFlag: record.gateway ? 1 : 0, hash: hashSecret(secret) });
   return { record, secret };
 }
 
@@ -135,6 +148,7 @@ const SETTING_COLUMNS: Record<keyof ApiKeySettings, string> = {
   limitPeriod: "limit_period",
   rateLimitTier: "rate_limit_tier",
   rateLimitOverrides: "rate_limit_overrides",
+  gateway: "gateway",
 };
 
 /** Updates the given settings of a key; returns the updated record (undefined if no such key). */
@@ -142,7 +156,9 @@ export function updateApiKey(db: Db, id: string, settings: ApiKeySettings): ApiK
   const entries = Object.entries(settings).filter(([, value]) => value !== undefined) as [keyof ApiKeySettings, unknown][];
   if (entries.length > 0) {
     const assignments = entries.map(([name]) => `${SETTING_COLUMNS[name]} = @${name}`).join(", ");
-    statement(db, `UPDATE api_keys SET ${assignments} WHERE id = @id`).run({ ...Object.fromEntries(entries), id });
+    // SQLite binds no booleans (the gateway flag is 0/1).
+    const values = entries.map(([name, value]) => [name, typeof value === "boolean" ? Number(value) : value]);
+    statement(db, `UPDATE api_keys SET ${assignments} WHERE id = @id`).run({ ...Object.fromEntries(values), id });
   }
   return getApiKey(db, id);
 }
@@ -178,7 +194,14 @@ export function setKeyModelPrivacy(db: Db, id: string, privacy: ModelPrivacy): v
   statement(db, "UPDATE api_keys SET model_privacy = ? WHERE id = ?").run(privacy, id);
 }
 
-/** The id of the key with this secret hash, whatever its state (the abuse guard tells known keys from guesses). */
-export function keyIdBySecretHash(db: Db, secretHash: string): string | undefined {
-  return statement(db, "SELECT id FROM api_keys WHERE secret_hash = ?").pluck().get(secretHash) as string | undefined;
+/**
+ * The key with this secret hash, whatever its state (the abuse guard tells known keys from
+ * guesses), and whether it is an active gateway key (which the guard leaves alone).
+ */
+export function keyBySecretHash(db: Db, secretHash: string, now = Date.now()): { id: string; activeGateway: boolean } | undefined {
+  const row = statement(db, "SELECT id, gateway, revoked_at AS revokedAt, expires_at AS expiresAt FROM api_keys WHERE secret_hash = ?").get(secretHash) as
+    | { id: string; gateway: number; revokedAt: number | null; expiresAt: number | null }
+    | undefined;
+  if (!row) return undefined;
+  return { id: row.id, activeGateway: row.gateway === 1 && row.revokedAt === null && (row.expiresAt === null || row.expiresAt > now) };
 }

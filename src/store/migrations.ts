@@ -425,4 +425,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX response_blob_refs_by_hash ON response_blob_refs(hash);
     `,
   },
+  {
+    version: 740,
+    name: "api_keys.gateway: a gateway's key on a pool node, outside the per-key limits and the abuse guard",
+    sql: `
+      -- A gateway relays many callers through one key (docs/scaling.md) and applies their limits
+      -- itself; held to one caller's limits here, the node refused the gateway (and so everyone
+      -- behind it) after a minute's share of one key, then blocked it for repeated failures.
+      ALTER TABLE api_keys ADD COLUMN gateway INTEGER NOT NULL DEFAULT 0 CHECK (gateway IN (0, 1));
+    `,
+  },
 ];

@@ -99,9 +99,9 @@ describe("API key management with an admin key", () => {
       usage: { trailingSevenDays: { usd: spent, vcu: "0.000000", diem: "0.000000" } },
       currentPeriodUsage: { usd: spent, diem: "0.000000" },
     });
-    // This node's fields (operator flag, rate-limit tier and overrides) only when asked for: the reference's key objects have none.
+    // This node's fields (operator flag, rate-limit tier and overrides, gateway flag) only when asked for: the reference's key objects have none.
     const extended = await call("GET", "/api_keys?include=service_fields", admin.key);
-    expect(extended.body.data.find((k: any) => k.id === id)).toEqual({ ...item, isOperator: false, rateLimitTier: "standard", rateLimits: null });
+    expect(extended.body.data.find((k: any) => k.id === id)).toEqual({ ...item, isOperator: false, rateLimitTier: "standard", rateLimits: null, isGateway: false });
     // The admin key has no consumption limit, so no currentPeriodUsage.
     expect(listed.body.data.find((k: any) => k.id === admin.keyId).currentPeriodUsage).toBeUndefined();
 

@@ -86,6 +86,19 @@ describe("the hearth CLI", () => {
     }
   });
 
+  it("keys create --gateway makes an inference key for a gateway (never an admin one), listed as GATEWAY", async () => {
+    const dataDir = tempDir();
+    const created = await hearth(["keys", "create", "--name", "pool gateway", "--gateway", "--usd", "50", "--data-dir", dataDir]);
+    expect(created.status).toBe(0);
+    expect(created.stdout).toMatch(/^Created gateway key /);
+    const keys = JSON.parse((await hearth(["keys", "list", "--json", "--data-dir", dataDir])).stdout) as { keyType: string; gateway: boolean }[];
+    expect(keys).toMatchObject([{ keyType: "INFERENCE", gateway: true }]);
+    expect((await hearth(["keys", "list", "--data-dir", dataDir])).stdout).toMatch(/\bGATEWAY\b/);
+    const refused = await hearth(["keys", "create", "--name", "x", "--gateway", "--admin", "--data-dir", dataDir]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/--gateway makes an inference key/);
+  });
+
   it("creates, lists and revokes keys; the secret is the last line of stdout", async () => {
     const dataDir = tempDir();
     const registry = writeRegistry(dataDir);

@@ -7,7 +7,7 @@ import { AbuseGuard } from "../../src/limits/abuseGuard.js";
 
 /** The guard in front of a route that always fails (401), as a stranger's requests do. */
 let now = 1_000_000;
-const guard = new AbuseGuard({ now: () => now, isKnownKey: () => false, maxSubjects: 10 });
+const guard = new AbuseGuard({ now: () => now, keyStanding: () => "unknown", maxSubjects: 10 });
 const app = express();
 app.use(guard.middleware());
 app.use((_req, res) => void res.status(401).end());
@@ -55,7 +55,7 @@ describe("AbuseGuard state", () => {
 
 describe("AbuseGuard timing", () => {
   it("counts a failure as its status is sent, before the client can read it (not when the response finishes)", async () => {
-    const timed = new AbuseGuard({ now: () => now, isKnownKey: () => false });
+    const timed = new AbuseGuard({ now: () => now, keyStanding: () => "unknown" });
     // The guard's state right after each response's status went out, read synchronously.
     const seen: { failures: number; blocked: number }[] = [];
     const timedApp = express();

@@ -9,12 +9,12 @@ import { parseIsoInstant } from "../billing/schema.js";
  * key objects allow no other fields, and strict clients reject them).
  */
 
-/** The opt-in to the key objects' extension fields (isOperator, rateLimitTier, rateLimits). */
+/** The opt-in to the key objects' extension fields (isOperator, rateLimitTier, rateLimits, isGateway). */
 export const KeyFieldsQuery = z.looseObject({
   include: z
     .enum(["service_fields"])
     .optional()
-    .describe("`service_fields`: each key object also carries this node's isOperator, rateLimitTier and rateLimits (fields the reference's key objects do not have)"),
+    .describe("`service_fields`: each key object also carries this node's isOperator, rateLimitTier, rateLimits and isGateway (fields the reference's key objects do not have)"),
 });
 export type KeyFieldsQuery = z.infer<typeof KeyFieldsQuery>;
 
@@ -58,6 +58,12 @@ const SettingFields = {
   rateLimitTier: RateLimitTierName.optional(),
   /** null removes every override. */
   rateLimits: RateLimitOverrides.nullable().optional(),
+  isGateway: z
+    .boolean()
+    .optional()
+    .describe(
+      "Hearth, operator only: an inference key for a gateway that relays many callers to this node (docs/scaling.md): no per-key rate limits, no abuse block, no one caller's share of the body budget",
+    ),
 };
 
 export const CreateApiKeyRequest = z.strictObject({
@@ -113,6 +119,8 @@ export const ApiKeyWire = z.object({
   rateLimitTier: RateLimitTierName.optional(),
   /** Hearth (with ?include=service_fields). */
   rateLimits: RateLimitOverrides.nullable().optional(),
+  /** Hearth (with ?include=service_fields): a gateway's key (see isGateway in the requests). */
+  isGateway: z.boolean().optional(),
 });
 export type ApiKeyWire = z.infer<typeof ApiKeyWire>;
 
@@ -134,6 +142,8 @@ export const CreateApiKeyResponse = z.object({
     rateLimitTier: RateLimitTierName.optional(),
     /** Hearth (with ?include=service_fields). */
     rateLimits: RateLimitOverrides.nullable().optional(),
+    /** Hearth (with ?include=service_fields). */
+    isGateway: z.boolean().optional(),
   }),
 });
 export type CreateApiKeyResponse = z.infer<typeof CreateApiKeyResponse>;

@@ -95,6 +95,7 @@ export class ApiKeyService {
 
   create(accountId: string, request: CreateApiKeyRequest, callerIsOperator: boolean, serviceFields = false): CreateApiKeyResponse {
     requireOperatorForLimits(request, callerIsOperator);
+    requireInferenceForGateway(request.apiKeyType, request);
     const { db, now } = this.options;
     const settings = this.settingsFrom(request);
     const { record, secret, privacy } = inTransaction(db, () => {
@@ -119,7 +120,7 @@ export class ApiKeyService {
         limitPeriod: wire.limitPeriod,
         modelPrivacy: wire.modelPrivacy,
         expiresAt: wire.expiresAt,
-        ...(serviceFields ? { rateLimitTier: wire.rateLimitTier, rateLimits: wire.rateLimits } : {}),
+        ...(serviceFields ? { rateLimitTier: wire.rateLimitTier, rateLimits: wire.rateLimits, isGateway: wire.isGateway } : {}),
       },
     };
   }
@@ -129,6 +130,7 @@ export class ApiKeyService {
     const key = this.ownKey(accountId, request.id);
     requireOperatorFor(key, callerIsOperator, "change");
     requireOperatorForLimits(request, callerIsOperator);
+    requireInferenceForGateway(key.keyType, request);
     const settings = this.settingsFrom(request);
     const updated = inTransaction(db, () => {
       const record = updateApiKey(db, key.id, settings)!;
@@ -202,6 +204,7 @@ export class ApiKeyService {
       limitDiemMicros: micros(limit?.diem),
       limitPeriod: request.limitPeriod,
       rateLimitTier: request.rateLimitTier,
+      gateway: request.isGateway,
     };
     if (request.expiresAt !== undefined) {
       if (request.expiresAt === null || request.expiresAt === "") settings.expiresAt = null;
@@ -235,6 +238,7 @@ export class ApiKeyService {
             isOperator: key.operator,
             rateLimitTier: key.rateLimitTier,
             rateLimits: key.rateLimitOverrides ? (JSON.parse(key.rateLimitOverrides) as LimitOverrides) : null,
+            isGateway: key.gateway,
           }
         : {}),
     };
@@ -262,6 +266,12 @@ function requireOperatorForLimits(request: CreateApiKeyRequest | UpdateApiKeyReq
   if (request.rateLimits && Object.keys(request.rateLimits).length > 0) {
     throw new PermissionDeniedError("rateLimits: only the node operator may set a key's rate-limit overrides");
   }
+  if (request.isGateway === true) throw new PermissionDeniedError("isGateway: only the node operator may make a gateway key");
+}
+
+/** A gateway key relays inference: an admin key never is one. */
+function requireInferenceForGateway(keyType: ApiKeyRecord["keyType"], request: CreateApiKeyRequest | UpdateApiKeyRequest): void {
+  if (request.isGateway === true && keyType !== "INFERENCE") throw InvalidRequestError.forField(["isGateway"], "a gateway key must be an INFERENCE key");
 }
 
 /** An operator key in an account is the operator's to change or revoke, not the account admins'. */

@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { bodyBudgetOf } from "../../src/http/bodyBudget.js";
+import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+
+/**
+ * A gateway (docs/scaling.md) relays many callers to a pool node through one key and applies
+ * their limits itself. Held to one caller's limits, the node refused the whole gateway after a
+ * minute's share of one key (20 requests on a tier-L model) and then blocked it for 30 s as an
+ * abuser; a gateway key is outside both.
+ */
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+const ask = { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 1, temperature: 0 };
+
+async function createKey(s: TestServer, body: Record<string, unknown>, key = s.adminKey) {
+  const res = await post(s, "/api_keys?include=service_fields", { apiKeyType: "INFERENCE", description: "gateway", ...body }, { key });
+  return { status: res.status, body: (await res.json()) as { data?: { apiKey: string; isGateway?: boolean }; error?: string } };
+}
+
+describe("gateway keys", () => {
+  it("only the operator makes one, and only of an inference key; the key objects say so with service_fields", async () => {
+    server = await startTestServer({ models: [tinyChatEntry()] });
+    const made = await createKey(server, { isGateway: true });
+    expect(made.status).toBe(200);
+    expect(made.body.data!.isGateway).toBe(true);
+    expect((await createKey(server, { isGateway: true, apiKeyType: "ADMIN" })).status).toBe(400);
+    const accountAdmin = server.createKey({ admin: true }).key;
+    const refused = await createKey(server, { isGateway: true }, accountAdmin);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatch(/isGateway/);
+    // A plain key's objects say false; without service_fields the field is not sent at all.
+    expect((await createKey(server, {}, accountAdmin)).body.data!.isGateway).toBe(false);
+    const listed = (await (await fetch(`${server.baseUrl}/api_keys`, { headers: { authorization: `Bearer ${server.adminKey}` } })).json()) as { data: object[] };
+    expect(listed.data.every((key) => !("isGateway" in key))).toBe(true);
+  });
+
+  it("is held to no per-key request limit where a standard key gets a 429 after its tier's share", async () => {
+    // Tier L: 20 requests a minute per key. A fixed clock keeps all of them in one window.
+    server = await startTestServer({ models: [tinyChatEntry({ tier: "L" })], now: () => Date.parse("2026-05-01T10:00:10Z") });
+    const gateway = (await createKey(server, { isGateway: true })).body.data!.apiKey;
+    const standard = server.createKey({ usd: 10 }).key;
+    const statuses = { gateway: [] as number[], standard: [] as number[] };
+    for (let i = 0; i < 24; i++) {
+      statuses.gateway.push((await post(server, "/chat/completions", ask, { key: gateway })).status);
+      statuses.standard.push((await post(server, "/chat/completions", ask, { key: standard })).status);
+    }
+    expect(statuses.standard.slice(0, 20).every((s) => s === 200)).toBe(true);
+    expect(statuses.standard.slice(20)).toEqual([429, 429, 429, 429]);
+    expect(statuses.gateway.every((s) => s === 200)).toBe(true);
+    // It sends no x-ratelimit-* headers: there is no window to describe.
+    const answered = await post(server, "/chat/completions", ask, { key: gateway });
+    expect(answered.headers.get("x-ratelimit-limit-requests")).toBeNull();
+  });
+
+  it("is never blocked for repeated failures (its callers' mistakes are not one abuser's), where a standard key is", async () => {
+    server = await startTestServer({ models: [tinyChatEntry()] });
+    const gateway = (await createKey(server, { isGateway: true })).body.data!.apiKey;
+    const standard = server.createKey({ usd: 10 }).key;
+    for (const key of [gateway, standard]) for (let i = 0; i < 25; i++) await post(server, "/chat/completions", "{broken", { key });
+    expect((await post(server, "/chat/completions", ask, { key: gateway })).status).toBe(200);
+    const blocked = await post(server, "/chat/completions", ask, { key: standard });
+    expect(blocked.status).toBe(429);
+    expect(((await blocked.json()) as { error: string }).error).toMatch(/Too many failed requests/);
+    // Revoked, it is an ordinary key again: its failures count.
+    const id = (
+      (await (await fetch(`${server.baseUrl}/api_keys?include=service_fields`, { headers: { authorization: `Bearer ${server.adminKey}` } })).json()) as {
+        data: { id: string; isGateway: boolean }[];
+      }
+    ).data.find((key) => key.isGateway)!.id;
+    expect((await fetch(`${server.baseUrl}/api_keys?id=${id}`, { method: "DELETE", headers: { authorization: `Bearer ${server.adminKey}` } })).status).toBe(200);
+    for (let i = 0; i < 21; i++) expect((await post(server, "/chat/completions", ask, { key: gateway })).status).toBe(401);
+    expect((await post(server, "/chat/completions", ask, { key: gateway })).status).toBe(429);
+  });
+
+  it("has no one caller's share of the body budget: it may hold more than a quarter of it at once", async () => {
+    server = await startTestServer({ models: [tinyChatEntry()], config: { maxBodyInFlight: 4_000_000 } });
+    const gateway = (await createKey(server, { isGateway: true })).body.data!.apiKey;
+    const budget = bodyBudgetOf(server.app);
+    // Two bodies of 40% of the budget each, held open (sent all but their last byte) at the same time.
+    const bodyBytes = Math.floor(budget.totalBytes * 0.4);
+    const holdOpen = async (key: string) => {
+      const { request } = await import("node:http");
+      const url = new URL(`${server!.baseUrl}/chat/completions`);
+      return new Promise<{ status: number | undefined; finish: () => void }>((resolve) => {
+        const req = request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": bodyBytes },
+        });
+        req.on("response", (res) => {
+          res.resume();
+          resolve({ status: res.statusCode, finish: () => req.destroy() });
+        });
+        req.on("error", () => undefined);
+        req.write(" ".repeat(bodyBytes - 1));
+        // Still reading: admitted (no answer within a moment).
+        setTimeout(() => resolve({ status: undefined, finish: () => req.destroy() }), 300);
+      });
+    };
+    const standard = server.createKey({ usd: 10 }).key;
+    const standardFirst = await holdOpen(standard);
+    const standardSecond = await holdOpen(standard);
+    expect(standardFirst.status).toBeUndefined();
+    expect(standardSecond.status).toBe(429);
+    standardFirst.finish();
+    standardSecond.finish();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const gatewayFirst = await holdOpen(gateway);
+    const gatewaySecond = await holdOpen(gateway);
+    expect([gatewayFirst.status, gatewaySecond.status]).toEqual([undefined, undefined]);
+    gatewayFirst.finish();
+    gatewaySecond.finish();
+  });
+});
