@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { bodyBudgetOf } from "../../src/http/bodyBudget.js";
+import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
+import { createAccount } from "../../src/store/accounts.js";
+import { createApiKey } from "../../src/store/apiKeys.js";
+import { grantCredits, toMicros } from "../../src/store/ledger.js";
 import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
@@ -9,9 +16,12 @@ import { post, startTestServer, tinyChatEntry, type TestServer } from "../helper
  * abuser; a gateway key is outside both.
  */
 let server: TestServer | undefined;
+let gatewayServer: TestServer | undefined;
 afterEach(async () => {
+  await gatewayServer?.stop();
   await server?.stop();
   server = undefined;
+  gatewayServer = undefined;
 });
 
 const ask = { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 1, temperature: 0 };
@@ -116,5 +126,38 @@ describe("gateway keys", () => {
     expect([gatewayFirst.status, gatewaySecond.status]).toEqual([undefined, undefined]);
     gatewayFirst.finish();
     gatewaySecond.finish();
+  });
+
+  it("through a real gateway: a node limiting an ordinary key refuses the gateway with a 503 that says why; a gateway key is served", async () => {
+    server = await startTestServer({ models: [tinyChatEntry()] });
+    const nodeKey = (gateway: boolean) => {
+      const account = createAccount(server!.db, gateway ? "gateway" : "ordinary");
+      grantCredits(server!.db, account.id, "USD", toMicros(10), "pool");
+      // The ordinary key's limit is low so that a test reaches it: what a tier-L model does at 20 a minute.
+      return createApiKey(server!.db, { accountId: account.id, description: "pool", keyType: "INFERENCE", gateway, rateLimitOverrides: JSON.stringify({ "*": { rpm: 2 } }) })
+        .secret;
+    };
+    const relayed = (id: string, apiKey: string) => ({
+      id,
+      type: "text",
+      backend: "upstream",
+      pricing: { input: { usd: 0.1, diem: 0.1 }, output: { usd: 0.1, diem: 0.1 } },
+      upstream: { baseUrl: server!.baseUrl, apiKey, model: "tiny-chat", contextSize: 1024 },
+    });
+    const dir = mkdtempSync(join(tmpdir(), "hearth-gateway-key-"));
+    try {
+      writeFileSync(join(dir, "models.config.json"), JSON.stringify({ models: [relayed("through-ordinary", nodeKey(false)), relayed("through-gateway", nodeKey(true))] }));
+      gatewayServer = await startTestServer({ models: loadModelsConfig(join(dir, "models.config.json"), dir, {}).models });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const caller = gatewayServer.createKey({ usd: 10 }).key;
+    const through = (model: string) => post(gatewayServer!, "/chat/completions", { ...ask, model }, { key: caller });
+    expect((await through("through-ordinary")).status).toBe(200);
+    expect((await through("through-ordinary")).status).toBe(200);
+    const refused = await through("through-ordinary");
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/is limiting this node's requests \(429: Rate limit exceeded.*gateway key/);
+    for (let i = 0; i < 5; i++) expect((await through("through-gateway")).status).toBe(200);
   });
 });

@@ -13,8 +13,8 @@ export function upstreamErrorMessage(body: unknown): string | undefined {
 
 /**
  * The caller's mistakes the upstream found (4xx) keep their status and message in Hearth's
- * error shape; the upstream refusing this node (401/402/403) or failing (5xx) is a 502, and an
- * upstream at capacity (429/503) a 503.
+ * error shape; the upstream refusing this node (401/402/403) or failing (5xx) is a 502, an
+ * upstream at capacity (503) a 503, and one limiting this node's key (429) a 503 that says so.
  */
 export async function upstreamFailure(response: Response, host: string, modelId: string): Promise<ApiError> {
   const text = await response.text().catch(() => "");
@@ -27,7 +27,18 @@ export async function upstreamFailure(response: Response, host: string, modelId:
   const message = upstreamErrorMessage(body) || response.statusText || `HTTP ${response.status}`;
   const status = response.status;
   if (status === 401 || status === 402 || status === 403) return new UpstreamError(`The upstream chat server at ${host} refused this node (${status}: ${message})`);
-  if (status === 429 || status === 503) return new ModelAtCapacityError(modelId);
+  // A 429 is the upstream limiting this node's key, not a lack of capacity: said as such, so that
+  // the operator of a gateway sees why (an ordinary key on a pool node holds the whole gateway to
+  // one caller's limits).
+  if (status === 429) {
+    const retryAfter = response.headers.get("retry-after");
+    return new ApiError(
+      503,
+      `The upstream server at ${host} is limiting this node's requests (429: ${message}). If it is a Hearth node behind this gateway, give the gateway a gateway key there (hearth keys create --gateway; docs/scaling.md).`,
+      retryAfter ? { headers: { "retry-after": retryAfter } } : {},
+    );
+  }
+  if (status === 503) return new ModelAtCapacityError(modelId);
   if (status >= 500 || status < 400) return new UpstreamError(`The upstream chat server at ${host} failed (${status}: ${message})`);
   const record = typeof body === "object" && body !== null ? (body as { details?: unknown; param?: unknown; error?: { param?: unknown } }) : {};
   if (status === 400 || status === 422) {
