@@ -13,9 +13,10 @@ interface ApiKey {
   lastUsedAt: string | null;
   last6Chars: string;
   isOperator: boolean;
+  isGateway?: boolean;
 }
 
-const typeText = (k: ApiKey) => (k.isOperator ? "operator" : k.apiKeyType === "ADMIN" ? "admin" : "inference");
+const typeText = (k: ApiKey) => (k.isOperator ? "operator" : k.apiKeyType === "ADMIN" ? "admin" : k.isGateway ? "gateway" : "inference");
 
 const limitText = (k: ApiKey) => {
   const parts = [
