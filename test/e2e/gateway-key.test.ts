@@ -7,7 +7,7 @@ import { loadModelsConfig } from "../../src/models/loadModelsConfig.js";
 import { createAccount } from "../../src/store/accounts.js";
 import { createApiKey } from "../../src/store/apiKeys.js";
 import { grantCredits, toMicros } from "../../src/store/ledger.js";
-import { post, startTestServer, tinyChatEntry, type TestServer } from "../helpers/testServer.js";
+import { post, startTestServer, tinyChatEntry, tinyKokoroEntry, type TestServer } from "../helpers/testServer.js";
 
 /**
  * A gateway (docs/scaling.md) relays many callers to a pool node through one key and applies
@@ -92,9 +92,12 @@ describe("gateway keys", () => {
     const budget = bodyBudgetOf(server.app);
     // Two bodies of 40% of the budget each, held open (sent all but their last byte) at the same time.
     const bodyBytes = Math.floor(budget.totalBytes * 0.4);
+    // Sends all but the body's last byte and reports what the node did: admitted it (the budget
+    // holds its bytes, and the node waits for the rest) or refused it (an answer came).
     const holdOpen = async (key: string) => {
       const { request } = await import("node:http");
       const url = new URL(`${server!.baseUrl}/chat/completions`);
+      const heldBefore = budget.held();
       return new Promise<{ status: number | undefined; finish: () => void }>((resolve) => {
         const req = request({
           host: url.hostname,
@@ -103,15 +106,23 @@ describe("gateway keys", () => {
           method: "POST",
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": bodyBytes },
         });
+        const finish = () => req.destroy();
+        const admitted = setInterval(() => {
+          if (budget.held() < heldBefore + bodyBytes) return;
+          clearInterval(admitted);
+          resolve({ status: undefined, finish });
+        }, 5);
         req.on("response", (res) => {
+          clearInterval(admitted);
           res.resume();
-          resolve({ status: res.statusCode, finish: () => req.destroy() });
+          resolve({ status: res.statusCode, finish });
         });
         req.on("error", () => undefined);
         req.write(" ".repeat(bodyBytes - 1));
-        // Still reading: admitted (no answer within a moment).
-        setTimeout(() => resolve({ status: undefined, finish: () => req.destroy() }), 300);
       });
+    };
+    const released = async () => {
+      for (let i = 0; i < 400 && budget.held() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     };
     const standard = server.createKey({ usd: 10 }).key;
     const standardFirst = await holdOpen(standard);
@@ -120,7 +131,7 @@ describe("gateway keys", () => {
     expect(standardSecond.status).toBe(429);
     standardFirst.finish();
     standardSecond.finish();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await released();
     const gatewayFirst = await holdOpen(gateway);
     const gatewaySecond = await holdOpen(gateway);
     expect([gatewayFirst.status, gatewaySecond.status]).toEqual([undefined, undefined]);
@@ -128,8 +139,8 @@ describe("gateway keys", () => {
     gatewaySecond.finish();
   });
 
-  it("through a real gateway: a node limiting an ordinary key refuses the gateway with a 503 that says why; a gateway key is served", async () => {
-    server = await startTestServer({ models: [tinyChatEntry()] });
+  it("through a real gateway: a node limiting an ordinary key refuses the gateway (chat, speech) with a 503 that says why; a gateway key is served", async () => {
+    server = await startTestServer({ models: [tinyChatEntry(), tinyKokoroEntry()] });
     const nodeKey = (gateway: boolean) => {
       const account = createAccount(server!.db, gateway ? "gateway" : "ordinary");
       grantCredits(server!.db, account.id, "USD", toMicros(10), "pool");
@@ -146,7 +157,16 @@ describe("gateway keys", () => {
     });
     const dir = mkdtempSync(join(tmpdir(), "hearth-gateway-key-"));
     try {
-      writeFileSync(join(dir, "models.config.json"), JSON.stringify({ models: [relayed("through-ordinary", nodeKey(false)), relayed("through-gateway", nodeKey(true))] }));
+      const ordinary = nodeKey(false);
+      const speech = {
+        id: "tts-qwen3-0-6b",
+        type: "tts",
+        backend: "upstream",
+        speech: { voices: ["af_heart"] },
+        pricing: { per_thousand_characters: { usd: 0.02, diem: 0.02 } },
+        upstream: { baseUrl: server.baseUrl, apiKey: ordinary, model: "tts-kokoro" },
+      };
+      writeFileSync(join(dir, "models.config.json"), JSON.stringify({ models: [relayed("through-ordinary", ordinary), relayed("through-gateway", nodeKey(true)), speech] }));
       gatewayServer = await startTestServer({ models: loadModelsConfig(join(dir, "models.config.json"), dir, {}).models });
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -159,5 +179,12 @@ describe("gateway keys", () => {
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: string }).error).toMatch(/is limiting this node's requests \(429: Rate limit exceeded.*gateway key/);
     for (let i = 0; i < 5; i++) expect((await through("through-gateway")).status).toBe(200);
+    // Relayed speech says the same.
+    const speak = () => post(gatewayServer!, "/audio/speech", { model: "tts-qwen3-0-6b", input: "Hello.", voice: "af_heart", response_format: "wav" }, { key: caller });
+    expect((await speak()).status).toBe(200);
+    expect((await speak()).status).toBe(200);
+    const speechRefused = await speak();
+    expect(speechRefused.status).toBe(503);
+    expect(((await speechRefused.json()) as { error: string }).error).toMatch(/is limiting this node's requests \(429: Rate limit exceeded.*gateway key/);
   });
 });

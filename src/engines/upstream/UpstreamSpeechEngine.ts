@@ -6,6 +6,7 @@ import { InvalidRequestError, ModelAtCapacityError, UpstreamError } from "../../
 import type { RelaySpeechEngine, SynthesizeOptions } from "../types.js";
 import { checkReplicaHealth } from "./checkReplicaHealth.js";
 import { type Replica, ReplicaPool, type ReplicaOutcome } from "./ReplicaPool.js";
+import { upstreamLimitingError } from "./upstreamFailure.js";
 
 /** A replica's failure before any audio was passed on: another replica may take the request. */
 class FailedBeforeAudio extends Error {
@@ -107,7 +108,7 @@ export class UpstreamSpeechEngine implements RelaySpeechEngine {
     }
     call.answered();
     if (!response.ok) {
-      const failure = await upstreamSpeechError(response, this.modelId);
+      const failure = await upstreamSpeechError(response, replica.host, this.modelId);
       const replicaFault = response.status >= 500 || response.status === 429;
       call.end(replicaFault ? { ok: false, error: failure.message, eject: response.status !== 503 && response.status !== 429 } : { ok: true });
       throw replicaFault ? new FailedBeforeAudio(failure) : failure;
@@ -153,7 +154,7 @@ async function fetchVoices(baseUrl: string, model: string, apiKey: string | unde
 }
 
 /** The caller's mistakes (400) keep their status and message; the node's problems with the upstream become 502/503. */
-async function upstreamSpeechError(response: Response, modelId: string): Promise<Error> {
+async function upstreamSpeechError(response: Response, host: string, modelId: string): Promise<Error> {
   let message = response.statusText;
   let details: unknown;
   try {
@@ -164,7 +165,8 @@ async function upstreamSpeechError(response: Response, modelId: string): Promise
     // Not JSON: keep the status text.
   }
   if (response.status === 400 || response.status === 422) return new InvalidRequestError(`Upstream: ${message}`, details);
-  if (response.status === 429 || response.status === 503) return new ModelAtCapacityError(modelId);
+  if (response.status === 429) return upstreamLimitingError(response, host, message);
+  if (response.status === 503) return new ModelAtCapacityError(modelId);
   if (response.status === 401 || response.status === 403 || response.status === 402)
     return new UpstreamError(`The upstream speech server refused this node (${response.status}: ${message})`);
   return new UpstreamError(`The upstream speech server failed (${response.status}: ${message})`);

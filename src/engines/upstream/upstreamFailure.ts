@@ -30,14 +30,7 @@ export async function upstreamFailure(response: Response, host: string, modelId:
   // A 429 is the upstream limiting this node's key, not a lack of capacity: said as such, so that
   // the operator of a gateway sees why (an ordinary key on a pool node holds the whole gateway to
   // one caller's limits).
-  if (status === 429) {
-    const retryAfter = response.headers.get("retry-after");
-    return new ApiError(
-      503,
-      `The upstream server at ${host} is limiting this node's requests (429: ${message}). If it is a Hearth node behind this gateway, give the gateway a gateway key there (hearth keys create --gateway; docs/scaling.md).`,
-      retryAfter ? { headers: { "retry-after": retryAfter } } : {},
-    );
-  }
+  if (status === 429) return upstreamLimitingError(response, host, message);
   if (status === 503) return new ModelAtCapacityError(modelId);
   if (status >= 500 || status < 400) return new UpstreamError(`The upstream chat server at ${host} failed (${status}: ${message})`);
   const record = typeof body === "object" && body !== null ? (body as { details?: unknown; param?: unknown; error?: { param?: unknown } }) : {};
@@ -49,4 +42,18 @@ export async function upstreamFailure(response: Response, host: string, modelId:
   }
   if (status === 413) return new PayloadTooLargeError(`Upstream: ${message}`);
   return new ApiError(status, `Upstream: ${message}`);
+}
+
+/**
+ * An upstream's 429: it limits this node's key (a pool node holding a gateway to one caller's
+ * limits), which is no lack of capacity. A 503 that names the upstream, its message and the
+ * remedy, with its Retry-After.
+ */
+export function upstreamLimitingError(response: Response, host: string, message: string): ApiError {
+  const retryAfter = response.headers.get("retry-after");
+  return new ApiError(
+    503,
+    `The upstream server at ${host} is limiting this node's requests (429: ${message}). If it is a Hearth node behind this gateway, give the gateway a gateway key there (hearth keys create --gateway; docs/scaling.md).`,
+    retryAfter ? { headers: { "retry-after": retryAfter } } : {},
+  );
 }
