@@ -178,7 +178,7 @@ async function main(): Promise<void> {
     count(label, res.status);
     return { status: res.status, bytes, json: <T>() => JSON.parse(bytes.toString()) as T };
   };
-  const chat = (key: string, body: object) => ({
+  const chat = (body: object) => ({
     model: "hearth-tiny-chat",
     max_tokens: 24,
     ...body,
@@ -203,7 +203,7 @@ async function main(): Promise<void> {
       method: "POST",
       signal: controller.signal,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify(chat(key, { stream: true, max_tokens: 200, messages: [{ role: "user", content: `Tell a long story, ${round}.` }] })),
+      body: JSON.stringify(chat({ stream: true, max_tokens: 200, messages: [{ role: "user", content: `Tell a long story, ${round}.` }] })),
     });
     count("chat, aborted stream", res.status);
     await res.body!.getReader().read();
@@ -225,7 +225,7 @@ async function main(): Promise<void> {
       work.push(
         call("chat", "/chat/completions", {
           key,
-          body: chat(key, {
+          body: chat({
             stream: i % 2 === 0,
             logprobs: i % 4 === 1,
             top_logprobs: i % 4 === 1 ? 3 : undefined,
@@ -234,11 +234,11 @@ async function main(): Promise<void> {
         }),
       );
     for (let i = 0; i < 3; i++) work.push(abortedStream(key, r));
-    work.push(call("chat, two choices", "/chat/completions", { key, body: chat(key, { n: 2, messages: [{ role: "user", content: `Two ideas, ${r}.` }] }) }));
+    work.push(call("chat, two choices", "/chat/completions", { key, body: chat({ n: 2, messages: [{ role: "user", content: `Two ideas, ${r}.` }] }) }));
     work.push(
       call("chat, tools", "/chat/completions", {
         key,
-        body: chat(key, {
+        body: chat({
           tool_choice: "required",
           tools: [{ type: "function", function: { name: "find_tool", parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } } }],
           messages: [{ role: "user", content: `Find the file, ${r}.` }],
@@ -248,7 +248,7 @@ async function main(): Promise<void> {
     work.push(
       call("chat, schema", "/chat/completions", {
         key,
-        body: chat(key, {
+        body: chat({
           response_format: { type: "json_schema", json_schema: { name: "answer", schema: { type: "object", properties: { tool: { type: "string" } }, required: ["tool"] } } },
           messages: [{ role: "user", content: `As JSON, ${r}.` }],
         }),

@@ -59,12 +59,13 @@ export class AbuseGuard {
       let standing: KeyStanding | undefined;
       const standingOf = () => (standing ??= keyHash === null ? "unknown" : this.options.keyStanding(keyHash));
       const isKnown = () => standingOf() !== "unknown";
-      // A gateway relays many callers and applies their limits itself: their failures are no one caller's abuse.
-      if (keyHash !== null && standingOf() === "gateway") {
-        next();
-        return;
-      }
-      const keyBlock = keyHash === null ? undefined : this.blockedUntil.get(`key:${keyHash}`);
+      // A gateway relays many callers and applies their limits itself: their failures are no one
+      // caller's abuse. Its standing is looked up only where it matters (a block, a failure), so a
+      // request that succeeds costs no lookup here.
+      const isGateway = () => standingOf() === "gateway";
+      const storedKeyBlock = keyHash === null ? undefined : this.blockedUntil.get(`key:${keyHash}`);
+      // A key made a gateway key while blocked is let through at once.
+      const keyBlock = storedKeyBlock !== undefined && !isGateway() ? storedKeyBlock : undefined;
       const addressBlock = keyBlock === undefined ? this.blockedUntil.get(address) : undefined;
       const until = keyBlock ?? (addressBlock !== undefined && !isKnown() ? addressBlock : undefined);
       if (until !== undefined) {
@@ -79,6 +80,7 @@ export class AbuseGuard {
       // find it counted when its next request arrives ("finish" can come after that read).
       onStatusSent(res, (status) => {
         if (status >= 200 && status < 300) return;
+        if (isGateway()) return;
         if (isKnown()) this.recordFailure(`key:${keyHash}`, keyHash);
         else this.recordFailure(address, null);
       });

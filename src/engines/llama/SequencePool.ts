@@ -147,7 +147,7 @@ export class SequencePool {
    * A listener left on a served request's signal would keep the waiter (its prompt's tokens) as
    * long as the signal lives, and a signal made by AbortSignal.any or AbortSignal.timeout with a
    * listener on it is held by Node itself until it aborts or the listener goes: a leak per queued
-   * request (found by a soak, data/probe/soak.mts).
+   * request (found by `npm run soak`).
    */
   private endWait(waiter: Waiter): void {
     if (waiter.onAbort) waiter.request.signal?.removeEventListener("abort", waiter.onAbort);
