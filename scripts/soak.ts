@@ -31,9 +31,21 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "60" },
     out: { type: "string", default: "bench-out/soak.json" },
     snapshots: { type: "string" },
+    only: { type: "string" },
   },
 });
 const ROUNDS = Math.max(2, Number(args.rounds));
+
+/** The workload's groups; `--only chat,speech` sends those alone, to tell which engines a growth follows. */
+const WORKLOADS = ["chat", "vision", "embeddings", "speech", "transcription", "images", "jobs", "reads", "refusals"] as const;
+type Workload = (typeof WORKLOADS)[number];
+const only = args.only?.split(",").map((name) => name.trim());
+const unknownWorkload = only?.find((name) => !(WORKLOADS as readonly string[]).includes(name));
+if (unknownWorkload !== undefined) {
+  process.stderr.write(`--only: no workload "${unknownWorkload}"; the workloads are ${WORKLOADS.join(", ")}\n`);
+  process.exit(2);
+}
+const wants = (workload: Workload) => only === undefined || only.includes(workload);
 
 /** A minimal DevTools-protocol client: enough to collect garbage, read the heap and take snapshots. */
 class Inspector {
@@ -88,8 +100,17 @@ class Inspector {
   }
 }
 
+interface ProcessCounts {
+  rssMiB: number;
+  anonMiB: number;
+  fileMiB: number;
+  fds: number;
+  threads: number;
+  descendants: string[];
+}
+
 /** The process's resident memory, open descriptors, threads, and the processes below it (ffmpeg, the spawner). */
-function processCounts(pid: number): { rssMiB: number; fds: number; threads: number; descendants: string[] } {
+function processCounts(pid: number): ProcessCounts {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const children = new Map<number, { ppid: number; name: string }>();
   for (const entry of readdirSync("/proc")) {
@@ -112,12 +133,42 @@ function processCounts(pid: number): { rssMiB: number; fds: number; threads: num
       }
   };
   below(pid);
+  const mebibytes = (field: string) => Number((Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024).toFixed(1));
   return {
-    rssMiB: Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024),
+    rssMiB: mebibytes("VmRSS"),
+    // Anonymous memory is what a leak grows; file-backed pages (libraries, mapped models) are the kernel's to drop.
+    anonMiB: mebibytes("RssAnon"),
+    fileMiB: mebibytes("RssFile"),
     fds: readdirSync(`/proc/${pid}/fd`).length,
     threads: readdirSync(`/proc/${pid}/task`).length,
     descendants: descendants.sort(),
   };
+}
+
+/**
+ * Resident KiB per mapping, from /proc/PID/smaps: a file's path, `[heap]` (the main arena's brk
+ * heap), `[stack]`, or `[anonymous]` for every unnamed mapping (V8's spaces, glibc's thread
+ * arenas, native libraries' buffers).
+ */
+function residentByMapping(pid: number): Map<string, number> {
+  const resident = new Map<string, number>();
+  let name = "[anonymous]";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) name = header[1] || "[anonymous]";
+    else if (line.startsWith("Rss:")) resident.set(name, (resident.get(name) ?? 0) + Number(/(\d+)/.exec(line)![1]));
+  }
+  return resident;
+}
+
+/** The mappings whose resident memory grew most between two readings, largest first. */
+function largestGrowths(before: Map<string, number>, after: Map<string, number>, count: number): string[] {
+  return [...after]
+    .map(([name, kib]) => [name, kib - (before.get(name) ?? 0)] as const)
+    .filter(([, grown]) => grown !== 0)
+    .sort((a, b) => Math.abs(b[1]) - Math.abs(a[1]))
+    .slice(0, count)
+    .map(([name, grown]) => `${grown > 0 ? "+" : ""}${(grown / 1024).toFixed(1)} MiB ${name}`);
 }
 
 /** A request from a chosen loopback address: refusals from a made-up key count against the address (abuse guard). */
@@ -218,9 +269,8 @@ async function main(): Promise<void> {
     return 0;
   };
 
-  const round = async (r: number) => {
-    const key = keys[r % keys.length]!;
-    const work: Promise<unknown>[] = [];
+  /** Chat on the tiny GGUF models: streamed and not, abandoned, several choices, tools, a schema, reasoning, completions, stored responses. */
+  const pushChats = (work: Promise<unknown>[], key: string, r: number) => {
     for (let i = 0; i < 8; i++)
       work.push(
         call("chat", "/chat/completions", {
@@ -260,24 +310,6 @@ async function main(): Promise<void> {
         body: { model: "hearth-tiny-reasoning", stream: true, max_tokens: 32, messages: [{ role: "user", content: `Think about ${r}.` }] },
       }),
     );
-    work.push(
-      call("chat, picture", "/chat/completions", {
-        key,
-        body: {
-          model: "hearth-tiny-vision",
-          max_tokens: 8,
-          messages: [
-            {
-              role: "user",
-              content: [
-                { type: "text", text: `What is this, ${r}?` },
-                { type: "image_url", image_url: { url: pictureUrl } },
-              ],
-            },
-          ],
-        },
-      }),
-    );
     work.push(call("completions", "/completions", { key, body: { model: "hearth-tiny-chat", prompt: `Workshop log ${r}:`, max_tokens: 16 } }));
     work.push(
       call("responses", "/responses", { key, body: { model: "hearth-tiny-chat", input: `Summarise round ${r}.`, max_output_tokens: 16 } }).then(async (created) => {
@@ -287,25 +319,59 @@ async function main(): Promise<void> {
         await call("responses, delete", `/responses/${id}`, { key, method: "DELETE" });
       }),
     );
-    for (let i = 0; i < 4; i++)
+  };
+
+  const round = async (r: number) => {
+    const key = keys[r % keys.length]!;
+    const work: Promise<unknown>[] = [];
+    if (wants("chat")) pushChats(work, key, r);
+    if (wants("vision"))
       work.push(
-        call("embeddings", "/embeddings", { key, body: { model: i % 2 ? "hearth-tiny-embedding" : "hearth-tiny-embedding-gguf", input: [`part ${r}.${i}`, "a brass fitting"] } }),
+        call("chat, picture", "/chat/completions", {
+          key,
+          body: {
+            model: "hearth-tiny-vision",
+            max_tokens: 8,
+            messages: [
+              {
+                role: "user",
+                content: [
+                  { type: "text", text: `What is this, ${r}?` },
+                  { type: "image_url", image_url: { url: pictureUrl } },
+                ],
+              },
+            ],
+          },
+        }),
       );
-    work.push(call("speech, mp3", "/audio/speech", { key, body: { model: "tts-kokoro", input: `Round ${r} is done.`, voice: "af_heart", response_format: "mp3" } }));
-    work.push(call("speech, wav", "/audio/speech", { key, body: { model: "tts-vits", input: `Round ${r} is done.`, response_format: "wav" } }));
-    const form = new FormData();
-    form.append("model", "hearth-tiny-whisper");
-    form.append("file", new Blob([speech], { type: "audio/wav" }), "note.wav");
-    work.push(call("transcription", "/audio/transcriptions", { key, form }));
-    work.push(call("image", "/image/generate", { key, body: { model: "hearth-tiny-sd", prompt: `a lamp, ${r}`, width: 64, height: 64, steps: 2 } }));
-    work.push(call("upscale", "/image/upscale", { key, body: { image: picture.toString("base64"), scale: 2 } }));
-    work.push(call("background removal", "/image/background-remove", { key, body: { image: picture.toString("base64") } }));
-    work.push(call("balance", "/billing/balance", { key }));
-    work.push(call("usage", "/billing/usage-history?limit=100", { key }));
-    work.push(call("usage, CSV", "/billing/usage-history?limit=100", { key, accept: "text/csv" }));
-    work.push(call("models", "/models?type=all", { key }));
-    work.push(call("keys", "/api_keys", { key: admin! }));
-    if (r % 5 === 0) {
+    if (wants("embeddings"))
+      for (let i = 0; i < 4; i++)
+        work.push(
+          call("embeddings", "/embeddings", { key, body: { model: i % 2 ? "hearth-tiny-embedding" : "hearth-tiny-embedding-gguf", input: [`part ${r}.${i}`, "a brass fitting"] } }),
+        );
+    if (wants("speech")) {
+      work.push(call("speech, mp3", "/audio/speech", { key, body: { model: "tts-kokoro", input: `Round ${r} is done.`, voice: "af_heart", response_format: "mp3" } }));
+      work.push(call("speech, wav", "/audio/speech", { key, body: { model: "tts-vits", input: `Round ${r} is done.`, response_format: "wav" } }));
+    }
+    if (wants("transcription")) {
+      const form = new FormData();
+      form.append("model", "hearth-tiny-whisper");
+      form.append("file", new Blob([speech], { type: "audio/wav" }), "note.wav");
+      work.push(call("transcription", "/audio/transcriptions", { key, form }));
+    }
+    if (wants("images")) {
+      work.push(call("image", "/image/generate", { key, body: { model: "hearth-tiny-sd", prompt: `a lamp, ${r}`, width: 64, height: 64, steps: 2 } }));
+      work.push(call("upscale", "/image/upscale", { key, body: { image: picture.toString("base64"), scale: 2 } }));
+      work.push(call("background removal", "/image/background-remove", { key, body: { image: picture.toString("base64") } }));
+    }
+    if (wants("reads")) {
+      work.push(call("balance", "/billing/balance", { key }));
+      work.push(call("usage", "/billing/usage-history?limit=100", { key }));
+      work.push(call("usage, CSV", "/billing/usage-history?limit=100", { key, accept: "text/csv" }));
+      work.push(call("models", "/models?type=all", { key }));
+      work.push(call("keys", "/api_keys", { key: admin! }));
+    }
+    if (wants("jobs") && r % 5 === 0) {
       work.push(
         call("video, queue", "/video/queue", { key, body: { model: "hearth-tiny-video", prompt: `a workshop, ${r}`, duration: "1s", seed: r } }).then(async (queued) => {
           if (queued.status !== 200) return;
@@ -326,27 +392,33 @@ async function main(): Promise<void> {
       );
     }
     // Refusals: made-up keys (from a different loopback address each round), broken JSON.
-    for (let i = 0; i < 2; i++)
+    if (wants("refusals")) {
+      for (let i = 0; i < 2; i++)
+        work.push(
+          sendFrom(
+            `${base}/chat/completions`,
+            `127.0.0.${2 + ((r * 2 + i) % 250)}`,
+            { authorization: `Bearer hth_made_up_${r}_${i}`, "content-type": "application/json" },
+            "{}",
+          ).then((status) => count("refused: unknown key", status)),
+        );
       work.push(
-        sendFrom(
-          `${base}/chat/completions`,
-          `127.0.0.${2 + ((r * 2 + i) % 250)}`,
-          { authorization: `Bearer hth_made_up_${r}_${i}`, "content-type": "application/json" },
-          "{}",
-        ).then((status) => count("refused: unknown key", status)),
+        sendFrom(`${base}/chat/completions`, "127.0.0.1", { authorization: `Bearer ${refused}`, "content-type": "application/json" }, "{broken").then((status) =>
+          count("refused: broken JSON", status),
+        ),
       );
-    work.push(
-      sendFrom(`${base}/chat/completions`, "127.0.0.1", { authorization: `Bearer ${refused}`, "content-type": "application/json" }, "{broken").then((status) =>
-        count("refused: broken JSON", status),
-      ),
-    );
+    }
     await Promise.all(work);
   };
 
-  const samples: { round: number; seconds: number; heapMiB: number; rssMiB: number; fds: number; threads: number; descendants: string[] }[] = [];
+  const samples: ({ round: number; seconds: number; heapMiB: number } & ProcessCounts)[] = [];
   const snapshotAt = new Set([1, Math.ceil(ROUNDS / 2), ROUNDS]);
+  // Where resident memory sits at the start of the second half (caches filled) and at the end.
+  const secondHalfFrom = Math.floor(ROUNDS / 2) + 1;
+  let mappingsAtSecondHalf = new Map<string, number>();
+  let mappingsAtEnd = new Map<string, number>();
   if (args.snapshots) mkdirSync(args.snapshots, { recursive: true });
-  log(`${ROUNDS} rounds; after each: the node's live heap (collected), RSS, open fds, threads, processes below it`);
+  log(`${ROUNDS} rounds of ${only?.join(", ") ?? "every workload"}; after each: the node's live heap (collected), RSS, open fds, threads, processes below it`);
   try {
     for (let r = 1; r <= ROUNDS; r++) {
       const started = performance.now();
@@ -358,8 +430,10 @@ async function main(): Promise<void> {
       const counts = processCounts(pid);
       samples.push({ round: r, seconds: Number(seconds.toFixed(2)), heapMiB: Number(heapMiB.toFixed(2)), ...counts });
       log(
-        `round ${String(r).padStart(3)}  ${seconds.toFixed(1).padStart(5)} s  heap ${heapMiB.toFixed(2).padStart(7)} MiB  rss ${String(counts.rssMiB).padStart(5)} MiB  fds ${counts.fds}  threads ${counts.threads}  below: ${counts.descendants.join(", ") || "none"}`,
+        `round ${String(r).padStart(3)}  ${seconds.toFixed(1).padStart(5)} s  heap ${heapMiB.toFixed(2).padStart(7)} MiB  rss ${String(counts.rssMiB).padStart(5)} MiB (anon ${counts.anonMiB}, file ${counts.fileMiB})  fds ${counts.fds}  threads ${counts.threads}  below: ${counts.descendants.join(", ") || "none"}`,
       );
+      if (r === secondHalfFrom) mappingsAtSecondHalf = residentByMapping(pid);
+      if (r === ROUNDS) mappingsAtEnd = residentByMapping(pid);
       if (args.snapshots && snapshotAt.has(r)) await inspector.writeSnapshot(join(args.snapshots, `round-${r}.heapsnapshot`));
     }
   } finally {
@@ -368,6 +442,7 @@ async function main(): Promise<void> {
   }
   const secondHalf = samples.slice(Math.floor(samples.length / 2));
   const growthKiB = slope(secondHalf.map((s) => s.heapMiB)) * 1024;
+  const anonGrowthKiB = slope(secondHalf.map((s) => s.anonMiB)) * 1024;
   const first = samples[0]!;
   const last = samples[samples.length - 1]!;
   const refusedStatuses = Object.entries(statuses).flatMap(([label, byStatus]) =>
@@ -380,11 +455,26 @@ async function main(): Promise<void> {
     `heap: ${first.heapMiB} MiB after round 1, ${secondHalf[0]!.heapMiB} at round ${secondHalf[0]!.round}, ${last.heapMiB} at round ${last.round}; growth over the second half ${growthKiB.toFixed(1)} KiB a round`,
   );
   log(
-    `rss ${first.rssMiB} → ${last.rssMiB} MiB; fds ${first.fds} → ${last.fds}; threads ${first.threads} → ${last.threads}; below ${first.descendants.length} → ${last.descendants.length}`,
+    `rss ${first.rssMiB} → ${last.rssMiB} MiB (anonymous ${first.anonMiB} → ${last.anonMiB}, over the second half ${anonGrowthKiB.toFixed(1)} KiB a round; file-backed ${first.fileMiB} → ${last.fileMiB}); fds ${first.fds} → ${last.fds}; threads ${first.threads} → ${last.threads}; below ${first.descendants.length} → ${last.descendants.length}`,
   );
+  log(`resident memory that moved most over the second half, by mapping: ${largestGrowths(mappingsAtSecondHalf, mappingsAtEnd, 6).join("; ") || "none"}`);
   log(refusedStatuses.length ? `not served: ${refusedStatuses.join("; ")}` : "every workload request was served (2xx)");
   mkdirSync(dirname(args.out), { recursive: true });
-  writeFileSync(args.out, JSON.stringify({ rounds: ROUNDS, growthKiBPerRoundSecondHalf: Number(growthKiB.toFixed(1)), statuses, samples }, null, 2));
+  writeFileSync(
+    args.out,
+    JSON.stringify(
+      {
+        rounds: ROUNDS,
+        workloads: only ?? WORKLOADS,
+        growthKiBPerRoundSecondHalf: Number(growthKiB.toFixed(1)),
+        anonymousGrowthKiBPerRoundSecondHalf: Number(anonGrowthKiB.toFixed(1)),
+        statuses,
+        samples,
+      },
+      null,
+      2,
+    ),
+  );
   log(`written to ${args.out}`);
   rmSync(dataDir, { recursive: true, force: true });
 }
