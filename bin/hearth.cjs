@@ -2,7 +2,9 @@
 "use strict";
 // The CLI's entry point. CommonJS, because this is the one moment libuv's thread pool can still be
 // sized: it starts with the first file an ES module loader reads. It sizes the pool for a server
-// (libuvPool.cjs), then runs the CLI (hearth.js).
+// (libuvPool.cjs), then runs the CLI (hearth.js). Before that, a server may start again with glibc's
+// allocator settings (glibcMalloc.cjs): first, so the new process sizes its own pool.
+require("./glibcMalloc.cjs").settleMalloc(process.argv.slice(2));
 require("./libuvPool.cjs").sizeLibuvPool(process.argv.slice(2));
 // onnxruntime's telemetry stays off in every command (src/engines/onnx/onnxRuntimeOffline.ts says
 // what it would collect); set before anything can load onnxruntime.

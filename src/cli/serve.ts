@@ -4,6 +4,7 @@ import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
 import { formatBytes } from "../models/formatBytes.js";
 import { describeLibuvPool } from "../engines/llama/threadsForBatch.js";
+import { describeMallocSettings } from "./mallocSettings.js";
 import { chooseLogFormat, createLogger, isPrettyAvailable } from "../logger.js";
 import type { RunningServer } from "../server.js";
 import { out, progressBar } from "./ui.js";
@@ -61,6 +62,11 @@ export function registerServeCommand(program: Command): void {
     const pool = describeLibuvPool();
     // node-llama-cpp's decodes run on this pool; its size decides one CPU stream's speed (bin/libuvPool.cjs).
     running.logger.info({ libuvThreads: pool.size, chosenBy: pool.chosenBy }, `libuv thread pool: ${pool.size} (${pool.chosenBy})`);
+    if (process.platform === "linux") {
+      // What glibc keeps of freed memory decides how far a long-running node's memory creeps (bin/glibcMalloc.cjs).
+      const malloc = describeMallocSettings();
+      running.logger.info({ malloc: malloc.settings, chosenBy: malloc.chosenBy }, `memory allocator: ${malloc.settings} (${malloc.chosenBy})`);
+    }
     await preloadModels(running, config.preload);
     const server = running;
     const shutdown = (signal: string) => {

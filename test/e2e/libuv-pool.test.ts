@@ -1,22 +1,16 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { chooseLibuvPool, linuxGpuDevices } from "../../bin/libuvPool.cjs";
-import { exited, hearth, hearthServe } from "../helpers/cli.js";
-import { tinyChatPath } from "../helpers/testServer.js";
+import { exited, hearth, serveTinyChat } from "../helpers/cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "hearth-libuv-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Starts `hearth serve` (the real entry point, bin/hearth.cjs), and counts its threads once it answers. */
 async function serveAndCountThreads(env: Record<string, string | undefined>): Promise<{ threads: number; output: string }> {
-  const registry = join(dir, "models.config.json");
-  writeFileSync(
-    registry,
-    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 512, sequences: 1, threads: 1 } }] }),
-  );
-  const { child, baseUrl, output } = await hearthServe(["--port", "0", "--data-dir", join(dir, "data"), "--config", registry], { HEARTH_LOG_LEVEL: "info", ...env });
+  const { child, baseUrl, output } = await serveTinyChat(dir, env);
   try {
     expect((await fetch(`${baseUrl}/models`)).status).toBe(200);
     return { threads: readdirSync(`/proc/${child.pid}/task`).length, output: output() };

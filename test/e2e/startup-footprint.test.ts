@@ -3,9 +3,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { expect, it, vi } from "vitest";
-import { exited, hearth, hearthServe } from "../helpers/cli.js";
+import { exited, hearth, hearthServe, writeTinyChatRegistry } from "../helpers/cli.js";
 import { tinySdPath } from "../helpers/mediaModels.js";
-import { fixturesDir, tinyChatPath } from "../helpers/testServer.js";
+import { fixturesDir } from "../helpers/testServer.js";
 import { testTempDir } from "../helpers/tempDir.js";
 
 /**
@@ -16,11 +16,7 @@ import { testTempDir } from "../helpers/tempDir.js";
  */
 it("a started chat node that has answered a chat request has loaded neither tsx, the wallet libraries nor sharp", async () => {
   const dir = testTempDir("hearth-footprint-");
-  const registry = join(dir, "models.config.json");
-  writeFileSync(
-    registry,
-    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 512, sequences: 1, threads: 1 } }] }),
-  );
+  const registry = writeTinyChatRegistry(dir);
   const packagesFile = join(dir, "packages.txt");
   const recorder = pathToFileURL(join(import.meta.dirname, "..", "helpers", "recordPackages.mjs")).href;
   const dataDir = join(dir, "data");

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PACKAGE_ROOT } from "../../src/config/packageRoot.js";
+import { tinyChatPath } from "./testServer.js";
 
 export const HEARTH_BIN = join(PACKAGE_ROOT, "bin", "hearth.cjs");
 
@@ -49,3 +51,18 @@ export function hearthServe(args: string[], env: Record<string, string | undefin
 
 export const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))));
+
+/** Writes, in `dir`, a registry holding only the tiny chat GGUF (one sequence of 512 tokens, one thread); returns its path. */
+export function writeTinyChatRegistry(dir: string): string {
+  const registry = join(dir, "models.config.json");
+  writeFileSync(
+    registry,
+    JSON.stringify({ models: [{ id: "tiny-chat", type: "text", backend: "llama", file: tinyChatPath(), llama: { contextSize: 512, sequences: 1, threads: 1 } }] }),
+  );
+  return registry;
+}
+
+/** `hearth serve` on the tiny chat registry with its data in `dir`, logging at info (start-up lines included). */
+export function serveTinyChat(dir: string, env: Record<string, string | undefined> = {}): ReturnType<typeof hearthServe> {
+  return hearthServe(["--port", "0", "--data-dir", join(dir, "data"), "--config", writeTinyChatRegistry(dir)], { HEARTH_LOG_LEVEL: "info", ...env });
+}
