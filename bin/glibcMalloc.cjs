@@ -47,8 +47,8 @@ function chooseMallocSettings({ argv, env, platform, glibcVersion, canReplacePro
 }
 
 /**
- * Replaces this `hearth serve` process with one started with glibc's allocator setting above,
- * where they apply and the operator set none; otherwise returns and the CLI runs on. The new process
+ * Replaces this `hearth serve` process with one started with the allocator setting above, where
+ * it applies and the operator set none; otherwise returns and the CLI runs on. The new process
  * sees HEARTH_MALLOC_SETTINGS=hearth, for the start-up log (src/cli/mallocSettings.ts).
  *
  * @param {readonly string[]} argv the CLI's arguments (without node and the script)
