@@ -14,5 +14,5 @@ export function chooseMallocSettings(host: {
   debugged: boolean;
 }): Record<string, string> | undefined;
 
-/** Replaces this `hearth serve` process with one started with MALLOC_SETTINGS where they apply; otherwise returns. */
+/** Replaces this `hearth serve` process with one started with MALLOC_SETTINGS where it applies; otherwise returns. */
 export function settleMalloc(argv: readonly string[]): void;

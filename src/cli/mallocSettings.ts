@@ -1,5 +1,5 @@
-/** The variables that set glibc's allocator; any of them set is the operator's choice (bin/glibcMalloc.cjs). */
-const ALLOCATOR_VARIABLES = ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"] as const;
+/** The variables that set glibc's allocator; any of them set is the operator's choice (the same list as bin/glibcMalloc.cjs's, a test checks). */
+export const ALLOCATOR_VARIABLES = ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"] as const;
 
 /**
  * The allocator settings this process started with, and who chose them, for the start-up log:

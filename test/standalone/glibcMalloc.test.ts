@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chooseMallocSettings, MALLOC_SETTINGS, OPERATOR_VARIABLES } from "../../bin/glibcMalloc.cjs";
-import { describeMallocSettings } from "../../src/cli/mallocSettings.js";
+import { ALLOCATOR_VARIABLES, describeMallocSettings } from "../../src/cli/mallocSettings.js";
 
 const glibcServe = { argv: ["serve", "--port", "0"], env: {}, platform: "linux", glibcVersion: () => "2.36", canReplaceProcess: true, debugged: false };
 
@@ -37,6 +37,8 @@ describe("the allocator setting a server starts again with (bin/glibcMalloc.cjs)
   });
 
   it("are described for the start-up log with who chose them", () => {
+    // The log reads the same variables the start-up decision does.
+    expect([...ALLOCATOR_VARIABLES]).toEqual([...OPERATOR_VARIABLES]);
     expect(describeMallocSettings({})).toEqual({ settings: "defaults", chosenBy: "the C library" });
     expect(describeMallocSettings({ MALLOC_ARENA_MAX: "4" })).toEqual({ settings: "MALLOC_ARENA_MAX=4", chosenBy: "the environment" });
     expect(describeMallocSettings({ ...MALLOC_SETTINGS, HEARTH_MALLOC_SETTINGS: "hearth" })).toEqual({
