@@ -3,6 +3,7 @@ import { chatWrappers, resolveChatWrapper, specializedChatWrapperTypeNames, type
 import { describe, expect, it } from "vitest";
 import { describeTemplate } from "../../src/engines/llama/ChatSyntax.js";
 import { KNOWN_CHAT_TEMPLATES, knownChatFeatures } from "../../src/engines/llama/knownChatFeatures.js";
+import { buildSpecialized, specializedChoiceOf } from "../../src/engines/llama/specializedChoice.js";
 import type { ChatModelShape } from "../../src/fixtures/gguf/chatModel.js";
 import * as fixtureTemplates from "../../src/fixtures/gguf/chatTemplates.js";
 
@@ -46,6 +47,11 @@ describe("the chat features of known templates", () => {
       const wrapper = resolveChatWrapper({ fileInfo, filename: othersFirst, warningLogs: false });
       expect(wrapper?.constructor, `${general.name}: wrapper`).toBe(expectedWrapper);
       expect(describeTemplate(wrapper!, text), `${general.name}: features`).toEqual(known.features);
+      // A model whose template is known gets the specialized wrapper built with its defaults, without the analysis.
+      if (known.wrapper !== "jinjaTemplate") {
+        expect(specializedChoiceOf(wrapper!), `${general.name}: settings`).toEqual({ type: known.wrapper, settings: {} });
+        expect(buildSpecialized({ type: known.wrapper, settings: {} }).constructor).toBe(expectedWrapper);
+      }
     }
     expect(knownChatFeatures(text, architecture)).toEqual(known.features);
   });

@@ -11,7 +11,8 @@ export interface KnownChatTemplate {
   /**
    * What node-llama-cpp's analysis makes of the template, per `general.architecture`: the
    * wrapper it picks (its Qwen wrapper only matches Qwen architectures, so the same
-   * template differs by architecture) and the features describeTemplate reads from it.
+   * template differs by architecture), always with that wrapper's default settings, and the
+   * features describeTemplate reads from it.
    */
   byArchitecture: Record<string, { wrapper: SpecializedChatWrapperTypeName | "jinjaTemplate"; features: TemplateFeatures }>;
 }
