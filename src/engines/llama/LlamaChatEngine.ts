@@ -124,6 +124,7 @@ export class LlamaChatEngine implements ChatEngine {
     private readonly pool: SequencePool,
     private readonly decodeBatches: DecodeBatches,
     gpu: string | false,
+    longestBytes: number | undefined,
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
     this.describer = new TokenDescriber(model);
@@ -139,8 +140,7 @@ export class LlamaChatEngine implements ChatEngine {
       vocabularySize: model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0,
       infill: model.tokens.infill.prefix !== null && model.tokens.infill.suffix !== null && model.tokens.infill.middle !== null,
     };
-    const longest = longestTokenBytes(model);
-    this.maxPromptChars = longest === undefined ? undefined : context.contextSize * longest;
+    this.maxPromptChars = longestBytes === undefined ? undefined : context.contextSize * longestBytes;
     this.templateTokens = this.measureTemplateTokens();
     this.tokenizeScaffoldingInPieces();
     // A raw prompt may spell any special token of the vocabulary, any text its user-defined ones.
@@ -232,15 +232,19 @@ export class LlamaChatEngine implements ChatEngine {
     try {
       const decodeBatches = new DecodeBatches();
       const barrier = new StepBarrier();
-      const context = await model.createContext({
-        ...chatContextOptions(settings),
-        ignoreMemorySafetyChecks,
-        batching: {
-          itemPrioritizationStrategy: decodeBatches.strategy,
-          threadsForBatch: threadsForBatch(settings.singleTokenThreads),
-          dispatchSchedule: barrier.dispatchSchedule,
-        },
-      });
+      // The vocabulary is read on this thread while llama.cpp creates the context on another.
+      const [context, longestBytes] = await Promise.all([
+        model.createContext({
+          ...chatContextOptions(settings),
+          ignoreMemorySafetyChecks,
+          batching: {
+            itemPrioritizationStrategy: decodeBatches.strategy,
+            threadsForBatch: threadsForBatch(settings.singleTokenThreads),
+            dispatchSchedule: barrier.dispatchSchedule,
+          },
+        }),
+        longestTokenBytes(model),
+      ]);
       barrier.setOverlapOutput(
         settings.overlapOutput === "auto"
           ? overlapsOutputWithDecode({ gpuLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers, threads: context.currentThreads, cores: availableParallelism() })
@@ -251,7 +255,7 @@ export class LlamaChatEngine implements ChatEngine {
       const rendering = promptRenderingFor(chatWrapper, model);
       const syntax = ChatSyntax.from(chatWrapper, model);
       const pool = new SequencePool(context, options.modelId, options.maxWaiting);
-      return new LlamaChatEngine(barrier, options.modelId, model, options.file, context, chatWrapper, rendering, syntax, pool, decodeBatches, llama.gpu);
+      return new LlamaChatEngine(barrier, options.modelId, model, options.file, context, chatWrapper, rendering, syntax, pool, decodeBatches, llama.gpu, longestBytes);
     } catch (error) {
       await model.dispose();
       throw error;

@@ -26,10 +26,10 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
     readonly maxInputTokens: number,
     private readonly normalizeVectors: boolean,
     gpu: string | false,
+    longestBytes: number | undefined,
   ) {
     this.router = `llama.cpp/${gpu || "cpu"}`;
-    const longest = longestTokenBytes(model);
-    this.maxInputChars = longest === undefined ? undefined : maxInputTokens * longest;
+    this.maxInputChars = longestBytes === undefined ? undefined : maxInputTokens * longestBytes;
     // Inputs seldom repeat: nothing is kept, but long ones are cut after user-defined tokens.
     this.tokenization = new TokenizationCache(model.tokenizer, { minChars: Number.POSITIVE_INFINITY });
     this.tokenization.allowVocabularyCuts(model, file, ["plain"]);
@@ -54,20 +54,25 @@ export class LlamaEmbeddingEngine implements EmbeddingEngine {
     try {
       // node-llama-cpp needs the context longer than the input: the training context holds inputs one token shorter.
       const maxInputTokens = entry.embedding.maxInputTokens ?? Math.min(model.trainContextSize, 8192) - 1;
-      const contexts: LlamaEmbeddingContext[] = [];
-      for (let i = 0; i < entry.embedding.parallel; i++) {
-        contexts.push(
-          await model.createEmbeddingContext({
-            // One more than the input limit: the context must be longer than any input.
-            contextSize: maxInputTokens + 1,
-            batchSize: maxInputTokens + 1,
-            threads: contextThreads(entry.embedding.threads),
-            ignoreMemorySafetyChecks,
-          }),
-        );
-      }
+      const createContexts = async () => {
+        const contexts: LlamaEmbeddingContext[] = [];
+        for (let i = 0; i < entry.embedding.parallel; i++) {
+          contexts.push(
+            await model.createEmbeddingContext({
+              // One more than the input limit: the context must be longer than any input.
+              contextSize: maxInputTokens + 1,
+              batchSize: maxInputTokens + 1,
+              threads: contextThreads(entry.embedding.threads),
+              ignoreMemorySafetyChecks,
+            }),
+          );
+        }
+        return contexts;
+      };
+      // The vocabulary is read on this thread while llama.cpp creates the contexts on another.
+      const [contexts, longestBytes] = await Promise.all([createContexts(), longestTokenBytes(model)]);
       const probe = await contexts[0]!.getEmbeddingFor("hello");
-      return new LlamaEmbeddingEngine(model, entry.file!, contexts, probe.vector.length, maxInputTokens, entry.embedding.normalize, llama.gpu);
+      return new LlamaEmbeddingEngine(model, entry.file!, contexts, probe.vector.length, maxInputTokens, entry.embedding.normalize, llama.gpu, longestBytes);
     } catch (error) {
       await model.dispose();
       throw error;
