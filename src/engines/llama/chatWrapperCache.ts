@@ -50,9 +50,13 @@ export async function chatWrapperFor(file: string, model: LlamaModel, early = ch
   if (knownAnswer !== undefined) {
     // The analysis picks this wrapper with its default settings (knownChatFeatures.test.ts): built
     // in a few milliseconds instead of the analysis's 0.1 to 0.3 s on the event loop.
-    const wrapper = buildSpecialized({ type: knownAnswer, settings: {} });
-    if (key !== undefined) resolved.set(key, { wrapper });
-    return wrapper;
+    try {
+      const wrapper = buildSpecialized({ type: knownAnswer, settings: {} });
+      if (key !== undefined) resolved.set(key, { wrapper });
+      return wrapper;
+    } catch {
+      // A node-llama-cpp that no longer builds it by name: the full resolution below.
+    }
   }
   const wrapper = resolveChatWrapper(model);
   if (key !== undefined) resolved.set(key, wrapper instanceof JinjaTemplateChatWrapper ? "jinjaTemplate" : { wrapper });
