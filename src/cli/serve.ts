@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import nodeModule from "node:module";
 import { loadServerConfig, SERVER_SETTINGS, type ServerSettingName } from "../config/serverSettings.js";
 import { SECRET_ENV } from "../config/walletConfig.js";
 import { addSettingOption, settingFlags, type SettingFlags } from "./options.js";
@@ -67,6 +68,8 @@ export function registerServeCommand(program: Command): void {
       const malloc = describeMallocSettings();
       running.logger.info({ malloc: malloc.settings, chosenBy: malloc.chosenBy }, `memory allocator: ${malloc.settings} (${malloc.chosenBy})`);
     }
+    // Node writes its compile cache (bin/hearth.cjs) at exit; a server may run for weeks, or be killed.
+    (nodeModule as { flushCompileCache?: () => void }).flushCompileCache?.();
     await preloadModels(running, config.preload);
     const server = running;
     const shutdown = (signal: string) => {
