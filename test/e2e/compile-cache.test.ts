@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import nodeModule from "node:module";
 import { join } from "node:path";
 import { expect, it, vi } from "vitest";
@@ -11,9 +11,10 @@ const { enableCompileCache, flushCompileCache } = nodeModule as { enableCompileC
 /** The files under a directory, at any depth (none if it does not exist). */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => join(entry.parentPath, entry.name));
+  // Relative paths rather than Dirent.parentPath, which Node 20 has only from 20.12 (the package asks for 20.9).
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile());
 }
 
 /**
