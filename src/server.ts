@@ -7,7 +7,7 @@ import "node-llama-cpp";
 import { join } from "node:path";
 import type { z } from "zod";
 import type { Express } from "express";
-import { createServer, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createApp, API_BASE_PATH } from "./app.js";
 import { AUDIO_JOB } from "./api/audio/AudioJobService.js";
@@ -38,6 +38,8 @@ import { databasePath, openStore, type Db } from "./store/Store.js";
 import { createWalletServices, type WalletServices } from "./x402/WalletServices.js";
 import { keepOnnxRuntimeOffline } from "./engines/onnx/onnxRuntimeOffline.js";
 import { startFfmpegSpawner } from "./media/ffmpegProcess.js";
+import { IdleHeapCollector } from "./garbageCollection.js";
+import { InFlightRequests } from "./http/inFlightRequests.js";
 
 export interface RunningServer {
   url: string;
@@ -138,7 +140,17 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const metrics = new Metrics().observe({ credits, limits, models });
   const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet, requestLog, metrics });
   const live = new LiveHub({ db, models, requestLog, logger });
-  const inFlight = new InFlightRequests();
+  // Requests grow V8's heap (its young generation alone to 32 MB), and V8 gives it back when it
+  // judges the process idle, sometimes not for minutes: once no request has been in flight for
+  // --idle-gc-ms, the idle collector does it (src/garbageCollection.ts).
+  const idleHeap = new IdleHeapCollector(
+    () => inFlight.idle,
+    ({ heapBytesBefore, heapBytesAfter, fullMs }) => {
+      metrics.idleCollected(fullMs / 1000);
+      logger.debug({ heapMiB: [heapBytesBefore, heapBytesAfter].map((bytes) => Math.round(bytes / 2 ** 20)), ms: Math.round(fullMs * 10) / 10 }, "idle garbage collection");
+    },
+  );
+  const inFlight = new InFlightRequests({ afterMs: config.idleGcMs, run: () => idleHeap.start() });
 
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer((req, res) => {
@@ -178,6 +190,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      inFlight.stop();
+      idleHeap.stop();
       // Running jobs go back to the queue (they start again on the next start).
       const stopJobs = jobs.stop();
       // Upgraded sockets are outside the HTTP server's idle tracking: close them first.
@@ -201,25 +215,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       db.close();
     })());
   return { url, app, baseUrl: `${url}${API_BASE_PATH}`, db, models, jobs, logger, server, credits, wallet, metrics, metricsUrl: metricsServer?.url, prepared: preparing, close };
-}
-
-/** Counts responses not yet closed, so shutdown knows when only idle connections remain. */
-class InFlightRequests {
-  private count = 0;
-  private waiters: (() => void)[] = [];
-
-  track(res: ServerResponse): void {
-    this.count++;
-    res.once("close", () => {
-      this.count--;
-      if (this.count === 0) for (const waiter of this.waiters.splice(0)) waiter();
-    });
-  }
-
-  onIdle(callback: () => void): void {
-    if (this.count === 0) callback();
-    else this.waiters.push(callback);
-  }
 }
 
 /** A model load is an activity a stall report names, from its "loading" change to its "loaded", "failed" or "unloaded" (no room). */

@@ -57,6 +57,8 @@ interface Scenario {
 
 /** Hearth's RSS may be at most this multiple of llama-server's. */
 const MEMORY_GOAL = 1.1;
+/** Hearth's idle collection starts 2 s after the last request (--idle-gc-ms) and ends 5.5 s later. */
+const IDLE_READ_MS = 9_000;
 
 /** Each server's RSS and its split into anonymous and file-backed pages (the weights are mapped from the file in both). */
 interface RssPair {
@@ -72,12 +74,14 @@ function memoryText(memory: ProcessMemory | null): string {
   return `${mib(memory.rssBytes)} MiB (anon ${mib(memory.anonBytes)} + file ${mib(memory.fileBytes)})`;
 }
 
-/** Both servers' RSS for one context shape, at two points: a node lightly used, and one at working size. */
+/** Both servers' RSS for one context shape, at three points: a node lightly used, the same left idle, and one at working size. */
 interface MemoryReading {
   sequences: number;
   contextSize: number;
   /** The model loaded and one short request per sequence served. */
   afterWarmup: RssPair;
+  /** The same, IDLE_READ_MS later with nothing sent: what a node left alone holds (Hearth's --idle-gc-ms has run). */
+  idle: RssPair;
   /** After every scenario of the shape. */
   afterScenarios: RssPair;
 }
@@ -268,6 +272,8 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
       }
       // Light use: the model loaded and a few short requests served (what an idle node holds).
       const afterWarmup = rssPair(servers[0], servers[1]);
+      await new Promise((resolve) => setTimeout(resolve, IDLE_READ_MS));
+      const idle = rssPair(servers[0], servers[1]);
       const sameRequest = await compareOutputs(servers);
       parity.push({ sequences, contextSize, ...sameRequest });
       log(`Same request on both (${sequences} sequences): ${parityText(sameRequest)}; Hearth's engine: ${sameRequest.hearthEngine ?? "not named"}`);
@@ -291,7 +297,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         results.push({ scenario, rounds });
       }
       // After the runs the KV cache and buffers are at their working size (and llama-server's prompt cache has grown).
-      memory.push({ sequences, contextSize, afterWarmup, afterScenarios: rssPair(servers[0], servers[1]) });
+      memory.push({ sequences, contextSize, afterWarmup, idle, afterScenarios: rssPair(servers[0], servers[1]) });
       coldStarts.push({ sequences, contextSize, hearth: coldStart[0]!, llamaServer: coldStart[1]! });
       // How Hearth's engine batched its decode steps over these scenarios (one batch per step is the goal).
       const decode = await servers[0].decodeStats?.();
@@ -308,6 +314,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
   for (const m of memory) {
     for (const [when, pair] of [
       ["after warm-up", m.afterWarmup],
+      [`idle ${IDLE_READ_MS / 1000} s later`, m.idle],
       ["after the scenarios", m.afterScenarios],
     ] as const) {
       const ratio = rssRatio(pair);
@@ -348,6 +355,7 @@ export async function runVersusLlamaServer(options: VersusOptions): Promise<void
         ...m,
         goal: MEMORY_GOAL,
         ratioAfterWarmup: rssRatio(m.afterWarmup),
+        ratioIdle: rssRatio(m.idle),
         ratioAfterScenarios: rssRatio(m.afterScenarios),
       })),
       coldStarts,

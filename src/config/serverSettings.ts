@@ -78,6 +78,14 @@ export const SERVER_SETTINGS = {
       "when one piece of work holds the event loop this long (every request and stream waits meanwhile), log a warning naming the requests and model loads in flight, and count it in hearth_event_loop_stall_seconds; 0: off",
     see: "operations.md#metrics-and-logs",
   },
+  idleGcMs: {
+    flag: "--idle-gc-ms <ms>",
+    env: "HEARTH_IDLE_GC_MS",
+    default: "2000",
+    description:
+      "after this long with no request in flight, give the JavaScript heap that requests grew back to the system (about 30 MB of resident memory on a chat node): a young garbage collection, then a full one 5.5 s later if the node is still quiet; again only after more requests; 0: off",
+    see: "operations.md#the-processs-own-memory",
+  },
   videoWorkers: {
     flag: "--video-workers <n>",
     env: "HEARTH_VIDEO_WORKERS",
@@ -225,6 +233,8 @@ export const ServerConfig = z.object({
   metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
   /** A stall of the event loop this long is logged with what was in flight (src/metrics/StallWatch.ts); 0: not watched. */
   stallWarnMs: z.coerce.number().int().nonnegative().default(200),
+  /** The idle collection starts once no request has been in flight this long (src/garbageCollection.ts); 0: never. */
+  idleGcMs: z.coerce.number().int().nonnegative().default(2000),
   /** Video jobs run at the same time; queued jobs wait in SQLite. */
   videoWorkers: z.coerce.number().int().min(1).max(64).default(1),
   /** Finished videos not fetched and completed are deleted after this long. */

@@ -165,6 +165,13 @@ export class Metrics {
   });
   private stallWatch: StallWatch | undefined;
 
+  private readonly idleCollections = new Histogram({
+    name: "hearth_idle_gc_seconds",
+    help: "Full garbage collections run once no request was in flight for --idle-gc-ms, by how long they held the event loop",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5],
+    registers: [this.registry],
+  });
+
   constructor() {
     // Process metrics (CPU, memory, event loop, GC) under their usual names, for stock dashboards.
     collectDefaultMetrics({ register: this.registry });
@@ -191,6 +198,11 @@ export class Metrics {
         report(stall);
       },
     }).start();
+  }
+
+  /** One idle collection ran, holding the event loop this many seconds. */
+  idleCollected(seconds: number): void {
+    this.idleCollections.observe(seconds);
   }
 
   stopWatchingStalls(): void {

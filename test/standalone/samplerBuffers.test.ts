@@ -4,7 +4,8 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { LlamaSettings } from "../../src/config/backendSettings.js";
 import { LlamaChatEngine } from "../../src/engines/llama/LlamaChatEngine.js";
-import { fullGarbageCollection, SamplerBufferCollector, samplerBuffers } from "../../src/engines/llama/SamplerBufferCollector.js";
+import { SamplerBufferCollector, samplerBuffers } from "../../src/engines/llama/SamplerBufferCollector.js";
+import { fullGarbageCollection } from "../../src/garbageCollection.js";
 import { QWEN25_HEADER_SHAPE, writeChatModel } from "../../src/fixtures/gguf/chatModel.js";
 import { testTempDir } from "../helpers/tempDir.js";
 

@@ -1,5 +1,4 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { fullGarbageCollection } from "../../garbageCollection.js";
 
 /** sizeof(llama_token_data): a token id (int32), its logit and its probability (floats). */
 const CANDIDATE_BYTES = 12;
@@ -47,29 +46,6 @@ export class SamplerBufferCollector {
   get collections(): number {
     return this.collected;
   }
-}
-
-let resolvedGc: (() => void) | null | undefined;
-
-/**
- * V8's full collection: `gc` when Node started with --expose-gc, else the same function taken from
- * a fresh context created while the flag is briefly on (the flag then goes off again, so no later
- * context gets it). Null if neither works.
- */
-export function fullGarbageCollection(): (() => void) | null {
-  if (resolvedGc !== undefined) return resolvedGc;
-  const global = (globalThis as { gc?: unknown }).gc;
-  if (typeof global === "function") return (resolvedGc = global as () => void);
-  try {
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as unknown;
-    resolvedGc = typeof gc === "function" ? (gc as () => void) : null;
-  } catch {
-    resolvedGc = null;
-  } finally {
-    setFlagsFromString("--no-expose-gc");
-  }
-  return resolvedGc;
 }
 
 /** The process's collector: every llama engine shares V8's heap. 64 MB is about 35 samplers of a 152k vocabulary. */

@@ -1,0 +1,68 @@
+import type { ServerResponse } from "node:http";
+
+/** What runs once the node has had no request in flight for `afterMs` (after at least one since the last time). */
+export interface QuietSpell {
+  afterMs: number;
+  run: () => void;
+}
+
+/**
+ * Counts responses not yet closed: shutdown waits until only idle connections remain, and after a
+ * quiet spell (none in flight for `quiet.afterMs`) `quiet.run` runs once. It runs again only after
+ * more requests, so a node left alone does the work once, not on a timer. The node counts as busy
+ * from its start: what the start itself allocated is also behind it at the first quiet spell.
+ */
+export class InFlightRequests {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+  private busySinceQuiet = true;
+  private quietTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly quiet?: QuietSpell) {
+    this.armQuietSpell();
+  }
+
+  track(res: ServerResponse): void {
+    this.count++;
+    this.busySinceQuiet = true;
+    clearTimeout(this.quietTimer);
+    this.quietTimer = undefined;
+    res.once("close", () => {
+      this.count--;
+      if (this.count > 0) return;
+      for (const waiter of this.waiters.splice(0)) waiter();
+      this.armQuietSpell();
+    });
+  }
+
+  /** No request in flight. */
+  get idle(): boolean {
+    return this.count === 0;
+  }
+
+  onIdle(callback: () => void): void {
+    if (this.count === 0) callback();
+    else this.waiters.push(callback);
+  }
+
+  /** No quiet spell runs after this (the server is closing). */
+  stop(): void {
+    clearTimeout(this.quietTimer);
+    this.quietTimer = undefined;
+    this.stopped = true;
+  }
+
+  private armQuietSpell(): void {
+    const quiet = this.quiet;
+    if (!quiet || quiet.afterMs <= 0 || this.stopped || !this.busySinceQuiet || this.quietTimer) return;
+    this.quietTimer = setTimeout(() => {
+      this.quietTimer = undefined;
+      if (this.count > 0 || this.stopped) return;
+      this.busySinceQuiet = false;
+      quiet.run();
+    }, quiet.afterMs);
+    // A timer alone never keeps the process alive.
+    this.quietTimer.unref();
+  }
+}
