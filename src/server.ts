@@ -143,14 +143,14 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // Requests grow V8's heap (its young generation alone to 32 MB), and V8 gives it back when it
   // judges the process idle, sometimes not for minutes: once no request has been in flight for
   // --idle-gc-ms, the idle collector does it (src/garbageCollection.ts).
-  const idleHeap = new IdleHeapCollector(
-    () => inFlight.idle,
-    ({ heapBytesBefore, heapBytesAfter, fullMs }) => {
+  const idleHeap = new IdleHeapCollector({
+    report: ({ heapBytesBefore, heapBytesAfter, fullMs }) => {
       metrics.idleCollected(fullMs / 1000);
       logger.debug({ heapMiB: [heapBytesBefore, heapBytesAfter].map((bytes) => Math.round(bytes / 2 ** 20)), ms: Math.round(fullMs * 10) / 10 }, "idle garbage collection");
     },
-  );
-  const inFlight = new InFlightRequests({ afterMs: config.idleGcMs, run: () => idleHeap.start() });
+    beginHold: () => metrics.beginActivity("idle garbage collection", () => ({})),
+  });
+  const inFlight = new InFlightRequests({ afterMs: config.idleGcMs, run: () => idleHeap.start(), interrupt: () => idleHeap.stop() });
 
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer((req, res) => {

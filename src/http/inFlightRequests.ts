@@ -4,12 +4,15 @@ import type { ServerResponse } from "node:http";
 export interface QuietSpell {
   afterMs: number;
   run: () => void;
+  /** The spell is over: a request started after `run` (work `run` left pending should not go on). */
+  interrupt?: () => void;
 }
 
 /**
  * Counts responses not yet closed: shutdown waits until only idle connections remain, and after a
  * quiet spell (none in flight for `quiet.afterMs`) `quiet.run` runs once. It runs again only after
- * more requests, so a node left alone does the work once, not on a timer. The node counts as busy
+ * more requests, so a node left alone does the work once, not on a timer; a request that starts
+ * after it calls `quiet.interrupt`. The node counts as busy
  * from its start: what the start itself allocated is also behind it at the first quiet spell.
  */
 export class InFlightRequests {
@@ -24,7 +27,7 @@ export class InFlightRequests {
   }
 
   track(res: ServerResponse): void {
-    this.count++;
+    if (this.count++ === 0) this.quiet?.interrupt?.();
     this.busySinceQuiet = true;
     clearTimeout(this.quietTimer);
     this.quietTimer = undefined;

@@ -18,10 +18,10 @@ afterEach(async () => {
 });
 
 /** A server whose responses end when `release` is called with their path (at once for other paths). */
-async function start(quietRuns: number[]) {
+async function start(quietRuns: number[], interrupts: number[] = []) {
   const held = new Map<string, () => void>();
   const started = performance.now();
-  inFlight = new InFlightRequests({ afterMs: QUIET_MS, run: () => quietRuns.push(performance.now() - started) });
+  inFlight = new InFlightRequests({ afterMs: QUIET_MS, run: () => quietRuns.push(performance.now() - started), interrupt: () => interrupts.push(performance.now() - started) });
   const tracker = inFlight;
   server = createServer((req, res) => {
     tracker.track(res);
@@ -41,17 +41,21 @@ async function start(quietRuns: number[]) {
 }
 
 describe("InFlightRequests", () => {
-  it("runs the quiet work once after the start, and once after each later spell of requests", async () => {
+  it("runs the quiet work once after the start, and once after each later spell of requests; a request interrupts it", async () => {
     const runs: number[] = [];
-    const node = await start(runs);
+    const interrupts: number[] = [];
+    const node = await start(runs, interrupts);
     await sleep(QUIET_MS * 3);
     expect(runs).toHaveLength(1);
     expect(runs[0]).toBeGreaterThanOrEqual(QUIET_MS - 5);
     // Left alone, nothing more.
     await sleep(QUIET_MS * 2);
     expect(runs).toHaveLength(1);
+    expect(interrupts).toHaveLength(0);
     await node.get("/a");
+    expect(interrupts).toHaveLength(1);
     await node.get("/b");
+    expect(interrupts).toHaveLength(2);
     await sleep(QUIET_MS * 3);
     expect(runs).toHaveLength(2);
   });
