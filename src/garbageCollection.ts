@@ -38,10 +38,11 @@ export function fullGarbageCollection(): GarbageCollection | null {
 const LAST_RESORT_FLAVOR = Number(process.versions.v8.split(".")[0]) >= 12;
 
 /**
- * V8 measures allocation between collections and shrinks its young generation (32 MB committed
- * once a burst has grown it) only in a collection that finds less than 1 KB/ms allocated over the
- * last 5 s. So a full collection right after a burst keeps it whole; one 5 s after a young
- * collection that closed the burst's measurement gives it back.
+ * V8 11 (Node 20) measures allocation between collections and shrinks its young generation (32 MB
+ * committed once a burst has grown it) only in a collection that finds less than 1 KB/ms
+ * allocated over the last 5 s. So a full collection right after a burst keeps it whole; one 5 s
+ * after a young collection that closed the burst's measurement gives it back. V8 12+'s last
+ * resort shrinks it at any time; the same two steps serve both, one path to reason about.
  */
 const ALLOCATION_WINDOW_MS = 5_500;
 
