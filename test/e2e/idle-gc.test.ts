@@ -38,8 +38,9 @@ it("collects once the node has been quiet, not while a request is in flight, and
 
   await vi.waitFor(() => expect(collections()).toHaveLength(1), { timeout: 15_000, interval: 100 });
   const collection = collections()[0]!;
-  // A young collection at the quiet spell, the full one after V8's 5 s allocation window.
-  expect(collection.time - closedAt).toBeGreaterThanOrEqual(5_000);
+  // A young collection at the quiet spell, the full one 5.5 s later (the client saw the answer
+  // after the server closed the response, so the margin is for that).
+  expect(collection.time - closedAt).toBeGreaterThanOrEqual(4_500);
   expect(collection.ms).toBeGreaterThan(0);
 
   const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.adminKey}` } })).text();

@@ -18,13 +18,14 @@ afterEach(async () => {
 });
 
 /** A server whose responses end when `release` is called with their path (at once for other paths). */
-async function start(quietRuns: number[], interrupts: number[] = []) {
+async function start(quietRuns: number[], interrupts: number[] = [], closes: number[] = []) {
   const held = new Map<string, () => void>();
   const started = performance.now();
   inFlight = new InFlightRequests({ afterMs: QUIET_MS, run: () => quietRuns.push(performance.now() - started), interrupt: () => interrupts.push(performance.now() - started) });
   const tracker = inFlight;
   server = createServer((req, res) => {
     tracker.track(res);
+    res.once("close", () => closes.push(performance.now() - started));
     if (req.url?.startsWith("/hold")) held.set(req.url, () => res.end("done"));
     else res.end("ok");
   });
@@ -62,7 +63,8 @@ describe("InFlightRequests", () => {
 
   it("never runs it while a request is in flight, and waits a whole spell after the last one closes", async () => {
     const runs: number[] = [];
-    const node = await start(runs);
+    const closes: number[] = [];
+    const node = await start(runs, [], closes);
     await sleep(QUIET_MS * 2);
     expect(runs).toHaveLength(1);
     const answer = node.get("/hold/1");
@@ -72,10 +74,11 @@ describe("InFlightRequests", () => {
     expect(runs).toHaveLength(1);
     node.release("/hold/1");
     expect(await answer).toBe("done");
-    await sleep(QUIET_MS / 2);
-    expect(runs).toHaveLength(1);
-    await sleep(QUIET_MS * 2);
+    const until = performance.now() + 5_000;
+    while (runs.length < 2 && performance.now() < until) await sleep(10);
     expect(runs).toHaveLength(2);
+    // Timed from the response's close on the server (timers may fire late, never early).
+    expect(runs[1]! - closes.at(-1)!).toBeGreaterThanOrEqual(QUIET_MS - 2);
     expect(node.tracker.idle).toBe(true);
   });
 
