@@ -140,7 +140,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const metrics = new Metrics().observe({ credits, limits, models });
   const app = createApp({ config, db, models, characters, logger, startedAt: Date.now(), credits, limits, jobs, now, wallet, requestLog, metrics });
   const live = new LiveHub({ db, models, requestLog, logger });
-  // Requests grow V8's heap (its young generation alone to 32 MB), and V8 gives it back when it
+  // Requests grow V8's heap (its young generation alone to 32 MB, 128 on Node 24), and V8 gives it back when it
   // judges the process idle, sometimes not for minutes: once no request has been in flight for
   // --idle-gc-ms, the idle collector does it (src/garbageCollection.ts).
   const idleHeap = new IdleHeapCollector({

@@ -12,13 +12,12 @@ export interface QuietSpell {
  * Counts responses not yet closed: shutdown waits until only idle connections remain, and after a
  * quiet spell (none in flight for `quiet.afterMs`) `quiet.run` runs once. It runs again only after
  * more requests, so a node left alone does the work once, not on a timer; a request that starts
- * after it calls `quiet.interrupt`. The node counts as busy
- * from its start: what the start itself allocated is also behind it at the first quiet spell.
+ * after it calls `quiet.interrupt`. The start counts as activity: the first spell follows it, so
+ * what the start itself allocated is behind it too.
  */
 export class InFlightRequests {
   private count = 0;
   private waiters: (() => void)[] = [];
-  private busySinceQuiet = true;
   private quietTimer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -28,7 +27,6 @@ export class InFlightRequests {
 
   track(res: ServerResponse): void {
     if (this.count++ === 0) this.quiet?.interrupt?.();
-    this.busySinceQuiet = true;
     clearTimeout(this.quietTimer);
     this.quietTimer = undefined;
     res.once("close", () => {
@@ -58,11 +56,11 @@ export class InFlightRequests {
 
   private armQuietSpell(): void {
     const quiet = this.quiet;
-    if (!quiet || quiet.afterMs <= 0 || this.stopped || !this.busySinceQuiet || this.quietTimer) return;
+    // Armed at the start and when the last response closes; a request that starts, or stop(),
+    // clears it: so it runs once per spell and never while a request is in flight.
+    if (!quiet || quiet.afterMs <= 0 || this.stopped || this.quietTimer) return;
     this.quietTimer = setTimeout(() => {
       this.quietTimer = undefined;
-      if (this.count > 0 || this.stopped) return;
-      this.busySinceQuiet = false;
       quiet.run();
     }, quiet.afterMs);
     // A timer alone never keeps the process alive.
